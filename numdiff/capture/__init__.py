@@ -1,0 +1,1 @@
+"""numdiff.capture."""

@@ -1,0 +1,109 @@
+"""Every error numdiff raises on purpose.
+
+::
+
+    NumdiffError                      root: catch this to catch anything numdiff raises on purpose
+    ├── InputError (ValueError)       a file the user gave is wrong or does not fit the others
+    │   ├── ETDumpError               truncated, corrupt or wrong-identifier ETDump
+    │   ├── DebugBufferError          tensor points past the end of the debug buffer, unreadable buffer
+    │   ├── ETRecordError             not a zip, missing or unreadable entry, program that will not load
+    │   ├── MismatchedArtifactsError  ETRecord and ETDump come from different models
+    │   └── MissingDataError          something needed is absent (debug buffer, ETRecord,
+    │                                 representative inputs, intermediate outputs)
+    ├── UsageError (ValueError)       an argument is wrong (unknown metric or graph, conflicting options)
+    ├── ComparatorError               a comparator hook failed or returned something that is not a number
+    ├── CaptureError                  running the reference graph failed at a node
+    └── InternalError                 a bug in numdiff: please report it
+
+Messages follow one shape: the first line says what is wrong and where (file and byte offset,
+debug handle, node); the second says what was expected or what to do. Errors always chain the
+underlying exception (``raise ... from e``). ``InputError`` and ``UsageError`` also derive from
+``ValueError`` so code written against the reference's ``ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "CaptureError",
+    "ComparatorError",
+    "DebugBufferError",
+    "ETDumpError",
+    "ETRecordError",
+    "InputError",
+    "InternalError",
+    "MismatchedArtifactsError",
+    "MissingDataError",
+    "NumdiffError",
+    "UsageError",
+]
+
+
+class NumdiffError(Exception):
+    """Root of every error numdiff raises on purpose."""
+
+
+class InputError(NumdiffError, ValueError):
+    """A file the user gave is wrong, or does not fit the other files."""
+
+
+class _FileError(InputError):
+    """An input error tied to one file (and optionally a byte offset in it)."""
+
+    kind = "file"
+
+    def __init__(self, path: str | os.PathLike[str] | None, problem: str, hint: str = "", offset: int | None = None):
+        self.path = None if path is None else os.fspath(path)
+        self.problem = problem
+        self.hint = hint
+        self.offset = offset
+        where = f"{self.kind} {self.path!r}" if self.path is not None else f"{self.kind} (in memory)"
+        if offset is not None:
+            where += f" at byte {offset}"
+        message = f"{where}: {problem}"
+        if hint:
+            message += f"\n{hint}"
+        super().__init__(message)
+
+
+class ETDumpError(_FileError):
+    """The ETDump is empty, truncated, corrupt or not an ETDump at all."""
+
+    kind = "ETDump"
+
+
+class DebugBufferError(_FileError):
+    """The debug buffer cannot serve a tensor the ETDump points at."""
+
+    kind = "debug buffer"
+
+
+class ETRecordError(_FileError):
+    """The ETRecord is not a readable ETRecord zip, or an entry in it is unusable."""
+
+    kind = "ETRecord"
+
+
+class MismatchedArtifactsError(InputError):
+    """The ETRecord and the ETDump do not describe the same model."""
+
+
+class MissingDataError(InputError):
+    """Something the requested analysis needs is not in the given files."""
+
+
+class UsageError(NumdiffError, ValueError):
+    """An argument is wrong: unknown name, conflicting options, unsupported combination."""
+
+
+class ComparatorError(NumdiffError):
+    """A comparator hook raised or returned something that is not a real number."""
+
+
+class CaptureError(NumdiffError):
+    """Running the reference graph on the representative inputs failed at a node."""
+
+
+class InternalError(NumdiffError):
+    """An invariant inside numdiff broke. This is a bug: please report it with the inputs."""
