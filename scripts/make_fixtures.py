@@ -1,0 +1,274 @@
+"""Generate numdiff's real-artifact fixtures with ExecuTorch 1.5.1 and record the reference's answers.
+
+Dev script, never run by CI. It needs the oracle virtualenv (ExecuTorch 1.5.1,
+torch 2.13.0)::
+
+    $(/work/shared/oracle-venv.sh) scripts/make_fixtures.py            # all fixtures
+    $(/work/shared/oracle-venv.sh) scripts/make_fixtures.py --only mlp_fp32 --only xnnpack
+    $(/work/shared/oracle-venv.sh) scripts/make_fixtures.py --list
+
+For each fixture it exports and lowers a small model with fixed seeds, runs it
+with the runtime's Python bindings (ETDump + debug buffer), writes the ETRecord
+with one representative input and its reference output, then builds
+ExecuTorch's own ``Inspector`` on the written files and stores its answers in
+``expected.json`` (format: ``tests/fixtures/README.md``). Model, inputs and
+debug data are reproducible; timings are not, so tests compare numdiff with
+the ``expected.json`` committed together with the artifacts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import sys
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _fixture_models as models  # noqa: E402
+import _fixture_record as record  # noqa: E402
+import _fixture_runtime as rt  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+EXAMPLES = REPO / "numdiff" / "examples"
+
+#: Files this script owns in a fixture folder (others' *_expected.json are left alone).
+OWNED_FILES = ("etdump.etdp", "debug_buffer.bin", "etrecord.bin", "expected.json")
+
+Lower = Callable[[torch.nn.Module, rt.Inputs, list[rt.Inputs]], rt.Lowered]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One fixture: how to build, lower and run the model, and what to record."""
+
+    name: str
+    description: str
+    make_model: Callable[[], torch.nn.Module]
+    make_inputs: Callable[[], list[rt.Inputs]]  # one tuple per run
+    lower: Lower
+    etrecord: bool = True
+    debug_buffer: bool = True
+    module_hierarchy_view: bool = False
+    out_root: Path = FIXTURES
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def lower_portable(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inputs]) -> rt.Lowered:
+    return rt.export_and_lower(model, example)
+
+
+def lower_xnnpack(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inputs]) -> rt.Lowered:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    return rt.export_and_lower(model, example, partitioners=[XnnpackPartitioner()])
+
+
+def _xnnpack_quantizer() -> Any:
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=False))
+
+
+def lower_quant_xnnpack(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inputs]) -> rt.Lowered:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    return rt.export_and_lower(
+        model,
+        example,
+        quantizer=_xnnpack_quantizer(),
+        calibration=_calibration(example),
+        partitioners=[XnnpackPartitioner()],
+    )
+
+
+def lower_quant_portable(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inputs]) -> rt.Lowered:
+    import executorch.kernels.quantized  # noqa: F401  (registers quantize/dequantize kernels)
+
+    return rt.export_and_lower(
+        model, example, quantizer=_xnnpack_quantizer(), calibration=_calibration(example)
+    )
+
+
+def _calibration(example: rt.Inputs) -> list[rt.Inputs]:
+    gen = torch.Generator().manual_seed(1234)
+    return [example] + [
+        tuple(torch.randn(t.shape, generator=gen) for t in example) for _ in range(8)
+    ]
+
+
+def _randn(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+def _same_input(shape: tuple[int, ...], runs: int) -> Callable[[], list[rt.Inputs]]:
+    def make() -> list[rt.Inputs]:
+        x = torch.randn(*shape)
+        return [(x,)] * runs
+
+    return make
+
+
+def _different_inputs(shape: tuple[int, ...], runs: int) -> Callable[[], list[rt.Inputs]]:
+    def make() -> list[rt.Inputs]:
+        return [(torch.randn(*shape),) for _ in range(runs)]
+
+    return make
+
+
+SPECS: list[Spec] = [
+    Spec(
+        name="mlp_fp32",
+        description=(
+            "fp32 MLP Linear(8,16)-ReLU-Linear(16,4), input (2,8); to_edge_transform_and_lower "
+            "without partitioner (portable kernels; each Linear is permute_copy+addmm sharing a "
+            "debug handle); run 3 times with the same input"
+        ),
+        make_model=models.MLP,
+        make_inputs=_same_input((2, 8), 3),
+        lower=lower_portable,
+    ),
+]
+
+
+def _seed(name: str) -> int:
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def _clean(out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in OWNED_FILES:
+        (out_dir / f).unlink(missing_ok=True)
+
+
+def _make_inspector(out_dir: Path, files: dict[str, str | None], **kwargs: Any) -> Any:
+    from executorch.devtools import Inspector
+
+    def path(key: str) -> str | None:
+        f = files[key]
+        return None if f is None else str(out_dir / f)
+
+    return Inspector(
+        etdump_path=path("etdump"),
+        etrecord=path("etrecord"),
+        debug_buffer_path=path("debug_buffer"),
+        **kwargs,
+    )
+
+
+def record_expected(spec: Spec, out_dir: Path, files: dict[str, str | None], runs: int) -> dict[str, Any]:
+    """Build the reference Inspector on the written files and record its answers."""
+    import executorch.devtools.inspector as _insp_pkg  # noqa: F401
+    import pandas
+    import tabulate
+
+    expected: dict[str, Any] = {
+        "generator": {
+            "executorch": "1.5.1",
+            "torch": torch.__version__,
+            "pandas": pandas.__version__,
+            "tabulate": getattr(tabulate, "__version__", None),
+            "script": "scripts/make_fixtures.py",
+        },
+        "files": files,
+        "model": spec.description,
+        "runs": runs,
+    }
+    try:
+        inspector = _make_inspector(out_dir, files)
+    except Exception as e:  # noqa: BLE001 - the reference's failure is the answer
+        expected["inspector"] = record.error_record(e)
+        return expected
+    expected["inspector"] = record.record_inspector(inspector)
+
+    if spec.module_hierarchy_view:
+        mh = _make_inspector(out_dir, files, enable_module_hierarchy=True)
+        expected["inspector_module_hierarchy"] = {
+            "event_blocks": record.encode_event_blocks(mh),
+            "find_total_for_module": record.find_totals(mh),
+        }
+    if files["etrecord"] is not None and files["debug_buffer"] is not None:
+        expected["gap"] = record.record_gaps(inspector)
+    compare = record.record_compare_results(inspector)
+    if compare:
+        expected["compare_results"] = compare
+    return expected
+
+
+def build(spec: Spec) -> dict[str, Any]:
+    out_dir = spec.out_root / spec.name
+    torch.manual_seed(_seed(spec.name))
+    model = spec.make_model().eval()
+    run_inputs = spec.make_inputs()
+    lowered = spec.lower(model, run_inputs[0], run_inputs)
+
+    _clean(out_dir)
+    files: dict[str, str | None] = {
+        "etdump": "etdump.etdp",
+        "debug_buffer": "debug_buffer.bin" if spec.debug_buffer else None,
+        "etrecord": "etrecord.bin" if spec.etrecord else None,
+    }
+    if spec.etrecord:
+        rt.save_etrecord(lowered, out_dir / "etrecord.bin", run_inputs[0])
+    rt.run_with_etdump(lowered.buffer, run_inputs, out_dir, debug_buffer=spec.debug_buffer)
+
+    expected = record_expected(spec, out_dir, files, len(run_inputs))
+    with open(out_dir / "expected.json", "w") as f:
+        json.dump(expected, f, allow_nan=True, indent=1)
+        f.write("\n")
+    return expected
+
+
+def _summary(name: str, expected: dict[str, Any]) -> str:
+    insp = expected.get("inspector", {})
+    if "error" in insp:
+        return f"{name}: Inspector error {insp['error']['type']}: {insp['error']['message'][:100]}"
+    blocks = insp.get("event_blocks")
+    n_events = sum(len(b["events"]) for b in blocks) if isinstance(blocks, list) else blocks
+    gaps = {
+        k: (f"{len(v['rows'])} rows" if "rows" in v else v["error"]["type"])
+        for k, v in expected.get("gap", {}).items()
+    }
+    return f"{name}: {n_events} events; gap {gaps}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], help="fixture name (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list fixture names and exit")
+    args = parser.parse_args(argv)
+
+    by_name = {s.name: s for s in SPECS}
+    if args.list:
+        print("\n".join(by_name))
+        return 0
+    unknown = [n for n in args.only if n not in by_name]
+    if unknown:
+        print(f"unknown fixture(s) {unknown}; known: {list(by_name)}", file=sys.stderr)
+        return 2
+    logging.getLogger().setLevel(logging.ERROR)
+    warnings.simplefilter("ignore", FutureWarning)
+    for spec in SPECS:
+        if args.only and spec.name not in args.only:
+            continue
+        print(f"== {spec.name}", file=sys.stderr)
+        expected = build(spec)
+        print(_summary(spec.name, expected), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
