@@ -1,0 +1,61 @@
+"""Pair the runtime's logged intermediate outputs with the reference graph's, by debug handle.
+
+Stages, in order::
+
+    events ──collect_runtime_outputs──▶ {handle: RuntimeOutput}   (largest instruction id wins,
+                                                                   overlapping handles merged)
+    AOT outputs + runtime outputs ──pair_outputs──────────▶ AlignmentReport   (reference pairs)
+                                  └─align_intermediate_outputs─▶ AlignmentReport   (numdiff: also
+                                                                   multi-output ops, element-wise)
+
+Every skipped pair and every guessed match is a typed :class:`AlignmentNote` on the report; the
+drop-in functions (:func:`map_runtime_aot_intermediate_outputs`,
+:func:`merge_runtime_overlapping_debug_handles`) return the reference's dicts and summarise the
+notes in one warning.
+"""
+
+from __future__ import annotations
+
+from numdiff.align._records import (
+    AlignedPair,
+    AlignmentNote,
+    AlignmentReport,
+    MatchKind,
+    NoteKind,
+    RuntimeOutput,
+    ShapeRelation,
+    is_sequence,
+    shape_relation,
+)
+from numdiff.align.pairing import (
+    align_intermediate_outputs,
+    find_op_names,
+    map_runtime_aot_intermediate_outputs,
+    pair_outputs,
+)
+from numdiff.align.runtime import (
+    EventLike,
+    collect_runtime_outputs,
+    merge_overlapping_outputs,
+    merge_runtime_overlapping_debug_handles,
+)
+
+__all__ = [
+    "AlignedPair",
+    "AlignmentNote",
+    "AlignmentReport",
+    "EventLike",
+    "MatchKind",
+    "NoteKind",
+    "RuntimeOutput",
+    "ShapeRelation",
+    "align_intermediate_outputs",
+    "collect_runtime_outputs",
+    "find_op_names",
+    "is_sequence",
+    "map_runtime_aot_intermediate_outputs",
+    "merge_overlapping_outputs",
+    "merge_runtime_overlapping_debug_handles",
+    "pair_outputs",
+    "shape_relation",
+]

@@ -1,0 +1,308 @@
+"""Pair the reference graph's intermediate outputs with the runtime's, by debug handle.
+
+Two entry points share one pairing core:
+
+* :func:`pair_outputs` / :func:`map_runtime_aot_intermediate_outputs` give the reference's pairs
+  (the drop-in answer), plus a note for everything the reference skips silently or crashes on.
+* :func:`align_intermediate_outputs` is numdiff's fuller alignment: it also splits multi-output
+  AOT ops (sequences) into one pair per element, matched by position or by shape and dtype.
+
+How pairs are found: AOT outputs and (merged) runtime outputs whose handles share an id form a
+connected group. A group with exactly one runtime output pairs the ``k``-th output of that
+runtime instruction (``k`` counted from the end) with the AOT output whose handle is the
+``k``-th id from the end of the runtime handle. The pair is reported under the runtime handle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from numdiff._types import DebugHandle
+from numdiff.align._records import (
+    AlignedPair,
+    AlignmentNote,
+    AlignmentReport,
+    MatchKind,
+    NoteKind,
+    RuntimeOutput,
+    is_sequence,
+)
+
+__all__ = [
+    "align_intermediate_outputs",
+    "find_op_names",
+    "map_runtime_aot_intermediate_outputs",
+    "pair_outputs",
+]
+
+
+def _groups(aot_handles: list[DebugHandle], runtime_handles: list[DebugHandle]) -> list[tuple[list[int], list[int]]]:
+    """Connected groups of AOT and runtime handles linked by a shared id (AOT-runtime links only).
+
+    Returns ``(aot_indices, runtime_indices)`` per group having both kinds, ordered by the
+    group's first AOT index, which is the order the reference visits them in.
+    """
+    n_aot = len(aot_handles)
+    parent = list(range(n_aot + len(runtime_handles)))
+
+    def find(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    aot_by_id: dict[int, list[int]] = {}
+    for index, handle in enumerate(aot_handles):
+        for item in set(handle):
+            aot_by_id.setdefault(item, []).append(index)
+    for r_index, handle in enumerate(runtime_handles):
+        for item in set(handle):
+            for a_index in aot_by_id.get(item, ()):
+                parent[find(a_index)] = find(n_aot + r_index)
+
+    members: dict[int, tuple[list[int], list[int]]] = {}
+    for node in range(len(parent)):
+        aot_ids, runtime_ids = members.setdefault(find(node), ([], []))
+        if node < n_aot:
+            aot_ids.append(node)
+        else:
+            runtime_ids.append(node - n_aot)
+    return [(a, r) for a, r in members.values() if a and r]
+
+
+def _pick_by_shape_and_dtype(
+    aot: torch.Tensor, candidates: list[Any]
+) -> tuple[int, MatchKind, str | None]:
+    """Index of the runtime value matching ``aot``, how it was chosen, and why if it is a fallback."""
+    same_shape = [
+        i for i, value in enumerate(candidates) if isinstance(value, torch.Tensor) and value.shape == aot.shape
+    ]
+    if len(same_shape) == 1:
+        return same_shape[0], MatchKind.SHAPE, None
+    if len(same_shape) > 1:
+        same_dtype = [i for i in same_shape if candidates[i].dtype == aot.dtype]
+        if len(same_dtype) == 1:
+            return same_dtype[0], MatchKind.SHAPE_DTYPE, None
+        reason = (
+            f"{len(same_shape)} of {len(candidates)} runtime values have shape {tuple(aot.shape)} "
+            f"and {len(same_dtype)} of those dtype {aot.dtype}"
+        )
+    else:
+        reason = f"none of {len(candidates)} runtime values has shape {tuple(aot.shape)}"
+    return len(candidates) - 1, MatchKind.FALLBACK_LAST, reason + "; took the last one"
+
+
+def _expand_sequence(
+    handle: DebugHandle, aot: tuple[Any, ...], runtime: list[Any], index: int, notes: list[AlignmentNote]
+) -> list[AlignedPair]:
+    """numdiff's element-wise pairs for an AOT sequence output."""
+    if len(aot) == len(runtime):
+        return [
+            AlignedPair(handle, a, handle, r, MatchKind.ELEMENT_POSITION, index, k)
+            for k, (a, r) in enumerate(zip(aot, runtime, strict=True))
+        ]
+    pairs = []
+    for k, element in enumerate(aot):
+        found = [
+            r
+            for r in runtime
+            if isinstance(element, torch.Tensor)
+            and isinstance(r, torch.Tensor)
+            and r.shape == element.shape
+            and r.dtype == element.dtype
+        ]
+        if len(found) == 1:
+            pairs.append(AlignedPair(handle, element, handle, found[0], MatchKind.ELEMENT_SHAPE_DTYPE, index, k))
+        else:
+            notes.append(
+                AlignmentNote(
+                    NoteKind.ELEMENT_UNMATCHED,
+                    f"AOT element {k} of {len(aot)} matches {len(found)} of {len(runtime)} runtime "
+                    "values by shape and dtype",
+                    aot_handle=handle,
+                    runtime_handle=handle,
+                )
+            )
+    return pairs
+
+
+def _pair_one(
+    aot_by_handle: Mapping[DebugHandle, Any],
+    runtime: RuntimeOutput,
+    index: int,
+    expand: bool,
+    notes: list[AlignmentNote],
+) -> list[AlignedPair]:
+    """Pairs for the ``index``-th output (from the end) of one runtime instruction."""
+    handle, data = runtime.handle, runtime.data
+    position = -(index + 1)
+
+    def note(kind: NoteKind, detail: str) -> list[AlignedPair]:
+        notes.append(AlignmentNote(kind, detail, aot_handle=handle, runtime_handle=handle))
+        return []
+
+    if index >= len(handle):
+        return note(
+            NoteKind.RUNTIME_TOO_SHORT,
+            f"output {index} of {runtime.num_outputs} has no id in runtime handle {handle}",
+        )
+    key = (handle[position],)
+    if key not in aot_by_handle:
+        return note(NoteKind.AOT_OUTPUT_MISSING, f"no AOT output for handle {key} (output {index})")
+    aot = aot_by_handle[key]
+
+    if is_sequence(aot):
+        if not is_sequence(data):
+            if expand:
+                return _expand_sequence(handle, tuple(aot), [data], index, notes)
+            return note(NoteKind.RUNTIME_NOT_SEQUENCE, f"AOT output is a sequence, runtime logged {type(data).__name__}")
+        if index >= len(data):
+            return note(NoteKind.RUNTIME_TOO_SHORT, f"runtime logged {len(data)} values, needs output {index}")
+        last = data[position]
+        if isinstance(last, list) and all(isinstance(t, torch.Tensor) for t in last):
+            chosen = last
+        elif isinstance(last, torch.Tensor):
+            chosen = data
+        else:
+            return note(
+                NoteKind.RUNTIME_NOT_SEQUENCE,
+                f"runtime value at position {position} is {type(last).__name__}, not a tensor or list of tensors",
+            )
+        if expand:
+            return _expand_sequence(handle, tuple(aot), list(chosen), index, notes)
+        return [AlignedPair(handle, tuple(aot), handle, tuple(chosen), MatchKind.SEQUENCE, index)]
+
+    if not is_sequence(data):
+        return [AlignedPair(handle, aot, handle, data, MatchKind.DIRECT, index)]
+    if index >= len(data):
+        return note(NoteKind.RUNTIME_TOO_SHORT, f"runtime logged {len(data)} values, needs output {index}")
+    if runtime.num_outputs == 1 and len(data) > 1 and isinstance(aot, torch.Tensor):
+        chosen_index, kind, fallback_reason = _pick_by_shape_and_dtype(aot, list(data))
+        if fallback_reason is not None:
+            note(NoteKind.FALLBACK_MATCH, fallback_reason)
+        return [AlignedPair(handle, aot, handle, data[chosen_index], kind, index)]
+    kind = MatchKind.SOLE if len(data) == 1 else MatchKind.POSITION
+    return [AlignedPair(handle, aot, handle, data[position], kind, index)]
+
+
+def _pair(
+    aot_intermediate_outputs: Mapping[DebugHandle, Any],
+    runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
+    expand: bool,
+) -> AlignmentReport:
+    aot_handles = list(aot_intermediate_outputs)
+    runtimes = list(runtime_outputs.values())
+    pairs: list[AlignedPair] = []
+    notes: list[AlignmentNote] = []
+    for aot_indices, runtime_indices in _groups(aot_handles, [r.handle for r in runtimes]):
+        if len(runtime_indices) != 1:
+            notes.append(
+                AlignmentNote(
+                    NoteKind.AMBIGUOUS_COMPONENT,
+                    f"AOT handles {[aot_handles[i] for i in aot_indices]} overlap "
+                    f"{len(runtime_indices)} runtime handles {[runtimes[i].handle for i in runtime_indices]}",
+                )
+            )
+            continue
+        runtime = runtimes[runtime_indices[0]]
+        aot_by_handle = {aot_handles[i]: aot_intermediate_outputs[aot_handles[i]] for i in aot_indices}
+        if not {handle[0] for handle in aot_by_handle} <= set(runtime.handle):
+            notes.append(
+                AlignmentNote(
+                    NoteKind.HANDLES_NOT_SUBSET,
+                    f"AOT handles {list(aot_by_handle)} are not all inside runtime handle {runtime.handle}",
+                    runtime_handle=runtime.handle,
+                )
+            )
+            continue
+        for index in range(runtime.num_outputs):
+            pairs.extend(_pair_one(aot_by_handle, runtime, index, expand, notes))
+    return AlignmentReport(tuple(pairs), tuple(notes))
+
+
+def pair_outputs(
+    aot_intermediate_outputs: Mapping[DebugHandle, Any],
+    runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
+) -> AlignmentReport:
+    """The reference's pairs, as typed records, with a note for everything skipped or guessed.
+
+    Where the reference raises (several runtime handles in one group, fewer runtime values
+    than outputs, a sequence meeting a single value), the pair is skipped with a note instead.
+
+    Args:
+        aot_intermediate_outputs: ``{handle: output}`` captured from the reference graph.
+        runtime_outputs: ``{handle: RuntimeOutput}`` from :func:`collect_runtime_outputs`.
+
+    Returns:
+        The report; it does not warn (call :meth:`AlignmentReport.warn`).
+
+    Example:
+        >>> report = pair_outputs({(0,): 100, (1,): 200}, {(0, 1): RuntimeOutput((0, 1), 5, "d", 150)})
+        >>> [(p.aot_handle, p.aot_output, p.runtime_output, p.match.value) for p in report.pairs]
+        [((0, 1), 200, 150, 'direct')]
+    """
+    return _pair(aot_intermediate_outputs, runtime_outputs, expand=False)
+
+
+def align_intermediate_outputs(
+    aot_intermediate_outputs: Mapping[DebugHandle, Any],
+    runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
+) -> AlignmentReport:
+    """numdiff's fuller alignment: like :func:`pair_outputs`, with sequences split element-wise.
+
+    An AOT sequence output (max_pool2d with indices, topk, var_mean, split...) becomes one pair
+    per element: by position when the runtime logged as many values, otherwise with the only
+    runtime value of the element's shape and dtype; an element with no unique match gets a
+    :attr:`NoteKind.ELEMENT_UNMATCHED` note. Each pair records how it was matched
+    (:attr:`AlignedPair.match`) and how the shapes relate (:attr:`AlignedPair.shape_relation`).
+
+    Example:
+        >>> import torch
+        >>> values, indices = torch.ones(2), torch.zeros(2, dtype=torch.long)
+        >>> runtime = {(3,): RuntimeOutput((3,), 1, "max", [values + 1, indices])}
+        >>> report = align_intermediate_outputs({(3,): (values, indices)}, runtime)
+        >>> [(p.element_index, p.match.value) for p in report.pairs]
+        [(0, 'element_position'), (1, 'element_position')]
+    """
+    return _pair(aot_intermediate_outputs, runtime_outputs, expand=True)
+
+
+def map_runtime_aot_intermediate_outputs(
+    aot_intermediate_outputs: Mapping[DebugHandle, Any],
+    runtime_intermediate_outputs: Mapping[DebugHandle, tuple[Any, int]],
+) -> dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]]:
+    """Drop-in for the reference function of that name.
+
+    Args:
+        aot_intermediate_outputs: ``{handle: output}`` captured from the reference graph.
+        runtime_intermediate_outputs: ``{handle: (debug_data, num_outputs)}``.
+
+    Returns:
+        ``{(handle, aot_output): (runtime_handle, runtime_output)}``, the reference's mapping.
+        Skipped pairs and fallback matches are summarised in one warning.
+
+    Example:
+        >>> map_runtime_aot_intermediate_outputs({(2,): 100, (9,): 300}, {(2, 3): (200, 1), (8, 9): (300, 1)})
+        {((8, 9), 300): ((8, 9), 300)}
+    """
+    runtime = {
+        handle: RuntimeOutput(handle, None, None, data, num_outputs)
+        for handle, (data, num_outputs) in runtime_intermediate_outputs.items()
+    }
+    report = pair_outputs(aot_intermediate_outputs, runtime)
+    report.warn("pairing runtime and AOT intermediate outputs")
+    return report.to_reference_mapping()
+
+
+def find_op_names(target: DebugHandle, op_names_by_handle: Mapping[DebugHandle, list[str]]) -> list[str]:
+    """Op names of every handle whose ids all lie inside ``target``, in mapping order.
+
+    Example:
+        >>> find_op_names((1, 2), {(1,): ["add"], (2,): ["mul", "relu"], (3,): ["sub"]})
+        ['add', 'mul', 'relu']
+    """
+    ids = set(target)
+    return [name for handle, names in op_names_by_handle.items() if set(handle) <= ids for name in names]
