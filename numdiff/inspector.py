@@ -1,0 +1,245 @@
+"""``Inspector``: the drop-in facade over numdiff's stages (read → symbolicate → present → gap).
+
+``from numdiff import Inspector`` replaces ``from executorch.devtools import Inspector``: same
+constructor, attributes, methods, DataFrame columns and answers on the same files, without
+ExecuTorch installed. Differences are deliberate and documented on each method.
+
+Example:
+    >>> from numdiff import Inspector
+    >>> inspector = Inspector(etdump_path="model.etdp", etrecord="model.etrecord",
+    ...                       debug_buffer_path="debug.bin")  # doctest: +SKIP
+    >>> inspector.print_data_tabular()  # doctest: +SKIP
+    >>> inspector.calculate_numeric_gap("SNR")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from typing import IO, TYPE_CHECKING, Any
+
+import pandas as pd
+
+from numdiff.errors import MismatchedArtifactsError, UsageError
+from numdiff.present.frames import printable_dataframe
+from numdiff.profile._build import build_event_blocks, warn_notes
+from numdiff.profile._symbolicate import FORWARD, attach_graph_metadata, graph_op_nodes, resolve_debug_handles
+from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
+from numdiff.profile.timescale import TimeScale, time_scale_factor
+from numdiff.schema.debug_buffer import DebugBuffer
+from numdiff.schema.etdump import EventKind, read_etdump
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
+__all__ = ["Inspector"]
+
+log = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike[str]
+
+
+class Inspector:
+    """Profiling and numerical-debugging view of one model run.
+
+    Args:
+        etdump_path: Path of the ETDump file. Give this or ``etdump_data``.
+        etdump_data: ETDump contents as bytes. Give this or ``etdump_path``.
+        etrecord: ETRecord path, or an already parsed ETRecord. Optional: without it, events
+            have no debug handles, op types, stack traces or module hierarchy.
+        source_time_scale: Unit of the runtime's timestamps. Defaults to ``TimeScale.NS``.
+        target_time_scale: Unit of the reported durations. Defaults to ``TimeScale.MS``.
+        debug_buffer_path: Debug buffer holding the logged tensors. Optional, but needed for
+            intermediate and program outputs.
+        delegate_metadata_parser: Turns delegate metadata (one entry per sample) into a list or
+            a dict of columns.
+        delegate_time_scale_converter: ``(event_name, time) -> time`` for delegate timestamps.
+            Defaults to dividing by the source/target scale factor.
+        enable_module_hierarchy: Group op nodes by source module when linking events to the
+            graph (changes ``op_types`` order as in the reference). Defaults to False.
+
+    Raises:
+        UsageError: Both or neither of ``etdump_path`` / ``etdump_data``; a bad time scale.
+        ETDumpError, DebugBufferError, ETRecordError: A file is unreadable or corrupt.
+        MismatchedArtifactsError: The ETRecord does not describe the model in the ETDump.
+    """
+
+    def __init__(
+        self,
+        etdump_path: PathLike | None = None,
+        etdump_data: bytes | None = None,
+        etrecord: Any = None,
+        source_time_scale: TimeScale | str = TimeScale.NS,
+        target_time_scale: TimeScale | str = TimeScale.MS,
+        debug_buffer_path: PathLike | None = None,
+        delegate_metadata_parser: DelegateMetadataParser | None = None,
+        delegate_time_scale_converter: DelegateTimeScaleConverter | None = None,
+        enable_module_hierarchy: bool = False,
+    ) -> None:
+        if (etdump_path is None) == (etdump_data is None):
+            raise UsageError("give exactly one of etdump_path and etdump_data\n"
+                             "etdump_path is the .etdp file; etdump_data is its contents as bytes.")
+        self._source_time_scale = TimeScale.parse(source_time_scale)
+        self._target_time_scale = TimeScale.parse(target_time_scale)
+        time_scale_factor(self._source_time_scale, self._target_time_scale)  # validates the pair
+        self._etdump_path = None if etdump_path is None else os.fspath(etdump_path)
+        self._etrecord = _load_etrecord(etrecord)
+        dump = read_etdump(etdump_path if etdump_data is None else etdump_data)  # type: ignore[arg-type]
+        self._debug_buffer = None if debug_buffer_path is None else DebugBuffer(debug_buffer_path)
+        if self._debug_buffer is None and _logs_tensors(dump):
+            warnings.warn(
+                f"ETDump {self._etdump_path!r} logs tensors but no debug buffer was given: "
+                "their values are unavailable (pass debug_buffer_path=)", stacklevel=2)
+        self.event_blocks: list[EventBlock]
+        self.event_blocks, notes = build_event_blocks(
+            dump,
+            source_time_scale=self._source_time_scale,
+            target_time_scale=self._target_time_scale,
+            buffer=self._debug_buffer,
+            delegate_metadata_parser=delegate_metadata_parser,
+            delegate_time_scale_converter=delegate_time_scale_converter,
+        )
+        self._enable_module_hierarchy = enable_module_hierarchy
+        self._reference_outputs: dict[str, list[Any]] = {}
+        if self._etrecord is not None:
+            notes += self._consume_etrecord()
+        self.notes: tuple[str, ...] = tuple(notes)
+        warn_notes(notes, self._etdump_path)
+
+    # --- construction helpers -----------------------------------------------------------------
+
+    def _consume_etrecord(self) -> list[str]:
+        rec = self._etrecord
+        handle_map = (rec._debug_handle_map or {}).get(FORWARD, {})
+        delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(FORWARD)
+        num_outs = (rec._instruction_id_to_num_outs_map or {}).get(FORWARD)
+        _check_same_model(self.event_blocks, handle_map, self._etdump_path)
+        notes = resolve_debug_handles(self.event_blocks, handle_map, delegate_map, num_outs)
+        if rec.edge_dialect_program is not None:
+            nodes = graph_op_nodes(rec.edge_dialect_program.graph_module, self._enable_module_hierarchy)
+            attach_graph_metadata(self.event_blocks, nodes)
+        if rec._reference_outputs is not None:
+            self._reference_outputs = rec._reference_outputs
+            outputs = self._reference_outputs.get(FORWARD, [])
+            for block in self.event_blocks:
+                index = block.bundled_input_index
+                if index is None:
+                    continue
+                if -len(outputs) <= index < len(outputs):
+                    block.reference_output = outputs[index]
+                else:
+                    notes.append(f"block {block.name!r}: bundled input {index} has no reference output "
+                                 f"(the ETRecord holds {len(outputs)})")
+        return notes
+
+    # --- DataFrames and tables ----------------------------------------------------------------
+
+    def to_dataframe(self, include_units: bool = True, include_delegate_debug_data: bool = False) -> pd.DataFrame:
+        """Every event of every block as one row.
+
+        Args:
+            include_units: Append the target unit to the perf column names. Defaults to True.
+            include_delegate_debug_data: Add delegate metadata columns. Defaults to False.
+
+        Returns:
+            Columns ``event_block_name, event_name, raw, p10, p50, p90, avg, min, max, op_types,
+            delegate_debug_identifier, stack_traces, module_hierarchy, is_delegated_op,
+            delegate_backend_name, debug_data, start_time``. As in the reference, ``start_time``
+            stays in the runtime's raw units while the perf columns are converted.
+        """
+        frames = [b.to_dataframe(include_units, include_delegate_debug_data) for b in self.event_blocks]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def _prepare_dataframe(self, include_units: bool = True, include_delegate_debug_data: bool = False) -> pd.DataFrame:
+        return printable_dataframe(self.to_dataframe(include_units, include_delegate_debug_data))
+
+    def print_data_tabular(self, file: IO[str] = sys.stdout, include_units: bool = True,
+                           include_delegate_debug_data: bool = False) -> None:
+        """Print the events as a table (``OPERATOR_CALL`` rows and wide columns left out).
+
+        In a notebook the DataFrame is displayed as an HTML table instead.
+        """
+        from numdiff.present.tables import show_table
+
+        show_table(self._prepare_dataframe(include_units, include_delegate_debug_data), file)
+
+    def save_data_to_tsv(self, file: IO[str], include_units: bool = True,
+                         include_delegate_debug_data: bool = False) -> None:
+        """Write the printed table's rows as tab-separated values (for spreadsheets)."""
+        self._prepare_dataframe(include_units, include_delegate_debug_data).to_csv(file, sep="\t")
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def find_total_for_module(self, module_name: str) -> float:
+        """Sum of the average durations of the ops inside ``module_name`` or its submodules.
+
+        ``module_name`` is a key of the events' ``module_hierarchy`` (``"L__self___conv"``) or a
+        module path (``"L['self'].conv"``), matched exactly. Unlike the reference, which matches
+        any key *containing* the name, ``"...conv"`` does not also count ``"...conv2"``.
+        ``OPERATOR_CALL`` events are not counted (they repeat the op before them).
+        """
+        total = 0.0
+        for block in self.event_blocks:
+            for ev in block.events:
+                if ev.name == "OPERATOR_CALL" or ev.perf_data is None:
+                    continue
+                if any(_in_module(stack, module_name) for stack in ev.module_hierarchy.values()):
+                    total += ev.perf_data.avg
+        return total
+
+    def get_exported_program(self, graph: str | None = None) -> ExportedProgram | None:
+        """The ETRecord's Edge program, or the ``graph_map`` entry named ``graph``.
+
+        Returns None (with a warning) when no ETRecord was given.
+        """
+        if self._etrecord is None:
+            log.warning("get_exported_program needs an ETRecord: pass etrecord= to the Inspector")
+            return None
+        if graph is None:
+            return self._etrecord.edge_dialect_program  # type: ignore[no-any-return]
+        return (self._etrecord.graph_map or {}).get(graph)  # type: ignore[no-any-return]
+
+    @property
+    def etrecord(self) -> Any:
+        """The parsed ETRecord, or None."""
+        return self._etrecord
+
+
+def _in_module(stack: Any, module_name: str) -> bool:
+    if not stack:
+        return False
+    for key, value in stack.items():
+        path = value[0] if isinstance(value, (tuple, list)) and value else value
+        if key == module_name or path == module_name:
+            return True
+    return False
+
+
+def _load_etrecord(etrecord: Any) -> Any:
+    if etrecord is None:
+        return None
+    if isinstance(etrecord, (str, os.PathLike)):
+        from numdiff.schema.etrecord import parse_etrecord
+
+        return parse_etrecord(etrecord)
+    if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
+        return etrecord
+    raise UsageError(f"etrecord must be a path or a parsed ETRecord, not {type(etrecord).__name__}\n"
+                     "Pass the .bin path the export step wrote, or numdiff.parse_etrecord(path).")
+
+
+def _logs_tensors(dump: Any) -> bool:
+    return any(bool((r.columns.kind == EventKind.DEBUG).any()) for r in dump.run_data)
+
+
+def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: str | None) -> None:
+    ids = {str(ev._instruction_id) for b in blocks for ev in b.events
+           if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in ("Method::init", "Program::load_method", "Method::execute")}
+    if ids and handle_map is not None and not ids & set(handle_map):
+        raise MismatchedArtifactsError(
+            f"ETRecord and ETDump {etdump_path!r} do not describe the same model: none of the "
+            f"{len(ids)} instruction ids in the ETDump appear in the ETRecord's debug_handle_map\n"
+            "Pass the ETRecord written when this exact program was exported and lowered."
+        )

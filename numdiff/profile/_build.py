@@ -1,0 +1,291 @@
+"""Turn an ETDump's runs into ``EventBlock``s, with the reference's grouping rules.
+
+Rules (observable behaviour of the reference, which numdiff reproduces):
+
+* Within a run, profile and debug events are collated by instruction signature
+  ``(instruction_id, chain_index, delegate id int, delegate id str)`` in order of first
+  appearance. Each profile event of an instruction yields one ``Event`` slot; an instruction with
+  only debug events yields one slot. Debug events flagged as program outputs are run outputs, not
+  slots. A slot's identity is ``(instruction_id, profile signature, debug signature)``; a repeat
+  of the same identity inside one run replaces the earlier one (keeping its position).
+* Runs with the same name, bundled input index and slot sequence merge into one block; each slot
+  then holds one sample per run.
+
+Speed: runs whose event columns are byte-identical share one structure, so only the first run of
+each distinct structure is walked in Python; the others contribute their timestamps through numpy
+indexing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff._types import ProgramOutput
+from numdiff.errors import ETDumpError
+from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, EventBlock
+from numdiff.profile.perf import PerfData
+from numdiff.profile.timescale import TimeScale, time_scale_factor
+from numdiff.schema.debug_buffer import DebugBuffer, inflate_value
+from numdiff.schema.etdump import ETDump, EventColumns, EventKind, RunData, Value, read_value
+
+__all__ = ["build_event_blocks"]
+
+_MAX_U32 = 2**32 - 1
+
+# (name, instruction id or None, delegate int or None, delegate str or None)
+_Sig = tuple[str, "int | None", "int | None", "str | None"]
+_SlotKey = tuple[int, "_Sig | None", "_Sig | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Structure:
+    """The slot layout of a run: where each slot's profile row and debug rows are."""
+
+    slots: tuple[_SlotKey, ...]
+    profile_rows: npt.NDArray[np.int64]  # -1: the slot has no profile event
+    debug_rows: tuple[tuple[int, ...], ...]
+    output_rows: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class _Group:
+    name: str | None
+    bundled_input_index: int
+    members: list[tuple[RunData, _Structure]] = field(default_factory=list)
+
+
+def _signature(dump: ETDump, cols: EventColumns, row: int) -> _Sig:
+    instr, dint = int(cols.instruction_id[row]), int(cols.delegate_int[row])
+    return (
+        dump.string(int(cols.name[row])) or "",
+        None if instr == -1 else instr,
+        None if dint == -1 else dint,
+        dump.string(int(cols.delegate_str[row])) or None,
+    )
+
+
+def _structure(dump: ETDump, cols: EventColumns) -> _Structure:
+    kind, output = cols.kind.tolist(), cols.output.tolist()
+    keys = zip(cols.instruction_id.tolist(), cols.chain_index.tolist(), cols.delegate_int.tolist(),
+               cols.delegate_str.tolist(), strict=True)
+    instructions: dict[tuple[int, int, int, int], tuple[list[int], list[int]]] = {}
+    outputs: list[int] = []
+    for row, key in enumerate(keys):
+        k = kind[row]
+        if k != EventKind.PROFILE and k != EventKind.DEBUG:
+            continue
+        profile_rows, debug_rows = instructions.setdefault(key, ([], []))
+        if k == EventKind.PROFILE:
+            profile_rows.append(row)
+        elif output[row]:
+            outputs.append(row)
+        else:
+            debug_rows.append(row)
+    slots: dict[_SlotKey, tuple[int, tuple[int, ...]]] = {}
+    for key, (profile_rows, debug_rows) in instructions.items():
+        if not profile_rows and not debug_rows:
+            continue
+        debug_sig = _signature(dump, cols, debug_rows[0]) if debug_rows else None
+        drows = tuple(debug_rows)
+        if not profile_rows:
+            slots[(key[0], None, debug_sig)] = (-1, drows)
+        for row in profile_rows:
+            slots[(key[0], _signature(dump, cols, row), debug_sig)] = (row, drows)
+    return _Structure(
+        slots=tuple(slots),
+        profile_rows=np.array([v[0] for v in slots.values()], dtype=np.int64),
+        debug_rows=tuple(v[1] for v in slots.values()),
+        output_rows=tuple(outputs),
+    )
+
+
+def _fingerprint(run: RunData) -> bytes:
+    c = run.columns
+    h = hashlib.blake2b(digest_size=16)
+    for arr in (c.kind, c.name, c.chain_index, c.instruction_id, c.delegate_int, c.delegate_str, c.output):
+        h.update(arr.tobytes())
+    return h.digest()
+
+
+def _elapsed(start: npt.NDArray[Any], end: npt.NDArray[Any], dump: ETDump, what: str) -> npt.NDArray[np.float64]:
+    """end - start, assuming a 32-bit timer that wrapped around when start > end."""
+    wrapped = start > end
+    if np.any(wrapped & ((start > _MAX_U32) | (end > _MAX_U32))):
+        raise ETDumpError(
+            dump.buffer.path,
+            f"{what} has a start time after its end time, beyond a 32-bit timer wrap-around",
+            "The timestamps are corrupt, or the runtime's timer is not monotonic.",
+        )
+    if start.dtype == np.uint64:
+        normal = (end - start).astype(np.float64)
+        wrap = ((_MAX_U32 - start) + end).astype(np.float64)
+    else:
+        normal, wrap = end - start, (_MAX_U32 - start) + end
+    return np.where(wrapped, wrap, normal)
+
+
+@dataclass(slots=True)
+class _Options:
+    source: TimeScale
+    target: TimeScale
+    buffer: DebugBuffer | None
+    parser: DelegateMetadataParser | None
+    converter: DelegateTimeScaleConverter | None  # None: the default (divide by the scale factor)
+    notes: list[str]
+
+
+def build_event_blocks(
+    dump: ETDump,
+    *,
+    source_time_scale: TimeScale = TimeScale.NS,
+    target_time_scale: TimeScale = TimeScale.MS,
+    buffer: DebugBuffer | None = None,
+    delegate_metadata_parser: DelegateMetadataParser | None = None,
+    delegate_time_scale_converter: DelegateTimeScaleConverter | None = None,
+) -> tuple[list[EventBlock], list[str]]:
+    """The dump's event blocks, and notes on anything numdiff did differently from the reference."""
+    opts = _Options(source_time_scale, target_time_scale, buffer, delegate_metadata_parser,
+                    delegate_time_scale_converter, [])
+    structures: dict[bytes, _Structure] = {}
+    groups: dict[tuple[str | None, tuple[_SlotKey, ...], int], _Group] = {}
+    for run in dump.run_data:
+        if len(run.columns) == 0:
+            continue
+        fp = _fingerprint(run)
+        if fp not in structures:
+            structures[fp] = _structure(dump, run.columns)
+        s = structures[fp]
+        key = (run.name, s.slots, run.bundled_input_index)
+        groups.setdefault(key, _Group(run.name, run.bundled_input_index)).members.append((run, s))
+    return [_block(dump, g, opts) for g in groups.values()], opts.notes
+
+
+def _block(dump: ETDump, group: _Group, opts: _Options) -> EventBlock:
+    first_run, first = group.members[0]
+    factor = time_scale_factor(opts.source, opts.target)
+    rows = np.stack([s.profile_rows for _, s in group.members])  # runs x slots
+    safe = np.maximum(rows, 0)
+    starts = np.stack([r.columns.start_time[safe[i]] for i, (r, _) in enumerate(group.members)])
+    ends = np.stack([r.columns.end_time[safe[i]] for i, (r, _) in enumerate(group.members)])
+    events = []
+    for j, (instruction_id, profile_sig, debug_sig) in enumerate(first.slots):
+        ev = Event(name="", _instruction_id=instruction_id, _delegate_metadata_parser=opts.parser,
+                   _delegate_time_scale_converter=opts.converter)
+        if profile_sig is not None:
+            _apply_signature(ev, profile_sig)
+            what = f"event {ev.name!r} of run {group.name!r}"
+            ev.perf_data = PerfData(_durations(ev, starts[:, j], ends[:, j], factor, opts, dump, what))
+            ev._start_time = [int(x) for x in starts[:, j]]
+            metadata = [dump.event_at(r.columns, int(s.profile_rows[j])).profile_event.delegate_debug_metadata  # type: ignore[union-attr]
+                        for r, s in group.members] if ev.is_delegated_op else []
+            if any(metadata):
+                ev._delegate_debug_metadatas = [m if m else "" for m in metadata]  # type: ignore[misc]
+        if debug_sig is not None:
+            _apply_signature(ev, debug_sig)
+            _attach_debug_data(ev, dump, group, j, opts)
+        events.append(ev)
+    run_output = _program_outputs(dump, group, opts)
+    return EventBlock(
+        name=group.name,  # type: ignore[arg-type]
+        events=events,
+        source_time_scale=opts.source,
+        target_time_scale=opts.target,
+        bundled_input_index=group.bundled_input_index,
+        run_output=run_output,
+    )
+
+
+def _apply_signature(ev: Event, sig: _Sig) -> None:
+    name, _, dint, dstr = sig
+    ident: int | str | None = dint if dint is not None else dstr
+    ev.is_delegated_op = ident is not None
+    ev.delegate_debug_identifier = ident
+    label = str(ident) if ident is not None else name
+    if label:
+        ev.name = label
+
+
+def _durations(ev: Event, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], factor: float,
+               opts: _Options, dump: ETDump, what: str) -> list[float]:
+    if not ev.is_delegated_op:
+        return (_elapsed(start, end, dump, what) / factor).tolist()  # type: ignore[no-any-return]
+    if opts.converter is None:
+        return _elapsed(start.astype(np.float64) / factor, end.astype(np.float64) / factor, dump, what).tolist()  # type: ignore[no-any-return]
+    convert = opts.converter
+    conv_start = np.array([convert(ev.name, int(t)) for t in start], dtype=np.float64)
+    conv_end = np.array([convert(ev.name, int(t)) for t in end], dtype=np.float64)
+    return [float(x) for x in _elapsed(conv_start, conv_end, dump, what)]
+
+
+def _values(dump: ETDump, run: RunData, rows: tuple[int, ...]) -> list[Value | None]:
+    return [None if (p := int(run.columns.value[r])) < 0 else read_value(dump.buffer, p) for r in rows]
+
+
+def _inflate(values: list[Value | None], opts: _Options, where: str) -> ProgramOutput:
+    return [None if v is None else inflate_value(v, opts.buffer, where=where) for v in values]
+
+
+def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:
+    if a is None or b is None or a.val != b.val:
+        return a is b
+    ta = [a.tensor] if a.tensor is not None else list(a.tensor_list or ())
+    tb = [b.tensor] if b.tensor is not None else list(b.tensor_list or ())
+    if len(ta) != len(tb):
+        return False
+    if ta:
+        if buffer is None:
+            return all((x.scalar_type, x.sizes) == (y.scalar_type, y.sizes) for x, y in zip(ta, tb, strict=True))
+        return all(buffer.tensors_equal(x, y) for x, y in zip(ta, tb, strict=True))
+    return (a.int_value, a.bool_value, a.float_value, a.double_value, a.string_value) == (
+        b.int_value, b.bool_value, b.float_value, b.double_value, b.string_value)
+
+
+def _attach_debug_data(ev: Event, dump: ETDump, group: _Group, j: int, opts: _Options) -> None:
+    per_run = [_values(dump, r, s.debug_rows[j]) for r, s in group.members]
+    where = f"event {ev.name!r} of run {group.name!r}"
+    ev.debug_data = _inflate(per_run[0], opts, where)
+    differing = [i for i, vals in enumerate(per_run[1:], start=1)
+                 if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0]))]
+    if differing:
+        opts.notes.append(
+            f"{where}: runs {differing} logged values that differ from run 0; debug_data holds run 0's "
+            "(the reference refuses to load such a dump)"
+        )
+    if len(per_run) > 1:
+        ev._run_debug_data = tuple(_Loader(vals, opts, where) for vals in per_run)
+
+
+@dataclass(frozen=True, slots=True)
+class _Loader:
+    """Inflates one run's logged values on demand."""
+
+    values: list[Value | None]
+    opts: _Options
+    where: str
+
+    def __call__(self) -> ProgramOutput:
+        return _inflate(self.values, self.opts, self.where)
+
+
+def _program_outputs(dump: ETDump, group: _Group, opts: _Options) -> ProgramOutput:
+    per_run = [_values(dump, r, s.output_rows) for r, s in group.members]
+    out = _inflate(per_run[0], opts, f"program outputs of run {group.name!r}")
+    for i, vals in enumerate(per_run[1:], start=1):
+        if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0])):
+            opts.notes.append(f"run {group.name!r} #{i}: program outputs differ from run 0; run_output holds run 0's")
+    return out
+
+
+def warn_notes(notes: list[str], etdump_path: str | None) -> None:
+    """One warning summarising every note, so a large dump does not flood the console."""
+    if notes:
+        head = "\n  ".join(notes[:5])
+        more = f"\n  ... and {len(notes) - 5} more" if len(notes) > 5 else ""
+        warnings.warn(f"ETDump {etdump_path!r}: {len(notes)} notes:\n  {head}{more}", stacklevel=3)
+

@@ -1,0 +1,131 @@
+"""Link runtime events to the graph: debug handles, op types, stack traces, module hierarchy.
+
+Handles come from the ETRecord's ``debug_handle_map`` (instruction id → handles) and, for events
+inside a delegate, from its ``delegate_map`` (instruction id → backend name and delegate debug
+identifier → handles). Graph metadata comes from the Edge program's ``call_function`` nodes
+(``getitem`` excluded), keyed by each node's ``debug_handle``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from numdiff.profile.events import Event, EventBlock
+
+__all__ = ["FRAMEWORK_EVENTS", "OpNode", "attach_graph_metadata", "graph_op_nodes", "resolve_debug_handles"]
+
+#: Runtime steps that are not graph ops: they get no op types, stack traces or module hierarchy.
+FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
+FORWARD = "forward"
+
+
+class OpNode:
+    """What an event needs to know about one graph node."""
+
+    __slots__ = ("name", "op_type", "stack_trace", "module_stack")
+
+    def __init__(self, node: Any) -> None:
+        meta = node.meta
+        self.name = node.name + "_"
+        self.op_type = meta.get("numdiff_op_type") or getattr(node.target, "__name__", str(node.target))
+        self.stack_trace = meta.get("stack_trace")
+        self.module_stack = meta.get("nn_module_stack")
+
+
+def graph_op_nodes(graph_module: Any, enable_module_hierarchy: bool = False) -> dict[Any, list[OpNode]]:
+    """``{debug handle: [nodes]}`` over the graph's op nodes, in the reference's traversal order.
+
+    With ``enable_module_hierarchy`` the nodes that belong to a source module (they carry both
+    ``source_fn_stack`` and ``nn_module_stack``) come after the others, grouped by module.
+    """
+    top: list[Any] = []
+    by_module: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or _is_getitem(node) or _target_name(node) == "alloc":
+            continue
+        source_fn = node.meta.get("source_fn_stack")
+        if enable_module_hierarchy and source_fn and "nn_module_stack" in node.meta:
+            fn_name, fn_type = source_fn[-1][0], source_fn[-1][1]
+            by_module[(fn_name, fn_type if isinstance(fn_type, str) else getattr(fn_type, "__name__", str(fn_type)))].append(node)
+        else:
+            top.append(node)
+    ordered = top + [n for group in by_module.values() for n in group]
+    out: dict[Any, list[OpNode]] = {}
+    for node in ordered:
+        handle = node.meta.get("debug_handle")
+        if handle is not None:
+            out.setdefault(handle, []).append(OpNode(node))
+    return out
+
+
+def _target_name(node: Any) -> str:
+    return str(getattr(node.target, "__name__", node.target))
+
+
+def _is_getitem(node: Any) -> bool:
+    import operator
+
+    return node.target is operator.getitem
+
+
+def resolve_debug_handles(
+    blocks: Iterable[EventBlock],
+    handle_map: Mapping[str, Any],
+    delegate_map: Mapping[str, Any] | None,
+    num_outs_map: Mapping[Any, int] | None,
+) -> list[str]:
+    """Set ``debug_handles``, ``num_outputs`` and backend names on every event; return notes."""
+    notes: list[str] = []
+    for block in blocks:
+        for ev in block.events:
+            if ev._instruction_id is None or (iid := str(ev._instruction_id)) not in handle_map:
+                continue
+            if num_outs_map is not None:
+                ev.num_outputs = num_outs_map.get(iid, 1)
+            meta = None if delegate_map is None else delegate_map.get(iid)
+            if ev.delegate_debug_identifier is None:
+                ev.debug_handles = handle_map[iid]
+                if ev.name == "DELEGATE_CALL" and meta is not None:
+                    ev.delegate_backend_name = meta.get("name", "")
+                continue
+            if meta is None:
+                ev.debug_handles = handle_map[iid]
+                notes.append(f"no delegate map entry for delegated event {ev.name!r} (instruction {iid})")
+                continue
+            ev.delegate_backend_name = meta.get("name", "")
+            ev.debug_handles = _delegate_handles(meta.get("delegate_map") or {}, ev.delegate_debug_identifier)
+    return notes
+
+
+def _delegate_handles(dmap: Mapping[Any, Any], ident: int | str) -> Any:
+    """The reference's lookup: exact key, then its string form, then the last key that is a
+    substring of the identifier (so key "1" also matches identifier "11": kept for fidelity)."""
+    handles = dmap.get(ident)
+    if handles is None:
+        handles = dmap.get(str(ident))
+    for key, value in dmap.items():
+        if isinstance(key, str) and key in str(ident):
+            handles = value
+    return handles
+
+
+def attach_graph_metadata(blocks: Iterable[EventBlock], nodes_by_handle: Mapping[Any, list[OpNode]]) -> None:
+    """Fill ``op_types``, ``stack_traces`` and ``module_hierarchy`` from the graph nodes."""
+    for block in blocks:
+        for ev in block.events:
+            _attach(ev, nodes_by_handle)
+
+
+def _attach(ev: Event, nodes_by_handle: Mapping[Any, list[OpNode]]) -> None:
+    if ev.name in FRAMEWORK_EVENTS or ev.debug_handles is None:
+        return
+    handles = [ev.debug_handles] if isinstance(ev.debug_handles, int) else ev.debug_handles
+    for handle in handles:
+        for node in nodes_by_handle.get(handle, ()):
+            if node.name not in ev.stack_traces:
+                ev.stack_traces[node.name] = node.stack_trace
+                ev.module_hierarchy[node.name] = node.module_stack
+            if node.op_type:  # once per node visit, repeats included, as the reference does
+                ev.op_types.append(node.op_type)

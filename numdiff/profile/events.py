@@ -1,0 +1,146 @@
+"""``Event`` and ``EventBlock``: the profiling view's public records, as in the reference.
+
+These two stay ordinary (mutable) dataclasses because the reference's are, and code written
+against ``executorch.devtools.inspector`` assigns to their fields; everything else in numdiff is
+frozen. Field names, defaults and DataFrame columns match the reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Union
+
+import pandas as pd
+
+from numdiff._types import ProgramOutput
+from numdiff.profile.perf import PerfData
+from numdiff.profile.timescale import TimeScale
+
+__all__ = ["Event", "EventBlock", "DelegateMetadataParser", "DelegateTimeScaleConverter"]
+
+DelegateMetadataParser = Callable[[list[str]], Union[list[str], dict[str, Any]]]
+DelegateTimeScaleConverter = Callable[[Union[int, str], Union[int, float]], Union[int, float]]
+
+#: Column order of ``Event.asdict`` (before units are appended to the perf columns).
+_PERF_COLUMNS = ("p10", "p50", "p90", "avg", "min", "max")
+
+
+@dataclass(eq=False)
+class Event:
+    """One runtime event (an instruction, a delegate-internal op, or a framework step) across runs.
+
+    Attributes:
+        name: Event name (operator name, delegate debug identifier, or framework step).
+        perf_data: Durations across runs, or None if the event was not profiled.
+        op_types: Graph op types the event maps to (from the ETRecord's Edge program).
+        delegate_debug_identifier: Identifier inside a delegate (int or str), or None.
+        debug_handles: Graph debug handle(s) of the event, from the ETRecord.
+        num_outputs: Number of outputs of the instruction (delegate calls may have several).
+        stack_traces: ``{node name: stack trace}`` of the graph nodes the event maps to.
+        module_hierarchy: ``{node name: nn_module_stack}`` of those nodes.
+        is_delegated_op: Whether the event happened inside a delegate.
+        delegate_backend_name: Backend of a ``DELEGATE_CALL`` or delegated event.
+        debug_data: Values the runtime logged for the event (intermediate outputs).
+    """
+
+    name: str
+    perf_data: PerfData | None = None
+    op_types: list[str] = dataclasses.field(default_factory=list)
+    delegate_debug_identifier: int | str | None = None
+    debug_handles: int | list[int] | tuple[int, ...] | None = None
+    num_outputs: int = 1
+    stack_traces: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    module_hierarchy: dict[str, Any] = dataclasses.field(default_factory=dict)
+    is_delegated_op: bool | None = None
+    delegate_backend_name: str | None = None
+    _delegate_debug_metadatas: list[str] = dataclasses.field(default_factory=list)
+    debug_data: ProgramOutput = dataclasses.field(default_factory=list)
+    _instruction_id: int | None = None
+    _delegate_metadata_parser: DelegateMetadataParser | None = None
+    _delegate_time_scale_converter: DelegateTimeScaleConverter | None = None
+    _start_time: list[int | float] | None = None
+    _run_debug_data: tuple[Callable[[], ProgramOutput], ...] | None = dataclasses.field(default=None, repr=False)
+
+    def debug_data_for_run(self, run: int) -> ProgramOutput:
+        """The values logged in the ``run``-th run of the block (``debug_data`` holds run 0's).
+
+        numdiff addition: the reference refuses dumps whose runs logged different values.
+        """
+        if self._run_debug_data is None:
+            if run == 0:
+                return self.debug_data
+            raise IndexError(f"event {self.name!r} has debug data for 1 run; asked for run {run}")
+        return self._run_debug_data[run]()
+
+    @property
+    def delegate_debug_metadatas(self) -> list[str] | dict[str, Any]:
+        """Delegate metadata, parsed by the Inspector's ``delegate_metadata_parser`` if one was given."""
+        if not self.is_delegated_op or self._delegate_metadata_parser is None:
+            return self._delegate_debug_metadatas
+        return self._delegate_metadata_parser(self._delegate_debug_metadatas)
+
+    @property
+    def raw_delegate_debug_metadatas(self) -> list[str]:
+        return self._delegate_debug_metadatas
+
+    @property
+    def start_time(self) -> list[int | float] | None:
+        """Start timestamps of the samples, in the runtime's raw units."""
+        return self._start_time
+
+    def asdict(self, _units: str = "") -> dict[str, Any]:
+        """The event as one DataFrame row (list-valued cells wrapped in a one-element list)."""
+        perf = self.perf_data
+        row: dict[str, Any] = {"event_name": self.name, "raw": [perf.raw if perf else None]}
+        for col in _PERF_COLUMNS:
+            row[col + _units] = getattr(perf, col) if perf else None
+        ops = self.op_types
+        row["op_types"] = [ops if len(ops) < 5 else f"['{ops[0]}', '{ops[1]}' ... '{ops[-1]}'] ({len(ops)} total)"]
+        row["delegate_debug_identifier"] = self.delegate_debug_identifier
+        row["stack_traces"] = [self.stack_traces]
+        row["module_hierarchy"] = [self.module_hierarchy]
+        row["is_delegated_op"] = self.is_delegated_op
+        row["delegate_backend_name"] = self.delegate_backend_name
+        row["debug_data"] = [self.debug_data]
+        row["start_time"] = [self._start_time]
+        return row
+
+    def to_dataframe(self, _units: str = "") -> pd.DataFrame:
+        return pd.DataFrame(self.asdict(_units=_units))
+
+
+@dataclass(eq=False)
+class EventBlock:
+    """The events of one kind of run (model loading, or executions of a method with one signature).
+
+    Runs whose event sequences match are merged into one block, each event holding one sample per
+    run.
+
+    Attributes:
+        name: Run name from the ETDump ("Method::init", "Execute", ...).
+        events: The block's events, in runtime order.
+        bundled_input_index: Bundled input index the runs used (-1 from plain runs).
+        run_output: Program outputs the runtime logged.
+        reference_output: Expected outputs from the ETRecord, if any.
+    """
+
+    name: str
+    events: list[Event] = dataclasses.field(default_factory=list)
+    source_time_scale: TimeScale = TimeScale.NS
+    target_time_scale: TimeScale = TimeScale.MS
+    bundled_input_index: int | None = None
+    run_output: ProgramOutput | None = None
+    reference_output: ProgramOutput | None = None
+
+    def to_dataframe(self, include_units: bool = False, include_delegate_debug_data: bool = False) -> pd.DataFrame:
+        """One row per event, prefixed with ``event_block_name``.
+
+        Args:
+            include_units: Append the target unit to the perf column names. Defaults to False.
+            include_delegate_debug_data: Add the delegate metadata columns. Defaults to False.
+        """
+        from numdiff.present.frames import block_dataframe
+
+        return block_dataframe(self, include_units, include_delegate_debug_data)
