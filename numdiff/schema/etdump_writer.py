@@ -36,6 +36,7 @@ __all__ = ["write_etdump"]
 class _Writer:
     def __init__(self) -> None:
         self.b = flatbuffers.Builder(1024)
+        self.b.ForceDefaults(True)  # write every scalar we set, even when it equals the default
         self.strings: dict[str, int] = {}
 
     def string(self, s: str | None) -> int | None:
@@ -61,17 +62,17 @@ class _Writer:
         b = self.b
         b.StartObject(1)
         {"long": b.PrependInt64Slot, "bool": b.PrependBoolSlot, "float": b.PrependFloat32Slot,
-         "double": b.PrependFloat64Slot}[kind](0, value, not value if kind == "bool" else value + 1)
+         "double": b.PrependFloat64Slot}[kind](0, value, value)
         return int(b.EndObject())
 
     def tensor(self, t: Tensor) -> int:
         sizes, strides = self.long_vector(t.sizes), self.long_vector(t.strides)
         b = self.b
         b.StartObject(4)
-        b.PrependInt8Slot(0, t.scalar_type, -128)
+        b.PrependInt8Slot(0, t.scalar_type, 0)
         b.PrependUOffsetTRelativeSlot(1, sizes, 0)
         b.PrependUOffsetTRelativeSlot(2, strides, 0)
-        b.PrependInt64Slot(3, t.offset, t.offset + 1)
+        b.PrependInt64Slot(3, t.offset, 0)
         return int(b.EndObject())
 
     def value(self, v: Value) -> int:
@@ -95,7 +96,7 @@ class _Writer:
             string = int(self.b.EndObject())
         b = self.b
         b.StartObject(9)
-        b.PrependUint8Slot(0, int(v.val), 255)
+        b.PrependUint8Slot(0, int(v.val), 0)
         for slot, off in enumerate((tensor, tlist, ints, floats, doubles, bools, output, string), start=1):
             if off is not None:
                 b.PrependUOffsetTRelativeSlot(slot, off, 0)
@@ -170,7 +171,7 @@ class _Writer:
         b.StartObject(4)
         if name is not None:
             b.PrependUOffsetTRelativeSlot(0, name, 0)
-        b.PrependInt32Slot(1, r.bundled_input_index, -2 if r.bundled_input_index == -1 else -1)
+        b.PrependInt32Slot(1, r.bundled_input_index, -1)
         b.PrependUOffsetTRelativeSlot(2, alloc_vec, 0)
         b.PrependUOffsetTRelativeSlot(3, events, 0)
         return int(b.EndObject())
@@ -189,7 +190,7 @@ def write_etdump(doc: ETDumpDoc, *, size_prefixed: bool = True) -> bytes:
     w = _Writer()
     runs = w.table_vector([w.run(r) for r in doc.run_data])
     w.b.StartObject(2)
-    w.b.PrependUint32Slot(0, doc.version, doc.version + 1)
+    w.b.PrependUint32Slot(0, doc.version, 0)
     w.b.PrependUOffsetTRelativeSlot(1, runs, 0)
     root = w.b.EndObject()
     if size_prefixed:

@@ -1,0 +1,78 @@
+"""Debug buffer: every scalar type, strides, bounds, and the missing-buffer placeholder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from numdiff.errors import DebugBufferError, ETDumpError
+from numdiff.schema.debug_buffer import DTYPES, DebugBuffer, MissingTensor, inflate_value
+from numdiff.schema.etdump import ScalarType, Tensor, Value, ValueType
+
+
+def _buffer(tmp_path: Path, payload: bytes, pad: int = 64) -> DebugBuffer:
+    path = tmp_path / "debug.bin"
+    path.write_bytes(b"\xee" * 16 + payload + b"\x00" * pad)
+    return DebugBuffer(path)
+
+
+@pytest.mark.parametrize("scalar_type", list(DTYPES))
+def test_every_scalar_type_round_trips(tmp_path: Path, scalar_type: ScalarType) -> None:
+    dtype = getattr(torch, DTYPES[scalar_type][0])
+    src = (torch.arange(6) % 2).to(dtype) if dtype.is_floating_point or dtype == torch.bool else torch.arange(6).to(dtype)
+    src = src.reshape(2, 3)
+    raw = src.contiguous().view(torch.uint8).numpy().tobytes()
+    buf = _buffer(tmp_path, raw)
+    got = buf.tensor(Tensor(int(scalar_type), (2, 3), (3, 1), 16))
+    assert got.dtype == dtype and got.shape == (2, 3)
+    assert torch.equal(got.view(torch.uint8), src.view(torch.uint8))
+
+
+def test_strides_are_honoured(tmp_path: Path) -> None:
+    logical = torch.arange(24, dtype=torch.float32).reshape(1, 2, 3, 4)
+    channels_last = logical.contiguous(memory_format=torch.channels_last)
+    storage = channels_last.permute(0, 2, 3, 1).contiguous()  # the bytes as laid out in memory
+    buf = _buffer(tmp_path, storage.numpy().tobytes())
+    got = buf.tensor(Tensor(int(ScalarType.FLOAT), (1, 2, 3, 4), tuple(channels_last.stride()), 16))
+    assert torch.equal(got, logical)
+
+
+def test_views_are_writable_without_touching_the_file(tmp_path: Path) -> None:
+    buf = _buffer(tmp_path, torch.ones(4).numpy().tobytes())
+    before = Path(buf.path).read_bytes()
+    t = buf.tensor(Tensor(int(ScalarType.FLOAT), (4,), (1,), 16))
+    t.add_(1)
+    assert Path(buf.path).read_bytes() == before
+
+
+def test_tensor_past_the_end_names_file_offset_and_sizes(tmp_path: Path) -> None:
+    buf = _buffer(tmp_path, b"", pad=8)
+    with pytest.raises(DebugBufferError, match=r"debug\.bin.*offset 16 needs 40 bytes, past the end of the 24-byte buffer"):
+        buf.tensor(Tensor(int(ScalarType.FLOAT), (10,), (1,), 16))
+
+
+def test_unknown_scalar_type_is_named(tmp_path: Path) -> None:
+    buf = _buffer(tmp_path, b"\x00" * 8)
+    with pytest.raises(ETDumpError, match="unknown scalar type 99"):
+        buf.tensor(Tensor(99, (1,), (1,), 16))
+
+
+def test_missing_file_is_a_debug_buffer_error(tmp_path: Path) -> None:
+    with pytest.raises(DebugBufferError, match="nope.bin.*cannot be opened"):
+        DebugBuffer(tmp_path / "nope.bin")
+
+
+def test_without_a_buffer_tensors_are_placeholders_not_zeros() -> None:
+    v = Value(ValueType.TENSOR, tensor=Tensor(int(ScalarType.FLOAT), (2, 2), (2, 1), 0))
+    got = inflate_value(v, None)
+    assert isinstance(got, MissingTensor) and got.shape == (2, 2) and "no debug buffer" in repr(got)
+
+
+def test_equal_bytes_compare_without_building_tensors(tmp_path: Path) -> None:
+    buf = _buffer(tmp_path, bytes(range(8)) * 2)
+    a = Tensor(int(ScalarType.BYTE), (8,), (1,), 16)
+    b = Tensor(int(ScalarType.BYTE), (8,), (1,), 24)
+    c = Tensor(int(ScalarType.BYTE), (7,), (1,), 17)
+    assert buf.tensors_equal(a, b) and not buf.tensors_equal(a, c)
