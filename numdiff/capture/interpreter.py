@@ -15,7 +15,8 @@ Behaviour decisions, each reproducing the reference's *result* and making its qu
   numdiff keeps that one too — and never clones the outputs it would throw away — and reports every
   shared handle in :attr:`CaptureResult.shared_handles` and in :attr:`CaptureResult.notes`.
 * **Streaming**: with ``on_output``, each kept output is handed to the callback as soon as its node
-  has run — exactly once per handle, for the node whose output the reference keeps — and, unless
+  has run — exactly once per handle, for the node whose output the reference keeps (so calls come
+  in the order of those nodes, not of the handles' first nodes) — and, unless
   ``keep_outputs=True``, not held afterwards, so graphs whose intermediates would not fit in memory
   at once can still be compared.
 * **Autograd**: the graph runs under ``torch.no_grad()`` (the reference does not); values are the
@@ -59,8 +60,9 @@ class CaptureResult:
     """What one run of a reference graph produced.
 
     Attributes:
-        outputs: Captured output by debug handle, in execution order — the reference's
-            ``aot_intermediate_outputs``. Empty when streaming without ``keep_outputs``.
+        outputs: Captured output by debug handle — the reference's ``aot_intermediate_outputs``,
+            in the same order (each handle where its *first* node runs). Empty when streaming
+            without ``keep_outputs``.
         op_names: Names of the captured nodes by debug handle, in graph order (all nodes
             sharing a handle are listed) — the reference's ``aot_debug_handle_to_op_names``.
         kept_nodes: Name of the node whose output is kept for each handle (the last in graph order).
@@ -210,8 +212,11 @@ class IntermediateOutputCapturer(Interpreter):
     def _result(self, recording: _Recording, graph_output: Any) -> CaptureResult:
         op_names = aot_debug_handle_to_op_names(self.module)  # type: ignore[arg-type]
         shared = {h: tuple(names) for h, names in op_names.items() if len(names) > 1}
+        # The reference's dict keeps a handle where its *first* node put it, even though the value
+        # is the last node's: order the outputs the same way (op_names is in first-node order).
+        outputs = {h: recording.outputs[h] for h in op_names if h in recording.outputs}
         return CaptureResult(
-            outputs=recording.outputs,
+            outputs=outputs,
             op_names=op_names,
             kept_nodes={h: n.name for h, n in recording.keeper.items()},
             shared_handles=shared,
