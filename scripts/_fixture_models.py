@@ -39,7 +39,7 @@ class NestedCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(ConvBlock(3, 4), ConvBlock(4, 8))
-        self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 2 * 2, 5))
+        self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8, 5))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x))
@@ -62,10 +62,10 @@ class QuantMLP(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(16, 32)
+        self.fc1 = nn.Linear(8, 16)
         self.relu = nn.ReLU()
-        self.fc2 = nn.Linear(32, 32)
-        self.fc3 = nn.Linear(32, 8)
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.relu(self.fc1(x))
@@ -74,7 +74,7 @@ class QuantMLP(nn.Module):
 
 
 class MultiOutput(nn.Module):
-    """Ops with several outputs (max_pool2d with indices, topk, var_mean, split)."""
+    """Ops with several outputs (max_pool2d with indices, topk, var_mean, max.dim, split)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -87,14 +87,15 @@ class MultiOutput(nn.Module):
         values, _ = torch.topk(flat, 5, dim=1)
         var, mean = torch.var_mean(flat, dim=1, keepdim=True)
         a, b = torch.split(flat, [8, flat.shape[1] - 8], dim=1)
-        z = (values - mean) / (var + 1.0) + a[:, :5] * 2.0 + b.sum(dim=1, keepdim=True)
+        top, _ = torch.max(b, dim=1, keepdim=True)
+        z = (values - mean) / (var + 1.0) + a[:, :5] * 2.0 + b.sum(dim=1, keepdim=True) - top
         return z, indices.to(torch.float32).sum(dim=(2, 3))
 
 
 class TinyAttention(nn.Module):
     """Single-head-split self-attention written by hand (reshape/transpose/bmm)."""
 
-    def __init__(self, dim: int = 32, heads: int = 2) -> None:
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
@@ -123,3 +124,16 @@ class SmallConvNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.conv(x)).mean(dim=(2, 3))
         return torch.tanh(self.fc(y))
+
+
+def nested_cnn() -> NestedCNN:
+    """NestedCNN with non-trivial BatchNorm statistics (eval mode)."""
+    model = NestedCNN()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    return model.eval()

@@ -189,7 +189,7 @@ def encode_dataframe(inspector: Any) -> dict[str, Any]:
     }
 
 
-def module_names(inspector: Any, limit: int = 12) -> list[str]:
+def module_names(inspector: Any, limit: int = 24) -> list[str]:
     """Distinct module-hierarchy keys seen on events (first ``limit``), in order."""
     names: list[str] = []
     for block in inspector.event_blocks:

@@ -54,6 +54,7 @@ def export_and_lower(
     calibration: Sequence[Inputs] = (),
     generate_etrecord: bool = True,
     use_to_edge: bool = False,
+    core_aten_exceptions: Sequence[Any] = (),
 ) -> Lowered:
     """torch.export (optionally PT2E-quantize first), lower, emit.
 
@@ -77,7 +78,11 @@ def export_and_lower(
     else:
         ep = torch.export.export(model, example_inputs)
 
-    config = EdgeCompileConfig(_check_ir_validity=False) if quantizer else None
+    config = None
+    if quantizer is not None:
+        config = EdgeCompileConfig(_check_ir_validity=False)
+    elif core_aten_exceptions:
+        config = EdgeCompileConfig(_core_aten_ops_exception_list=list(core_aten_exceptions))
     if use_to_edge:
         edge = to_edge(ep, compile_config=config, generate_etrecord=generate_etrecord)
     else:

@@ -74,6 +74,13 @@ def lower_xnnpack(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inpu
     return rt.export_and_lower(model, example, partitioners=[XnnpackPartitioner()])
 
 
+def lower_var_mean(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inputs]) -> rt.Lowered:
+    # var_mean is not core ATen; the portable kernels do have var_mean.correction_out.
+    return rt.export_and_lower(
+        model, example, core_aten_exceptions=[torch.ops.aten.var_mean.correction]
+    )
+
+
 def _xnnpack_quantizer() -> Any:
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
@@ -141,6 +148,105 @@ SPECS: list[Spec] = [
         make_inputs=_same_input((2, 8), 3),
         lower=lower_portable,
     ),
+    Spec(
+        name="cnn_nested",
+        description=(
+            "fp32 CNN with nested submodules: features=Sequential(ConvBlock, ConvBlock), each ConvBlock "
+            "= body Sequential(Conv2d, BatchNorm2d, ReLU) + MaxPool2d; head=Sequential(AvgPool2d, Flatten, "
+            "Linear); input (1,3,8,8); portable kernels; run once; also recorded with "
+            "enable_module_hierarchy=True"
+        ),
+        make_model=models.nested_cnn,
+        make_inputs=_same_input((1, 3, 8, 8), 1),
+        lower=lower_portable,
+        module_hierarchy_view=True,
+    ),
+    Spec(
+        name="xnnpack",
+        description=(
+            "fp32 Conv2d(3,6,3)-ReLU-flatten-Linear(216,10), input (1,3,8,8); "
+            "to_edge_transform_and_lower with XnnpackPartitioner (whole graph delegated); run twice "
+            "with the same input"
+        ),
+        make_model=models.ConvLinear,
+        make_inputs=_same_input((1, 3, 8, 8), 2),
+        lower=lower_xnnpack,
+    ),
+    Spec(
+        name="pt2e_quant",
+        description=(
+            "QuantMLP Linear(8,16)-ReLU-Linear(16,16)-sigmoid-Linear(16,4), input (2,8); PT2E int8 "
+            "(XNNPACKQuantizer symmetric per-tensor, torchao prepare_pt2e/convert_pt2e, 9 calibration "
+            "inputs) lowered with XnnpackPartitioner; reference output from the converted (Q/DQ) module; "
+            "run once"
+        ),
+        make_model=models.QuantMLP,
+        make_inputs=_same_input((2, 8), 1),
+        lower=lower_quant_xnnpack,
+    ),
+    Spec(
+        name="pt2e_quant_portable",
+        description=(
+            "same QuantMLP and PT2E int8 quantization as pt2e_quant, NOT delegated: "
+            "quantized_decomposed quantize/dequantize ops on the portable + quantized kernels; run once"
+        ),
+        make_model=models.QuantMLP,
+        make_inputs=_same_input((2, 8), 1),
+        lower=lower_quant_portable,
+    ),
+    Spec(
+        name="multi_output",
+        description=(
+            "Conv2d(2,4,3) then multi-output ops max_pool2d(return_indices), topk, var_mean, max.dim, "
+            "split plus elementwise ops; two program outputs; input (1,2,6,6); portable kernels "
+            "(var_mean kept via EdgeCompileConfig._core_aten_ops_exception_list); run once"
+        ),
+        make_model=models.MultiOutput,
+        make_inputs=_same_input((1, 2, 6, 6), 1),
+        lower=lower_var_mean,
+    ),
+    Spec(
+        name="many_runs",
+        description=(
+            "SmallConvNet Conv2d(1,4,3)-relu-mean-Linear(4,3)-tanh, input (1,1,6,6); portable kernels; "
+            "run 20 times with the same input; ETRecord but NO debug buffer (profiling only)"
+        ),
+        make_model=models.SmallConvNet,
+        make_inputs=_same_input((1, 1, 6, 6), 20),
+        lower=lower_portable,
+        debug_buffer=False,
+    ),
+    Spec(
+        name="no_etrecord",
+        description=(
+            "SmallConvNet, input (1,1,6,6); portable kernels; run twice with the same input; ETDump and "
+            "debug buffer but NO ETRecord"
+        ),
+        make_model=models.SmallConvNet,
+        make_inputs=_same_input((1, 1, 6, 6), 2),
+        lower=lower_portable,
+        etrecord=False,
+    ),
+    Spec(
+        name="different_inputs",
+        description=(
+            "fp32 MLP Linear(8,16)-ReLU-Linear(16,4), portable kernels; run twice with DIFFERENT inputs "
+            "(2,8) while logging intermediates; ETRecord representative input = first run's input"
+        ),
+        make_model=models.MLP,
+        make_inputs=_different_inputs((2, 8), 2),
+        lower=lower_portable,
+    ),
+    Spec(
+        name="attention_view",
+        description=(
+            "hand-written 2-head self-attention (qkv Linear, chunk, reshape/transpose, bmm, softmax, "
+            "transpose+reshape, proj Linear), dim 16, input (1,4,16); portable kernels; run once"
+        ),
+        make_model=models.TinyAttention,
+        make_inputs=_same_input((1, 4, 16), 1),
+        lower=lower_portable,
+    ),
 ]
 
 
@@ -200,8 +306,9 @@ def record_expected(spec: Spec, out_dir: Path, files: dict[str, str | None], run
             "event_blocks": record.encode_event_blocks(mh),
             "find_total_for_module": record.find_totals(mh),
         }
-    if files["etrecord"] is not None and files["debug_buffer"] is not None:
-        expected["gap"] = record.record_gaps(inspector)
+    # Recorded for every fixture whose Inspector builds: where the ETRecord or the
+    # debug buffer is missing, the entries hold the reference's errors.
+    expected["gap"] = record.record_gaps(inspector)
     compare = record.record_compare_results(inspector)
     if compare:
         expected["compare_results"] = compare
