@@ -1,0 +1,52 @@
+"""SNR: signal-to-noise ratio in dB (reference numbers, NaN quirk included)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from numdiff._numerics import reference_float64, same_shape
+from numdiff.comparators._registry import register_comparator
+from numdiff.comparators.base import NumericalComparatorBase
+
+__all__ = ["SNRComparator", "signal_to_noise_ratio"]
+
+
+def signal_to_noise_ratio(signal: torch.Tensor, other: torch.Tensor) -> float:
+    """``10·log10(mean(signal²) / mean((signal - other)²))`` in the tensors' own dtype.
+
+    Edge cases, all kept as IEEE gives them (never turned into large finite numbers):
+
+    * zero noise (identical inputs), non-zero signal → ``+inf``
+    * zero signal, non-zero noise → ``-inf``
+    * zero signal and zero noise (both all-zero) → ``nan``
+    * a NaN anywhere → ``nan``
+
+    Example:
+        >>> signal_to_noise_ratio(torch.tensor([1.0]), torch.tensor([1.0]))
+        inf
+    """
+    signal, other = same_shape(signal, other)
+    signal_power = torch.mean(torch.pow(signal, 2))
+    noise_power = torch.mean(torch.pow(signal - other, 2))
+    return float((10 * torch.log10(signal_power / noise_power)).item())
+
+
+class SNRComparator(NumericalComparatorBase):
+    """Signal-to-noise ratio of the AOT output against the difference, as the reference computes it.
+
+    Higher is better; ``+inf`` means identical. The inputs go through the reference's float64
+    conversion (NaN → 0, reported), so a NaN-only difference can read as ``+inf``.
+
+    Example:
+        >>> SNRComparator().element_compare(1, 2)
+        0.0
+    """
+
+    def element_compare(self, a: Any, b: Any) -> float:
+        """SNR of ``a`` against ``a - b`` after the reference float conversion."""
+        return signal_to_noise_ratio(reference_float64(a), reference_float64(b))
+
+
+register_comparator("snr", SNRComparator)
