@@ -1,0 +1,256 @@
+"""numdiff.align: runtime collection, overlap merge, reference pairing and the fuller alignment."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from numdiff.align import (
+    MatchKind,
+    NoteKind,
+    RuntimeOutput,
+    ShapeRelation,
+    align_intermediate_outputs,
+    collect_runtime_outputs,
+    find_op_names,
+    map_runtime_aot_intermediate_outputs,
+    merge_overlapping_outputs,
+    merge_runtime_overlapping_debug_handles,
+    pair_outputs,
+    shape_relation,
+)
+
+
+def _codec() -> ModuleType:
+    name = "numdiff_tests_oracle_codec"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "comparators" / "oracle_codec.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+codec = _codec()
+ORACLE = codec.ORACLE
+
+
+def event(name: str, handles: Any, iid: int | None, data: Any, *, op_types: list[str] | None = None,
+          num_outputs: int = 1, delegated: bool = False, backend: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(
+        name=name, op_types=["op"] if op_types is None else op_types, debug_handles=handles,
+        _instruction_id=iid, debug_data=data, num_outputs=num_outputs,
+        is_delegated_op=delegated, delegate_backend_name=backend,
+    )
+
+
+def runtime(handle: tuple[int, ...], data: Any, num_outputs: int = 1, iid: int = 0) -> dict[tuple[int, ...], RuntimeOutput]:
+    return {handle: RuntimeOutput(handle, iid, "op", data, num_outputs)}
+
+
+# ----------------------------------------------------------------------------- oracle replay
+@pytest.mark.parametrize("case", ORACLE["merge"], ids=lambda c: str(len(c["input"])))
+def test_merge_matches_reference(case: dict[str, Any]) -> None:
+    given = {tuple(h): (iid, label, num) for h, iid, label, num in case["input"]}
+    got = merge_runtime_overlapping_debug_handles(given)
+    assert [[list(h), *v] for h, v in got.items()] == case["result"]
+
+
+_MAP_RAISES_TO_NOTE = {
+    "TypeError": NoteKind.RUNTIME_NOT_SEQUENCE,
+    "IndexError": NoteKind.RUNTIME_TOO_SHORT,
+    "ValueError": NoteKind.AMBIGUOUS_COMPONENT,
+}
+
+
+@pytest.mark.parametrize("case", ORACLE["map"], ids=lambda c: c["name"])
+def test_map_matches_reference(case: dict[str, Any]) -> None:
+    aot = codec.handles(case["aot"])
+    rt = {tuple(h): (codec.dec(d), n) for h, d, n in case["runtime"]}
+    if "raises" in case:
+        # The reference raises for the whole mapping; numdiff skips the pair with a note.
+        report = pair_outputs(aot, {h: RuntimeOutput(h, None, None, d, n) for h, (d, n) in rt.items()})
+        assert _MAP_RAISES_TO_NOTE[case["raises"]] in {note.kind for note in report.notes}
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = map_runtime_aot_intermediate_outputs(aot, rt)
+    encoded = [[list(k[0]), codec.enc(k[1]), list(v[0]), codec.enc(v[1])] for k, v in got.items()]
+    assert encoded == case["result"]
+
+
+@pytest.mark.parametrize("case", ORACLE["collect"], ids=lambda c: c["name"])
+def test_collect_matches_reference(case: dict[str, Any]) -> None:
+    events = [SimpleNamespace(**{**e, "debug_data": codec.dec(e["debug_data"])}) for e in case["events"]]
+    outputs, op_names = collect_runtime_outputs(events)
+    assert [[list(h), codec.enc(o.data), o.num_outputs] for h, o in outputs.items()] == case["result"]["outputs"]
+    assert [[list(h), v] for h, v in op_names.items()] == case["result"]["op_names"]
+
+
+# ----------------------------------------------------------------------------- collection
+def test_collect_skips_operator_call_and_events_without_op_types() -> None:
+    outputs, names = collect_runtime_outputs([
+        event("OPERATOR_CALL", 0, 0, [torch.ones(1)]),
+        event("no_types", 1, 1, [torch.ones(1)], op_types=[]),
+        event("add", 2, 2, [torch.ones(1)]),
+    ])
+    assert list(outputs) == [(2,)] and names == {(2,): ["add"]}
+
+
+def test_collect_largest_instruction_id_wins_even_when_seen_first() -> None:
+    outputs, names = collect_runtime_outputs([event("late", 3, 9, ["late"]), event("early", 3, 2, ["early"])])
+    assert outputs[(3,)].data == ["late"] and outputs[(3,)].instruction_id == 9 and names[(3,)] == ["late"]
+
+
+def test_collect_merges_overlapping_handles_but_keeps_op_names_unmerged() -> None:
+    outputs, names = collect_runtime_outputs([event("a", [1, 2], 1, ["a"]), event("b", [2, 3], 2, ["b"])])
+    assert list(outputs) == [(1, 2, 3)] and outputs[(1, 2, 3)].data == ["b"]
+    assert names == {(1, 2): ["a"], (2, 3): ["b"]}
+
+
+def test_collect_drops_delegate_call_covered_by_inner_events_of_same_backend() -> None:
+    outputs, _ = collect_runtime_outputs([
+        event("DELEGATE_CALL", [1, 2], 4, ["whole"], backend="X"),
+        event("inner", 2, 4, ["inner"], delegated=True, backend="X"),
+        event("DELEGATE_CALL", [5, 6], 5, ["other"], backend="Y"),
+    ])
+    assert {h: o.data for h, o in outputs.items()} == {(2,): ["inner"], (5, 6): ["other"]}
+
+
+def test_collect_warns_and_skips_event_without_handle() -> None:
+    with pytest.warns(UserWarning, match=r"skipped 1 event\(s\) .* \['broken'\]"):
+        outputs, _ = collect_runtime_outputs([event("broken", None, 1, ["x"]), event("ok", 1, 2, ["y"])])
+    assert list(outputs) == [(1,)]
+
+
+# ----------------------------------------------------------------------------- merge
+def test_merge_keeps_last_newer_overlap_and_notes_it() -> None:
+    outputs = [RuntimeOutput((1,), 10, "a", "v10"), RuntimeOutput((2,), 5, "b", "v5"), RuntimeOutput((1, 2), 3, "c", "v3")]
+    merged, notes = merge_overlapping_outputs(outputs)
+    # The reference keeps the last overlapping newer value (instruction 5), not the newest (10).
+    assert [(m.handle, m.data) for m in merged] == [((1, 2), "v5")]
+    assert [n.kind for n in notes] == [NoteKind.MERGED_VALUE_NOT_LATEST]
+
+
+def test_merge_handle_order_older_first() -> None:
+    merged, notes = merge_overlapping_outputs([RuntimeOutput((5, 1), 2, "a", 0), RuntimeOutput((1, 7), 1, "b", 1)])
+    assert merged[0].handle == (7, 5, 1) and merged[0].data == 0 and notes == []
+
+
+# ----------------------------------------------------------------------------- pairing
+def test_sole_value_list_pairs_directly() -> None:
+    aot = torch.ones(2)
+    report = pair_outputs({(0,): aot}, runtime((0,), [torch.zeros(2)]))
+    (pair,) = report.pairs
+    assert pair.match is MatchKind.SOLE and pair.aot_output is aot and report.notes == ()
+
+
+def test_delegate_debug_data_holds_inputs_then_output_shape_picks_output() -> None:
+    out = torch.zeros(2, 2)
+    report = pair_outputs({(5,): torch.ones(2, 2)}, runtime((4, 5), [torch.ones(4), out]))
+    (pair,) = report.pairs
+    assert pair.runtime_output is out and pair.match is MatchKind.SHAPE and pair.aot_handle == (4, 5)
+
+
+def test_dtype_breaks_shape_tie() -> None:
+    out = torch.zeros(2, 3)
+    report = pair_outputs({(7,): torch.ones(2, 3)}, runtime((7,), [torch.zeros(2, 3, dtype=torch.bool), out]))
+    assert report.pairs[0].runtime_output is out and report.pairs[0].match is MatchKind.SHAPE_DTYPE
+
+
+def test_fallback_to_last_is_noted_and_warned() -> None:
+    last = torch.zeros(2, 2)
+    aot = {(5,): torch.ones(2, 2)}
+    report = pair_outputs(aot, runtime((4, 5), [torch.ones(2, 2), last]))
+    assert report.pairs[0].match is MatchKind.FALLBACK_LAST and report.pairs[0].runtime_output is last
+    assert report.counts() == {"fallback_match": 1}
+    with pytest.warns(UserWarning, match="1 fallback_match"):
+        map_runtime_aot_intermediate_outputs(aot, {(4, 5): ([torch.ones(2, 2), last], 1)})
+
+
+def test_multi_output_delegate_pairs_by_position_from_end() -> None:
+    a, b = torch.ones(3), torch.ones(2)
+    ra, rb = torch.zeros(3), torch.zeros(2)
+    report = pair_outputs({(1,): a, (2,): b}, runtime((1, 2), [ra, rb], num_outputs=2))
+    got = [(p.aot_output is x, p.runtime_output is y, p.match, p.output_index) for p, x, y in zip(report.pairs, [b, a], [rb, ra])]
+    assert got == [(True, True, MatchKind.POSITION, 0), (True, True, MatchKind.POSITION, 1)]
+
+
+def test_num_outputs_larger_than_handle_is_noted_not_raised() -> None:
+    report = pair_outputs({(5,): torch.ones(2)}, runtime((5,), [torch.ones(2), torch.ones(2)], num_outputs=2))
+    assert len(report.pairs) == 1 and report.counts() == {"runtime_too_short": 1}
+
+
+def test_two_runtime_handles_in_one_group_is_noted_not_raised() -> None:
+    rt = {(1,): RuntimeOutput((1,), 1, "a", [torch.ones(1)]), (2,): RuntimeOutput((2,), 2, "b", [torch.ones(1)])}
+    report = pair_outputs({(1, 2): torch.ones(1), (3,): torch.ones(1)}, rt)
+    assert report.pairs == () and report.counts() == {"ambiguous_component": 1}
+
+
+def test_aot_handles_not_inside_runtime_handle_are_noted() -> None:
+    report = pair_outputs({(7, 1): torch.ones(1), (2,): torch.ones(1)}, runtime((1, 2), [torch.ones(1)]))
+    assert report.pairs == () and report.counts() == {"handles_not_subset": 1}
+
+
+def test_reference_mode_keeps_sequences_whole() -> None:
+    values, indices = torch.ones(2), torch.zeros(2, dtype=torch.long)
+    report = pair_outputs({(3,): (values, indices)}, runtime((3,), [values + 1, indices]))
+    (pair,) = report.pairs
+    assert pair.match is MatchKind.SEQUENCE and isinstance(pair.aot_output, tuple) and len(pair.runtime_output) == 2
+
+
+# ----------------------------------------------------------------------------- fuller alignment
+def test_full_alignment_splits_sequence_by_position() -> None:
+    values, indices = torch.ones(2), torch.zeros(2, dtype=torch.long)
+    rv, ri = values + 1, indices + 1
+    report = align_intermediate_outputs({(3,): (values, indices)}, runtime((3,), [rv, ri]))
+    assert [(p.element_index, p.match, p.runtime_output is r) for p, r in zip(report.pairs, [rv, ri])] == [
+        (0, MatchKind.ELEMENT_POSITION, True),
+        (1, MatchKind.ELEMENT_POSITION, True),
+    ]
+
+
+def test_full_alignment_matches_elements_by_shape_and_dtype_and_notes_the_rest() -> None:
+    mean, var = torch.ones(3), torch.ones(3, dtype=torch.float64)
+    only = torch.zeros(3)
+    report = align_intermediate_outputs({(3,): (var, mean)}, runtime((3,), [only]))
+    (pair,) = report.pairs
+    assert pair.element_index == 1 and pair.runtime_output is only and pair.match is MatchKind.ELEMENT_SHAPE_DTYPE
+    assert report.counts() == {"element_unmatched": 1}
+
+
+def test_full_alignment_accepts_single_runtime_value_for_sequence() -> None:
+    report = align_intermediate_outputs({(3,): [torch.ones(2)]}, runtime((3,), torch.zeros(2)))
+    assert len(report.pairs) == 1 and report.pairs[0].match is MatchKind.ELEMENT_POSITION
+
+
+def test_full_alignment_reports_view_only_shape_difference() -> None:
+    report = align_intermediate_outputs({(5,): torch.ones(1, 8, 32)}, runtime((5,), [torch.ones(1, 8, 2, 16)]))
+    assert report.pairs[0].shape_relation is ShapeRelation.RESHAPE
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "relation"),
+    [
+        (torch.ones(2, 3), torch.ones(2, 3), ShapeRelation.SAME),
+        (torch.ones(2, 3), torch.ones(6), ShapeRelation.RESHAPE),
+        (3.0, torch.ones(1), ShapeRelation.RESHAPE),
+        (torch.ones(2), torch.ones(3), ShapeRelation.MISMATCH),
+    ],
+)
+def test_shape_relation(a: Any, b: Any, relation: ShapeRelation) -> None:
+    assert shape_relation(a, b) is relation
+
+
+def test_find_op_names_subset_semantics() -> None:
+    names = {(1,): ["conv"], (1, 2): ["linear"], (3,): ["relu"]}
+    assert find_op_names((1, 2), names) == ["conv", "linear"]
+    assert find_op_names((), names) == []
