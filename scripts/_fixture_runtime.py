@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,13 +118,17 @@ def save_etrecord(lowered: Lowered, path: Path, representative: Inputs) -> None:
     lowered.etrecord.save(str(path))
 
 
-def _run_once(
+RunOnce = Callable[[bytes, Sequence[Inputs], Path, "Path | None", int], None]
+
+
+def run_pybindings(
     program: bytes,
     runs: Sequence[Inputs],
     etdump_path: Path,
     debug_buffer_path: Path | None,
     debug_buffer_size: int,
-) -> list[list[Any]]:
+) -> None:
+    """Run with the Python bindings (which log every op's output when a debug buffer is set)."""
     from executorch.extension.pybindings.portable_lib import (
         _load_for_executorch_from_buffer,
     )
@@ -131,11 +136,70 @@ def _run_once(
     module = _load_for_executorch_from_buffer(
         program, enable_etdump=True, debug_buffer_size=debug_buffer_size
     )
-    outputs = [list(module.run_method("forward", tuple(inp))) for inp in runs]
+    for inp in runs:
+        module.run_method("forward", tuple(inp))
     module.write_etdump_result_to_file(
         str(etdump_path), None if debug_buffer_path is None else str(debug_buffer_path)
     )
-    return outputs
+
+
+_RUNNER_SOURCE = Path(__file__).resolve().parent / "_fixture_runner.cpp"
+_runner_binary: Path | None = None
+
+
+def _build_cpp_runner() -> Path:
+    """Compile scripts/_fixture_runner.cpp against the executorch wheel's headers and libs."""
+    global _runner_binary
+    if _runner_binary is not None:
+        return _runner_binary
+    import executorch
+
+    root = Path(list(executorch.__path__)[0]).resolve()
+    out = Path(tempfile.mkdtemp(prefix="numdiff-runner-")) / "runner"
+    cmd = [
+        "g++", "-std=c++17", "-O1", "-w",
+        "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED",
+        f"-I{root / 'include'}",
+        f"-I{root / 'include/executorch/runtime/core/portable_type/c10'}",
+        str(_RUNNER_SOURCE), "-o", str(out),
+        f"-L{root / 'lib'}", "-Wl,--no-as-needed",
+        "-lexecutorch", "-lexecutorch_etdump", "-lexecutorch_kernels_optimized",
+        f"-Wl,-rpath,{root / 'lib'}",
+    ]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    _runner_binary = out
+    return out
+
+
+def cpp_runner(level: str) -> RunOnce:
+    """A RunOnce using the C++ runner with ETDumpGen's debug log level set to ``level``.
+
+    ``level`` is ``none``, ``program_outputs`` or ``intermediate_outputs``. The
+    model must take a single float32 tensor.
+    """
+
+    def run(
+        program: bytes,
+        runs: Sequence[Inputs],
+        etdump_path: Path,
+        debug_buffer_path: Path | None,
+        debug_buffer_size: int,
+    ) -> None:
+        first = runs[0]
+        if len(first) != 1 or any(not torch.equal(r[0], first[0]) for r in runs):
+            raise ValueError("the C++ runner takes one float32 input, the same for every run")
+        binary = _build_cpp_runner()
+        with tempfile.TemporaryDirectory() as tmp:
+            pte = Path(tmp) / "model.pte"
+            pte.write_bytes(program)
+            inp = Path(tmp) / "input.f32"
+            first[0].detach().to(torch.float32).contiguous().numpy().tofile(inp)
+            dbg = debug_buffer_path if debug_buffer_path is not None else Path(tmp) / "unused.bin"
+            cmd = [str(binary), str(pte), str(inp), str(etdump_path), str(dbg),
+                   str(debug_buffer_size), str(len(runs)), level]  # fmt: skip
+            subprocess.run(cmd, check=True)
+
+    return run
 
 
 def debug_payloads(etdump_path: Path, buffer_path: Path) -> list[list[bytes]]:
@@ -174,7 +238,8 @@ def run_with_etdump(
     out_dir: Path,
     *,
     debug_buffer: bool,
-) -> list[list[Any]]:
+    run_once: RunOnce = run_pybindings,
+) -> None:
     """Run ``program`` once per input tuple; write etdump.etdp (+ debug_buffer.bin).
 
     The debug buffer is sized to what a generous probe run used, rounded up to
@@ -182,22 +247,22 @@ def run_with_etdump(
     """
     etdump_path = out_dir / "etdump.etdp"
     if not debug_buffer:
-        return _run_once(program, runs, etdump_path, None, 0)
+        run_once(program, runs, etdump_path, None, 0)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         probe_dump = Path(tmp) / "probe.etdp"
         probe_buf = Path(tmp) / "probe.bin"
-        _run_once(program, runs, probe_dump, probe_buf, PROBE_DEBUG_BUFFER_SIZE)
+        run_once(program, runs, probe_dump, probe_buf, PROBE_DEBUG_BUFFER_SIZE)
         probe = debug_payloads(probe_dump, probe_buf)
     # Tensors are aligned in the buffer, so the used size depends a little on where
     # the allocation lands: leave headroom for that, then check nothing was lost.
     used = sum(len(c) + 64 for chunks in probe for c in chunks)
     size = (used + 256 + 1023) // 1024 * 1024
     buf_path = out_dir / "debug_buffer.bin"
-    outputs = _run_once(program, runs, etdump_path, buf_path, size)
+    run_once(program, runs, etdump_path, buf_path, size)
     final = debug_payloads(etdump_path, buf_path)
     if final != probe:
         raise RuntimeError("the sized run logged different debug data than the probe run")
     if os.path.getsize(buf_path) != size:
         raise RuntimeError("debug buffer file is not the allocated size")
-    return outputs

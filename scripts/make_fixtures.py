@@ -61,6 +61,7 @@ class Spec:
     debug_buffer: bool = True
     module_hierarchy_view: bool = False
     out_root: Path = FIXTURES
+    run_once: rt.RunOnce = rt.run_pybindings
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -228,6 +229,19 @@ SPECS: list[Spec] = [
         etrecord=False,
     ),
     Spec(
+        name="program_outputs_only",
+        description=(
+            "fp32 MLP Linear(8,16)-ReLU-Linear(16,4), input (2,8), portable kernels; run twice with the "
+            "same input by a small C++ runner (scripts/_fixture_runner.cpp, built against the 1.5.1 "
+            "wheel's headers and libs) with ETDumpGen debug level kProgramOutputs: the debug buffer "
+            "holds program outputs only, no intermediate outputs"
+        ),
+        make_model=models.MLP,
+        make_inputs=_same_input((2, 8), 2),
+        lower=lower_portable,
+        run_once=rt.cpp_runner("program_outputs"),
+    ),
+    Spec(
         name="different_inputs",
         description=(
             "fp32 MLP Linear(8,16)-ReLU-Linear(16,4), portable kernels; run twice with DIFFERENT inputs "
@@ -330,7 +344,9 @@ def build(spec: Spec) -> dict[str, Any]:
     }
     if spec.etrecord:
         rt.save_etrecord(lowered, out_dir / "etrecord.bin", run_inputs[0])
-    rt.run_with_etdump(lowered.buffer, run_inputs, out_dir, debug_buffer=spec.debug_buffer)
+    rt.run_with_etdump(
+        lowered.buffer, run_inputs, out_dir, debug_buffer=spec.debug_buffer, run_once=spec.run_once
+    )
 
     expected = record_expected(spec, out_dir, files, len(run_inputs))
     with open(out_dir / "expected.json", "w") as f:
