@@ -137,3 +137,19 @@ def nested_cnn() -> NestedCNN:
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
     return model.eval()
+
+
+class SplitQuantMLP(nn.Module):
+    """Linear-ReLU-Linear, a cumsum XNNPACK does not take, then Linear: two delegate partitions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc2(self.relu(self.fc1(x)))
+        h = torch.cumsum(h, dim=-1)
+        return self.fc3(h)

@@ -92,6 +92,7 @@ def _xnnpack_quantizer() -> Any:
 
 
 def lower_quant_xnnpack(model: torch.nn.Module, example: rt.Inputs, runs: list[rt.Inputs]) -> rt.Lowered:
+    import executorch.kernels.quantized  # noqa: F401  (Q/DQ left outside the delegate)
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
     return rt.export_and_lower(
@@ -260,6 +261,20 @@ SPECS: list[Spec] = [
         make_model=models.TinyAttention,
         make_inputs=_same_input((1, 4, 16), 1),
         lower=lower_portable,
+    ),
+    Spec(
+        name="quantized_mlp",
+        description=(
+            "bundled example: SplitQuantMLP Linear(8,16)-ReLU-Linear(16,16)-cumsum-Linear(16,4), input "
+            "(2,8); PT2E int8 (XNNPACKQuantizer symmetric per-tensor, 9 calibration inputs) lowered with "
+            "XnnpackPartitioner: cumsum is not delegated, so two XNNPACK partitions with fp32 cumsum and "
+            "quantize/dequantize on the portable + quantized kernels between them; reference output from "
+            "the converted (Q/DQ) module; run once"
+        ),
+        make_model=models.SplitQuantMLP,
+        make_inputs=_same_input((2, 8), 1),
+        lower=lower_quant_xnnpack,
+        out_root=EXAMPLES,
     ),
 ]
 
