@@ -1,0 +1,324 @@
+"""Read an ETRecord (the zip ExecuTorch writes next to a model) without ExecuTorch.
+
+The ETRecord holds the model's programs at several stages and the maps that tie runtime events
+back to graph nodes. :func:`parse_etrecord` returns an :class:`ETRecord` whose attributes hold the
+same values the reference's ``executorch.devtools.etrecord.parse_etrecord`` gives, so code written
+for the reference's Inspector keeps working:
+
+=================================  ==========================================================
+attribute                          from entry
+=================================  ==========================================================
+``exported_program``               ``exported_program`` (+ ``_state_dict``, ``_constants``,
+                                   ``_example_inputs`` companions), the ATen program
+``edge_dialect_program``           ``edge_dialect_exported_program/<method>``: one program, or a
+                                   dict by method when there are several
+``graph_map``                      every other program entry, by entry name (``"name/forward"``)
+``export_graph_id``                ``export_graph_id`` (0 when absent)
+``_debug_handle_map``              ``debug_handle_map``: ``{method: {str(instruction): handles}}``
+``_delegate_map``                  ``delegate_map``
+``_instruction_id_to_num_outs_map``  ``instruction_id_to_num_outs_map``
+``_reference_outputs``             ``reference_outputs`` (``torch.save``\\ d, tensors only)
+``_representative_inputs``         ``representative_inputs`` (``torch.save``\\ d, tensors only)
+=================================  ==========================================================
+
+Programs are real, runnable ``torch.export.ExportedProgram`` objects. Every operator node carries
+``debug_handle`` (when the file has one), ``from_node`` (``torch.fx.traceback.NodeSource`` list),
+``stack_trace``, ``nn_module_stack`` and ``numdiff_op_type`` (see :func:`op_type_name`); nodes
+that cannot run also carry ``numdiff_unrunnable`` (the reason).
+
+Differences from the reference, all on purpose: the zip is closed after reading; entries numdiff
+does not recognise are listed in :attr:`ETRecord.unknown_entries` (with a warning) instead of being
+loaded as programs; pickled entries load only with ``torch.load(weights_only=True)``; every failure
+is an :class:`~numdiff.errors.ETRecordError` naming the file and the entry.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import warnings
+import zipfile
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from numdiff.errors import ETRecordError
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
+
+__all__ = ["ETRecord", "ETRecordEntry", "ENTRIES", "op_type_name", "parse_etrecord"]
+
+IDENTIFIER = "ETRECORD_V0"
+EDGE_ENTRY = "edge_dialect_exported_program"
+COMPANION_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
+_REGENERATE = "Regenerate it with ExecuTorch: to_edge_transform_and_lower(..., generate_etrecord=True) and etrecord.save(path)."
+
+
+@dataclass(frozen=True, slots=True)
+class ETRecordEntry:
+    """One fixed-name ETRecord entry numdiff knows.
+
+    Attributes:
+        name: Entry name inside the zip.
+        kind: ``"marker"`` (must exist, content ignored), ``"json"`` or ``"tensors"`` (``torch.save``).
+        attribute: :class:`ETRecord` attribute it fills (empty for the marker).
+        required: Whether a file without it is rejected.
+    """
+
+    name: str
+    kind: str
+    attribute: str
+    required: bool = False
+
+
+#: The fixed-name entries. Program entries (``exported_program``, ``edge_dialect_exported_program/…``
+#: and graph-map programs) are recognised by name and by their three companion entries.
+ENTRIES: tuple[ETRecordEntry, ...] = (
+    ETRecordEntry(IDENTIFIER, "marker", "", required=True),
+    ETRecordEntry("debug_handle_map", "json", "_debug_handle_map"),
+    ETRecordEntry("delegate_map", "json", "_delegate_map"),
+    ETRecordEntry("instruction_id_to_num_outs_map", "json", "_instruction_id_to_num_outs_map"),
+    ETRecordEntry("export_graph_id", "json", "export_graph_id"),
+    ETRecordEntry("reference_outputs", "tensors", "_reference_outputs"),
+    ETRecordEntry("representative_inputs", "tensors", "_representative_inputs"),
+)
+_BY_NAME = {e.name: e for e in ENTRIES}
+
+
+class ETRecord:
+    """What an ETRecord file holds, with the reference ``ETRecord``'s attribute names.
+
+    Build it with :func:`parse_etrecord`. Attributes are plain and writable, like the reference's.
+
+    Attributes:
+        exported_program: The ATen program from ``torch.export`` (or ``None``).
+        export_graph_id: Id of the exported graph, used to trace ``from_node`` provenance (0 if absent).
+        edge_dialect_program: The Edge program; a dict by method name when there are several methods.
+        graph_map: Extra recorded programs by entry name (empty dict when none).
+        _debug_handle_map: ``{method: {str(instruction_id): handle or [handles]}}``.
+        _delegate_map: ``{method: {str(instruction_id): {"name": backend, "delegate_map": {...}}}}``.
+        _instruction_id_to_num_outs_map: ``{method: {str(instruction_id): count}}``.
+        _reference_outputs: ``{method: [outputs per run]}``.
+        _representative_inputs: Inputs the model was exported/calibrated with.
+        path: The file read (``None`` for in-memory input).
+        unknown_entries: Zip entries numdiff did not recognise, in file order.
+    """
+
+    def __init__(self) -> None:
+        self.exported_program: ExportedProgram | None = None
+        self.export_graph_id: int = 0
+        self.edge_dialect_program: ExportedProgram | dict[str, ExportedProgram] | None = None
+        self.graph_map: dict[str, ExportedProgram] = {}
+        self._debug_handle_map: dict[str, dict[str, Any]] | None = None
+        self._delegate_map: dict[str, dict[str, Any]] | None = None
+        self._instruction_id_to_num_outs_map: dict[str, dict[str, Any]] | None = None
+        self._reference_outputs: dict[str, list[Any]] | None = None
+        self._representative_inputs: list[Any] | None = None
+        self.path: str | None = None
+        self.unknown_entries: tuple[str, ...] = ()
+
+    @property
+    def edge_programs(self) -> dict[str, ExportedProgram]:
+        """The Edge programs by method name, whether the file has one method or several."""
+        edge = self.edge_dialect_program
+        if edge is None:
+            return {}
+        if isinstance(edge, dict):
+            return dict(edge)
+        return {"forward": edge}
+
+    def update_representative_inputs(self, representative_inputs: list[Any]) -> None:
+        """Replace the representative inputs (a list of input tuples, one per run)."""
+        self._representative_inputs = representative_inputs
+
+    def update_reference_outputs(self, reference_outputs: dict[str, list[Any]] | list[Any]) -> None:
+        """Replace the reference outputs; a plain list is taken as the ``forward`` method's."""
+        self._reference_outputs = {"forward": reference_outputs} if isinstance(reference_outputs, list) else reference_outputs
+
+    def __repr__(self) -> str:
+        return (
+            f"ETRecord(path={self.path!r}, methods={sorted(self.edge_programs)}, "
+            f"exported_program={self.exported_program is not None}, graph_map={sorted(self.graph_map)})"
+        )
+
+
+def op_type_name(node: torch.fx.Node) -> str:
+    """The op type the reference shows for ``node`` (its ``target.__name__`` in the reference's graph).
+
+    For Edge ops that is the namespaced name (``"aten.convolution.default"``), for ATen program
+    ops the overload name (``"conv2d.default"``), for delegate calls ``"executorch_call_delegate"``.
+    Nodes that are not function calls give their ``node.op`` (``"placeholder"``, ``"output"``, …).
+
+    Example:
+        >>> rec = parse_etrecord("tests/fixtures/mlp_fp32/etrecord.bin")  # doctest: +SKIP
+        >>> [op_type_name(n) for n in rec.edge_dialect_program.graph.nodes if n.op == "call_function"][:1]  # doctest: +SKIP
+        ['aten.permute_copy.default']
+    """
+    if (name := node.meta.get("numdiff_op_type")) is not None:
+        return str(name)
+    if node.op != "call_function":
+        return node.op
+    return str(getattr(node.target, "__name__", node.target))
+
+
+def parse_etrecord(etrecord_path: str | os.PathLike[str] | bytes | BinaryIO) -> ETRecord:
+    """Read an ETRecord file into an :class:`ETRecord`.
+
+    Args:
+        etrecord_path: Path of the ETRecord zip, its bytes, or a binary file object.
+
+    Returns:
+        The parsed record; programs are loaded and runnable.
+
+    Raises:
+        ETRecordError: Not a zip, truncated, identifier or a program's companion entry missing,
+            corrupt JSON, unknown schema/dialect, or a pickled entry that would need code execution.
+
+    Example:
+        >>> rec = parse_etrecord("tests/fixtures/mlp_fp32/etrecord.bin")  # doctest: +SKIP
+        >>> rec._debug_handle_map["forward"]["0"]  # doctest: +SKIP
+        [1, 2]
+    """
+    path: str | None
+    source: str | os.PathLike[str] | BinaryIO
+    if isinstance(etrecord_path, (bytes, bytearray)):
+        path, source = None, io.BytesIO(bytes(etrecord_path))
+    elif isinstance(etrecord_path, (str, os.PathLike)):
+        path, source = os.fspath(etrecord_path), etrecord_path
+        if not os.path.isfile(path):
+            raise ETRecordError(path, "file not found", "Pass the path of the ETRecord saved by ETRecord.save().")
+    else:
+        path, source = getattr(etrecord_path, "name", None), etrecord_path
+    try:
+        archive = zipfile.ZipFile(source, "r")
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise ETRecordError(
+            path,
+            f"not a readable zip archive ({type(e).__name__}: {e}); the file is not an ETRecord or is truncated",
+            "Check that the path points to the ETRecord (not the .pte or ETDump) and that it was copied completely.",
+        ) from e
+    with archive:
+        _check_directory_at_end(archive, path)
+        return _read_archive(archive, path)
+
+
+_EOCD_SIGNATURE = b"PK\x05\x06"
+_EOCD_SIZE = 22
+
+
+def _check_directory_at_end(archive: zipfile.ZipFile, path: str | None) -> None:
+    """Reject files whose zip directory is not at the very end (truncated, or a zip inside junk).
+
+    A truncated ETRecord can still *look* like a zip: the pickled entries are zips themselves, and
+    zipfile then finds one of those inner directories. ETRecord.save always ends the file with
+    the end-of-central-directory record, so check that it sits where it must.
+    """
+    fp = archive.fp
+    if fp is None:  # pragma: no cover - archive is open here
+        return
+    where = fp.tell()
+    try:
+        size = fp.seek(0, io.SEEK_END)
+        expected = size - _EOCD_SIZE - len(archive.comment)
+        fp.seek(max(expected, 0))
+        found = fp.read(4)
+    finally:
+        fp.seek(where)
+    if expected < 0 or found != _EOCD_SIGNATURE:
+        raise ETRecordError(
+            path,
+            "the zip directory is not at the end of the file: the file is truncated or not an ETRecord",
+            "Copy the ETRecord again or regenerate it.",
+        )
+
+
+def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
+    names = archive.namelist()
+    present = set(names)
+    for spec in ENTRIES:
+        if spec.required and spec.name not in present:
+            raise ETRecordError(
+                path,
+                f"entry {spec.name!r} is missing: this zip is not an ETRecord (entries: {names[:8]})",
+                _REGENERATE,
+            )
+    record = ETRecord()
+    record.path = path
+    edge: dict[str, ExportedProgram] = {}
+    edge_single: ExportedProgram | None = None
+    unknown: list[str] = []
+    for name in names:
+        spec = _BY_NAME.get(name)
+        if spec is not None:
+            if spec.kind != "marker":
+                setattr(record, spec.attribute, _read_value(archive, path, spec))
+        elif _is_companion(name, present):
+            continue
+        elif name == "exported_program":
+            record.exported_program = _read_program(archive, path, name)
+        elif name == EDGE_ENTRY:
+            edge_single = _read_program(archive, path, name)
+        elif name.startswith(EDGE_ENTRY + "/"):
+            edge[name[len(EDGE_ENTRY) + 1 :]] = _read_program(archive, path, name)
+        elif f"{name}_state_dict" in present:
+            record.graph_map[name] = _read_program(archive, path, name)
+        else:
+            unknown.append(name)
+    if edge:
+        record.edge_dialect_program = next(iter(edge.values())) if len(edge) == 1 else edge
+    elif edge_single is not None:
+        record.edge_dialect_program = edge_single
+    record.unknown_entries = tuple(unknown)
+    if unknown:
+        warnings.warn(
+            f"ETRecord {path or '(in memory)'}: ignored {len(unknown)} unknown entr{'y' if len(unknown) == 1 else 'ies'}: "
+            f"{unknown}; known entries: {[e.name for e in ENTRIES]} and program entries",
+            stacklevel=3,
+        )
+    return record
+
+
+def _is_companion(name: str, present: set[str]) -> bool:
+    return any(name.endswith(s) and name[: -len(s)] in present for s in COMPANION_SUFFIXES)
+
+
+def _read_bytes(archive: zipfile.ZipFile, path: str | None, name: str) -> bytes:
+    try:
+        return archive.read(name)
+    except KeyError as e:
+        raise ETRecordError(path, f"entry {name!r} is missing", _REGENERATE) from e
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+        raise ETRecordError(
+            path,
+            f"entry {name!r} cannot be read ({type(e).__name__}: {e}); the file is truncated or corrupt",
+            "Copy the ETRecord again or regenerate it.",
+        ) from e
+
+
+def _read_value(archive: zipfile.ZipFile, path: str | None, spec: ETRecordEntry) -> Any:
+    data = _read_bytes(archive, path, spec.name)
+    if spec.kind == "json":
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ETRecordError(path, f"entry {spec.name!r} is not valid JSON ({e})", _REGENERATE) from e
+    from numdiff.schema._export_serde import ProgramLoadError, load_torch_artifact
+
+    try:
+        return load_torch_artifact(data, f"entry {spec.name!r}")
+    except ProgramLoadError as e:
+        raise ETRecordError(path, e.problem, e.hint) from e
+
+
+def _read_program(archive: zipfile.ZipFile, path: str | None, name: str) -> ExportedProgram:
+    from numdiff.schema._export_serde import ProgramLoadError, load_program
+
+    parts = [_read_bytes(archive, path, name)]
+    parts += [_read_bytes(archive, path, name + suffix) for suffix in COMPANION_SUFFIXES]
+    try:
+        return load_program(parts[0], parts[1], parts[2], parts[3])
+    except ProgramLoadError as e:
+        raise ETRecordError(path, f"entry {name!r}: {e.problem}", e.hint or _REGENERATE) from e
