@@ -21,7 +21,8 @@ The rules reproduce the reference's result:
    descends from it.
 
 Where the reference crashes, numdiff answers: an Edge node without a ``debug_handle`` fails
-validation (the reference raises ``KeyError``), and an ancestor reached from Edge nodes with
+validation (the reference raises ``KeyError``), an empty ``from_node`` list means "no ancestors"
+(the reference raises ``IndexError``), and an ancestor reached from Edge nodes with
 different handles is a conflict that fails validation, the first handle winning when validation is
 off (the reference fails an ``assert``).
 

@@ -8,6 +8,8 @@ control-flow subgraphs, placeholders and output excluded).
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,14 +73,28 @@ def make_pair(model: torch.nn.Module, inputs: tuple[Any, ...]) -> Pair:
     return Pair(aten, id(aten.graph), edge, {}, [inputs])
 
 
-def mlp_pair() -> Pair:
+# Exporting takes most of a test's time: build each pair once and hand out deep copies (which keep
+# node names, from_node graph ids and export_graph_id, so back-propagation works on them unchanged).
+@functools.cache
+def _mlp_pair() -> Pair:
     torch.manual_seed(0)
     return make_pair(MLP(), (torch.randn(2, 4),))
 
 
-def multi_output_pair() -> Pair:
+@functools.cache
+def _multi_output_pair() -> Pair:
     torch.manual_seed(0)
     return make_pair(MultiOutput(), (torch.randn(3, 5), torch.randn(1, 1, 6, 6)))
+
+
+def mlp_pair() -> Pair:
+    """A fresh (mutable) copy of the MLP pair."""
+    return copy.deepcopy(_mlp_pair())
+
+
+def multi_output_pair() -> Pair:
+    """A fresh (mutable) copy of the multi-output pair."""
+    return copy.deepcopy(_multi_output_pair())
 
 
 def handles_by_name(program: ExportedProgram) -> dict[str, Any]:
