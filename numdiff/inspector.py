@@ -34,6 +34,9 @@ from numdiff.schema.etdump import EventKind, read_etdump
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
+    from numdiff.comparators import NumericalComparatorBase
+    from numdiff.gap import GapInputs, GapReport
+
 __all__ = ["Inspector"]
 
 log = logging.getLogger(__name__)
@@ -200,6 +203,90 @@ class Inspector:
         if graph is None:
             return self._etrecord.edge_dialect_program  # type: ignore[no-any-return]
         return (self._etrecord.graph_map or {}).get(graph)  # type: ignore[no-any-return]
+
+    # --- numerical gap --------------------------------------------------------------------------
+
+    def calculate_numeric_gap(
+        self,
+        distance: str | NumericalComparatorBase = "MSE",
+        disable_debug_handle_valdiation: bool = False,
+        reference_graph: str | None = None,
+        *,
+        disable_debug_handle_validation: bool | None = None,
+    ) -> pd.DataFrame:
+        """Compare every intermediate output of the reference graph with the runtime's.
+
+        Runs the ETRecord's representative inputs through the reference graph, pairs each op's
+        output with what the runtime logged under the same debug handle, and scores each pair.
+
+        Args:
+            distance: A metric name ("MSE", "L1", "SNR", "cosine", "max_abs"; case and spaces
+                ignored) or a ``NumericalComparatorBase`` instance. Defaults to "MSE".
+            disable_debug_handle_valdiation: The reference's (misspelled) keyword, kept for
+                drop-in use: apply back-propagated handles to the ATen graph even when some Edge
+                nodes have no ATen counterpart. Defaults to False.
+            reference_graph: None (ATen ``exported_program`` when handle back-propagation works,
+                else the Edge program, with a warning), "exported_program",
+                "edge_dialect_exported_program", or a ``graph_map`` name. Defaults to None.
+            disable_debug_handle_validation: Correctly spelled alias of the above.
+
+        Returns:
+            Columns ``aot_debug_handle, aot_ops, aot_intermediate_output, runtime_ops,
+            runtime_debug_handle, runtime_intermediate_output, gap, stacktraces``: the
+            reference's rows and numbers. Pairs the reference skips (multi-output ops) are
+            counted in ``df.attrs["numdiff_notes"]``; see ``numeric_gap_report`` for all of them.
+
+        Raises:
+            MissingDataError: No ETRecord, no representative inputs, no debug buffer, or no
+                intermediate outputs in the ETDump.
+            MismatchedArtifactsError: The ETRecord and ETDump share no debug handle.
+            UsageError: Unknown metric or reference graph.
+
+        Example:
+            >>> df = inspector.calculate_numeric_gap("SNR")  # doctest: +SKIP
+            >>> df[["aot_ops", "runtime_ops", "gap"]].head()  # doctest: +SKIP
+        """
+        from numdiff.gap import numeric_gap
+
+        comparator = self._comparator(distance)
+        return numeric_gap(self._gap_inputs(reference_graph, disable_debug_handle_valdiation,
+                                            disable_debug_handle_validation), comparator)
+
+    def numeric_gap_report(
+        self,
+        distance: str | NumericalComparatorBase = "SNR",
+        reference_graph: str | None = None,
+        disable_debug_handle_validation: bool = False,
+    ) -> GapReport:
+        """numdiff's fuller per-layer analysis (multi-output ops, views, unmatched rows with reasons).
+
+        Returns:
+            A ``GapReport``; ``report.to_dataframe()`` adds ``matched``, ``match`` and ``note``
+            to the reference's columns.
+        """
+        from numdiff.gap import numeric_gap_report
+
+        comparator = self._comparator(distance)
+        return numeric_gap_report(self._gap_inputs(reference_graph, disable_debug_handle_validation, None), comparator)
+
+    def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
+        from numdiff.comparators import get_comparator
+
+        comparator = get_comparator(distance)
+        if comparator.inspector is None:
+            comparator.inspector = self
+        return comparator
+
+    def _gap_inputs(self, reference_graph: str | None, misspelled: bool, correct: bool | None) -> GapInputs:
+        from numdiff.gap import gather
+
+        if correct is not None and correct != misspelled and misspelled:
+            raise UsageError("disable_debug_handle_valdiation and disable_debug_handle_validation disagree\n"
+                             "Pass only disable_debug_handle_validation.")
+        disable = misspelled if correct is None else correct
+        events = [ev for block in self.event_blocks for ev in block.events]
+        return gather(self._etrecord, events, reference_graph=reference_graph,
+                      disable_debug_handle_validation=disable, etdump_path=self._etdump_path)
 
     @property
     def etrecord(self) -> Any:

@@ -1,0 +1,184 @@
+"""The numerical gap: capture → align → compare, for one ETRecord and one set of runtime events.
+
+``numeric_gap`` is what ``Inspector.calculate_numeric_gap`` runs (the reference's rows and
+numbers); ``numeric_gap_report`` is numdiff's fuller analysis: multi-output ops split into their
+elements, view-only shape mismatches compared as reshapes, unmatched rows kept with their reason,
+and every note from every stage.
+
+Memory: reference-graph outputs are captured by streaming, and only those whose handle meets a
+runtime handle are kept; runtime tensors stay views on the memory-mapped debug buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from numdiff._types import DebugHandle
+from numdiff.errors import MismatchedArtifactsError, MissingDataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from numdiff.align import AlignmentReport, EventLike, RuntimeOutput
+    from numdiff.comparators import GapTable, NumericalComparatorBase
+
+__all__ = ["GapInputs", "GapReport", "numeric_gap", "numeric_gap_report"]
+
+
+@dataclass(frozen=True, slots=True)
+class GapInputs:
+    """Everything both sides contributed, before comparison."""
+
+    graph_name: str
+    aot_outputs: dict[DebugHandle, Any]
+    aot_op_names: dict[DebugHandle, list[str]]
+    stack_traces: dict[DebugHandle, dict[str, str | None]]
+    runtime_outputs: dict[DebugHandle, RuntimeOutput]
+    runtime_op_names: dict[DebugHandle, list[str]]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GapReport:
+    """numdiff's per-layer gap analysis (see ``Inspector.numeric_gap_report``).
+
+    Attributes:
+        graph_name: The reference graph used ("exported_program", "edge_dialect_exported_program"...).
+        metric: Name of the comparator class.
+        table: Typed rows (``GapRow``: handles, ops, outputs, gap, how matched, note).
+        alignment: The alignment report (pairs and notes).
+        stack_traces: ``{handle: {node name: stack trace}}`` of the reference graph.
+        notes: Remarks from capture (shared handles, ...).
+    """
+
+    graph_name: str
+    metric: str
+    table: GapTable
+    alignment: AlignmentReport
+    stack_traces: dict[DebugHandle, dict[str, str | None]]
+    notes: tuple[str, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Rows with the reference's columns plus ``stacktraces``, ``matched``, ``match`` and ``note``."""
+        df = self.table.to_dataframe(extended=True)
+        df.insert(7, "stacktraces", [stack_traces_for(list(ops), self.stack_traces) for ops in df["aot_ops"]])
+        return df
+
+
+def stack_traces_for(aot_ops: list[str], by_handle: Mapping[DebugHandle, Mapping[str, str | None]]) -> dict[str, str | None]:
+    """``{op name: stack trace}`` for a row's AOT ops (first handle that knows the op wins)."""
+    out: dict[str, str | None] = {}
+    for op in aot_ops:
+        out[op] = next((traces[op] for traces in by_handle.values() if op in traces), None)
+    return out
+
+
+def _representative_inputs(etrecord: Any) -> Any:
+    inputs = getattr(etrecord, "_representative_inputs", None)
+    if not inputs:
+        raise MissingDataError(
+            "the ETRecord has no representative inputs, so the reference graph cannot be run\n"
+            "Generate the ETRecord with representative inputs: to_edge_transform_and_lower(..., "
+            "generate_etrecord=True) on a program exported with example inputs, or pass them to generate_etrecord()."
+        )
+    return inputs
+
+
+def _overlaps(handle: DebugHandle, runtime_handles: Iterable[set[int]]) -> bool:
+    h = set(handle)
+    return any(h & r for r in runtime_handles)
+
+
+def gather(
+    etrecord: Any,
+    events: Iterable[EventLike],
+    *,
+    reference_graph: str | None,
+    disable_debug_handle_validation: bool,
+    etdump_path: str | None = None,
+) -> GapInputs:
+    """Run the reference graph and collect the runtime outputs it will be compared with."""
+    if etrecord is None:
+        raise MissingDataError(
+            "the numerical gap needs an ETRecord\n"
+            "Pass etrecord= (CLI: --etrecord) with the ETRecord written when the model was exported."
+        )
+    from numdiff.align import collect_runtime_outputs
+    from numdiff.capture import aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph
+    from numdiff.schema.debug_buffer import MissingTensor
+
+    runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
+    if not runtime_outputs:
+        raise MissingDataError(
+            f"ETDump {etdump_path!r} holds no intermediate outputs to compare\n"
+            "Run the model with intermediate-output logging (ETDumpGen debug level "
+            "kIntermediateOutputs, or the Python bindings with a debug buffer) and pass that debug buffer."
+        )
+    if any(_is_missing(r.data, MissingTensor) for r in runtime_outputs.values()):
+        raise MissingDataError(
+            f"ETDump {etdump_path!r} logs intermediate tensors but no debug buffer was given\n"
+            "Pass debug_buffer_path= (CLI: --debug-buffer) with the buffer the runtime wrote in the same run."
+        )
+    inputs = _representative_inputs(etrecord)
+    graph_module, graph_name = resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
+    runtime_sets = [set(h) for h in runtime_outputs]
+    kept: dict[DebugHandle, Any] = {}
+
+    def keep_if_paired(handle: DebugHandle, node: Any, value: Any) -> None:
+        if _overlaps(handle, runtime_sets):
+            kept[handle] = value
+
+    result = capture_intermediate_outputs(graph_module, [inputs], on_output=keep_if_paired)
+    if len(result) == 0 or not result.op_names:
+        raise MissingDataError(
+            f"running the reference graph {graph_name!r} captured no op outputs with debug handles\n"
+            "Regenerate the ETRecord with ExecuTorch's devtools (it assigns the debug handles)."
+        )
+    if not kept:
+        raise MismatchedArtifactsError(
+            f"the ETRecord's graph {graph_name!r} and ETDump {etdump_path!r} share no debug handle: "
+            f"{len(result)} AOT handles, {len(runtime_outputs)} runtime handles\n"
+            "Pass the ETRecord and ETDump of the same exported program."
+        )
+    aot_outputs = {h: kept[h] for h in result.kept_nodes if h in kept}  # graph order, as captured
+    return GapInputs(
+        graph_name=graph_name,
+        aot_outputs=aot_outputs,
+        aot_op_names=result.op_names,
+        stack_traces=aot_debug_handle_to_stack_traces(graph_module),
+        runtime_outputs=runtime_outputs,
+        runtime_op_names=runtime_op_names,
+        notes=tuple(result.notes),
+    )
+
+
+def _is_missing(data: Any, missing_type: type) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_is_missing(d, missing_type) for d in data)
+    return isinstance(data, missing_type)
+
+
+def numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase) -> pd.DataFrame:
+    """The reference's gap DataFrame (with its ``stacktraces`` column) for gathered inputs."""
+    from numdiff.align import pair_outputs
+
+    report = pair_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    report.warn("pairing runtime and AOT intermediate outputs", stacklevel=3)
+    df = comparator.compare(report.to_reference_mapping(), inputs.aot_op_names, inputs.runtime_op_names)
+    if len(df) > 0:
+        df["stacktraces"] = [stack_traces_for(list(ops), inputs.stack_traces) for ops in df["aot_ops"]]
+    return df
+
+
+def numeric_gap_report(inputs: GapInputs, comparator: NumericalComparatorBase) -> GapReport:
+    """numdiff's fuller analysis for gathered inputs (no warnings: everything is on the report)."""
+    from numdiff.align import align_intermediate_outputs
+
+    report = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    table = comparator.compare_aligned(report, inputs.aot_op_names, inputs.runtime_op_names)
+    return GapReport(inputs.graph_name, type(comparator).__name__, table, report, inputs.stack_traces, inputs.notes)
