@@ -344,8 +344,8 @@ def record_expected(spec: Spec, out_dir: Path, files: dict[str, str | None], run
     return expected
 
 
-def build(spec: Spec) -> dict[str, Any]:
-    out_dir = spec.out_root / spec.name
+def build(spec: Spec, out_root: Path | None = None) -> dict[str, Any]:
+    out_dir = (out_root or spec.out_root) / spec.name
     torch.manual_seed(_seed(spec.name))
     model = spec.make_model().eval()
     run_inputs = spec.make_inputs()
@@ -387,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="fixture name (repeatable)")
     parser.add_argument("--list", action="store_true", help="list fixture names and exit")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="write <OUT>/<name>/ instead of the repo (for checks)"
+    )
     args = parser.parse_args(argv)
 
     by_name = {s.name: s for s in SPECS}
@@ -403,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and spec.name not in args.only:
             continue
         print(f"== {spec.name}", file=sys.stderr)
-        expected = build(spec)
+        expected = build(spec, args.out)
         print(_summary(spec.name, expected), file=sys.stderr)
     return 0
 
