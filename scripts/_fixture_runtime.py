@@ -10,8 +10,11 @@ The runtime calls used (ExecuTorch 1.5.1 Python bindings)::
     m.write_etdump_result_to_file(etdump_path, debug_buffer_path_or_None)
 
 With ``debug_buffer_size > 0`` the bindings log every op's output (there is no
-"program outputs only" level in the bindings); the runtime writes the whole
-allocated buffer, so the buffer is sized from a first, generous run.
+"program outputs only" level in the bindings), so ``cpp_runner`` compiles
+``scripts/_fixture_runner.cpp`` against the wheel's headers and libraries and
+sets ``ETDumpGen::set_event_tracer_debug_level`` itself. Either way the runtime
+writes the whole allocated debug buffer, so the buffer is sized from a first,
+generous probe run and the final run is checked to log the same bytes.
 """
 
 from __future__ import annotations
