@@ -31,7 +31,11 @@ from executorch.devtools.inspector.numerical_comparator import (
     SNRComparator,
 )
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "align_oracle.json"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "align_oracle.json"
+REAL_OUT = ROOT / "tests" / "data" / "align_real.pt"
+#: Real fixtures whose reference-side alignment inputs and answers are recorded (tests/fixtures/<name>).
+REAL_FIXTURES = ("attention_view", "cnn_nested", "multi_output", "pt2e_quant", "xnnpack", "many_runs")
 DTYPES = {
     "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
     "bfloat16": torch.bfloat16, "int8": torch.int8, "uint8": torch.uint8,
@@ -317,6 +321,62 @@ def float_conversion_cases() -> list[dict[str, Any]]:
     return [{"input": enc(v), **attempt(lambda: enc(utils.convert_to_float_tensor(v)))} for v in values]
 
 
+# --------------------------------------------------------------------------- real fixtures
+def real_cases() -> dict[str, Any]:
+    """The reference's alignment inputs and answers on real artifacts (tests/fixtures).
+
+    Per fixture: the events' alignment fields, the AOT intermediate outputs and op names of the
+    default reference graph, the reference's mapping (as indices into the AOT outputs and runtime
+    values), and each metric's gap rows or the exception the reference raised.
+    """
+    from executorch.devtools import Inspector as RefInspector
+
+    out: dict[str, Any] = {}
+    for name in REAL_FIXTURES:
+        folder = ROOT / "tests" / "fixtures" / name
+        kwargs: dict[str, Any] = {"etdump_path": str(folder / "etdump.etdp"), "etrecord": str(folder / "etrecord.bin")}
+        if (folder / "debug_buffer.bin").exists():
+            kwargs["debug_buffer_path"] = str(folder / "debug_buffer.bin")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ins = RefInspector(**kwargs)
+            events = [
+                {"name": e.name, "op_types": list(e.op_types or []), "debug_handles": e.debug_handles,
+                 "_instruction_id": e._instruction_id, "debug_data": list(e.debug_data or []),
+                 "num_outputs": e.num_outputs, "is_delegated_op": e.is_delegated_op,
+                 "delegate_backend_name": e.delegate_backend_name}
+                for block in ins.event_blocks for e in block.events
+            ]
+            graph, _ = ins._resolve_reference_graph(None, False)
+            aot, aot_names = ins._get_aot_intermediate_outputs_and_op_names(graph)
+            runtime, runtime_names = ins._get_runtime_intermediate_outputs_and_op_names()
+            gaps: dict[str, Any] = {}
+            for metric in ("L1", "MSE", "SNR"):
+                try:
+                    df = ins.calculate_numeric_gap(metric)
+                    gaps[metric] = {"rows": [
+                        (tuple(r["aot_debug_handle"]), list(r["aot_ops"]), list(r["runtime_ops"]),
+                         tuple(r["runtime_debug_handle"]), [float(g) for g in r["gap"]])
+                        for _, r in df.iterrows()]}
+                except Exception as e:  # noqa: BLE001
+                    gaps[metric] = {"raises": type(e).__name__}
+            try:
+                mapping = utils.map_runtime_aot_intermediate_outputs(aot, runtime)
+                mapped = [(k[0], v[0]) for k, v in mapping.items()]
+            except Exception as e:  # noqa: BLE001
+                mapped = type(e).__name__
+        out[name] = {
+            "events": events,
+            "aot": {h: v for h, v in aot.items()},
+            "aot_names": aot_names,
+            "runtime_keys": list(runtime),
+            "runtime_names": runtime_names,
+            "mapping_handles": mapped,
+            "gaps": gaps,
+        }
+    return out
+
+
 def main() -> int:
     rng = random.Random(1234)
     gen = torch.Generator().manual_seed(1234)
@@ -333,6 +393,8 @@ def main() -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(data) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)
+    torch.save(real_cases(), REAL_OUT)
+    print(f"wrote {REAL_OUT}", file=sys.stderr)
     return 0
 
 

@@ -254,3 +254,44 @@ def test_find_op_names_subset_semantics() -> None:
     names = {(1,): ["conv"], (1, 2): ["linear"], (3,): ["relu"]}
     assert find_op_names((1, 2), names) == ["conv", "linear"]
     assert find_op_names((), names) == []
+
+
+# ----------------------------------------------------------------------------- real artifacts
+REAL = torch.load(Path(__file__).parent / "data" / "align_real.pt", weights_only=True)
+
+
+@pytest.mark.parametrize("fixture", sorted(REAL))
+def test_real_fixture_alignment_and_gaps_match_reference(fixture: str) -> None:
+    from numdiff.comparators import get_comparator
+
+    case = REAL[fixture]
+    outputs, names = collect_runtime_outputs(SimpleNamespace(**e) for e in case["events"])
+    assert list(outputs) == case["runtime_keys"] and names == case["runtime_names"]
+    report = pair_outputs(case["aot"], outputs)
+    if isinstance(case["mapping_handles"], str):
+        # The reference raises IndexError: the runtime logged no intermediate values.
+        assert report.pairs == () and set(report.counts()) == {"no_runtime_data"}
+        return
+    mapping = report.to_reference_mapping()
+    assert [(k[0], v[0]) for k, v in mapping.items()] == case["mapping_handles"]
+    for metric, expected in case["gaps"].items():
+        table = get_comparator(metric).compare_to_table(mapping, case["aot_names"], names)
+        if "raises" in expected:
+            # attention_view: the reference raises for the whole table on a view-only shape change.
+            assert all(row.matched for row in table.rows) and table.counts().get("reshaped", 0) > 0
+            continue
+        got = [(r.aot_handle, r.aot_ops, r.runtime_ops, r.runtime_handle, r.gap) for r in table.rows]
+        assert got == expected["rows"]
+
+
+def test_real_multi_output_ops_get_element_rows_in_full_alignment() -> None:
+    from numdiff.comparators import MSEComparator
+
+    case = REAL["multi_output"]
+    outputs, names = collect_runtime_outputs(SimpleNamespace(**e) for e in case["events"])
+    reference_rows = MSEComparator().compare_to_table(pair_outputs(case["aot"], outputs).to_reference_mapping(), case["aot_names"], names)
+    full = MSEComparator().compare_aligned(align_intermediate_outputs(case["aot"], outputs), case["aot_names"], names)
+    assert reference_rows.counts() == {"sequence_skipped": 5}
+    assert len(full) == len(reference_rows) + 10 and full.notes == ()
+    multi = {tuple(r.aot_ops) for r in full.rows if r.match is MatchKind.ELEMENT_POSITION}
+    assert {("topk",), ("var_mean",), ("max_pool2d_with_indices",)} <= multi

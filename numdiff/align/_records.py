@@ -167,6 +167,9 @@ class NoteKind(str, Enum):
     """The AOT handles are not all inside the runtime handle: skipped, as in the reference."""
     AOT_OUTPUT_MISSING = "aot_output_missing"
     """No AOT output for the handle at that output position: skipped, as in the reference."""
+    NO_RUNTIME_DATA = "no_runtime_data"
+    """The runtime event logged no values (run without intermediate-output logging, or no debug
+    buffer); the reference raises IndexError."""
     RUNTIME_TOO_SHORT = "runtime_too_short"
     """Fewer runtime handles or values than outputs (the reference raises IndexError)."""
     RUNTIME_NOT_SEQUENCE = "runtime_not_sequence"

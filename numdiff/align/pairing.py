@@ -153,6 +153,8 @@ def _pair_one(
     if key not in aot_by_handle:
         return note(NoteKind.AOT_OUTPUT_MISSING, f"no AOT output for handle {key} (output {index})")
     aot = aot_by_handle[key]
+    if is_sequence(data) and len(data) == 0:
+        return note(NoteKind.NO_RUNTIME_DATA, f"the runtime logged no values for output {index}")
 
     if is_sequence(aot):
         if not is_sequence(data):
