@@ -113,7 +113,7 @@ def gather(
     from numdiff.schema.debug_buffer import MissingTensor
 
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
-    if not runtime_outputs:
+    if not any(r.data not in (None, [], ()) for r in runtime_outputs.values()):
         raise MissingDataError(
             f"ETDump {etdump_path!r} holds no intermediate outputs to compare\n"
             "Run the model with intermediate-output logging (ETDumpGen debug level "
