@@ -59,10 +59,17 @@ _OPT_OUT_HINT = (
 class ETRecordPrograms(Protocol):
     """What :func:`resolve_reference_graph` reads from an ETRecord (numdiff's or the reference's)."""
 
-    exported_program: ExportedProgram | None
-    export_graph_id: int | None
-    edge_dialect_program: ExportedProgram | dict[str, ExportedProgram] | None
-    graph_map: dict[str, ExportedProgram] | None
+    @property
+    def exported_program(self) -> ExportedProgram | None: ...
+
+    @property
+    def export_graph_id(self) -> int | None: ...
+
+    @property
+    def edge_dialect_program(self) -> ExportedProgram | dict[str, ExportedProgram] | None: ...
+
+    @property
+    def graph_map(self) -> dict[str, ExportedProgram] | None: ...
 
 
 def resolve_reference_graph(
