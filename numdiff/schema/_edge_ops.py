@@ -108,7 +108,7 @@ def _to_dim_order_copy(
     non_blocking: bool = False,
     dim_order: list[int] | None = None,
 ) -> torch.Tensor:
-    return torch.ops.aten._to_copy.default(
+    out: torch.Tensor = torch.ops.aten._to_copy.default(
         self,
         dtype=dtype,
         layout=layout,
@@ -117,10 +117,12 @@ def _to_dim_order_copy(
         non_blocking=non_blocking,
         memory_format=_memory_format(dim_order, self.dim()),
     )
+    return out
 
 
 def _clone_dim_order(self: torch.Tensor, *, non_blocking: bool = False, dim_order: list[int] | None = None) -> torch.Tensor:
-    return torch.ops.aten.clone.default(self, memory_format=_memory_format(dim_order, self.dim()))
+    out: torch.Tensor = torch.ops.aten.clone.default(self, memory_format=_memory_format(dim_order, self.dim()))
+    return out
 
 
 def _empty_dim_order(
@@ -132,7 +134,7 @@ def _empty_dim_order(
     pin_memory: bool | None = None,
     dim_order: list[int] | None = None,
 ) -> torch.Tensor:
-    return torch.ops.aten.empty.memory_format(
+    out: torch.Tensor = torch.ops.aten.empty.memory_format(
         size,
         dtype=dtype,
         layout=layout,
@@ -140,6 +142,7 @@ def _empty_dim_order(
         pin_memory=pin_memory,
         memory_format=_memory_format(dim_order, len(size)),
     )
+    return out
 
 
 def _channel_view(t: torch.Tensor, axis: int, ndim: int) -> torch.Tensor:
@@ -207,10 +210,10 @@ def ensure_ops_registered() -> None:
             except ImportError:  # pragma: no cover - torch builds without torch.ao
                 pass
         if not hasattr(torch.ops, NUMDIFF_NAMESPACE) or not _has_op(NUMDIFF_NAMESPACE, "_to_dim_order_copy"):
-            lib = torch.library.Library(NUMDIFF_NAMESPACE, "DEF")
+            lib = torch.library.Library(NUMDIFF_NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
             for name, schema in _NUMDIFF_SCHEMAS.items():
-                lib.define(schema)
-                lib.impl(name, _IMPLS[name], "CompositeExplicitAutograd")
+                lib.define(schema)  # type: ignore[no-untyped-call]
+                lib.impl(name, _IMPLS[name], "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
             _LIBRARY = lib
         _registered = True
 

@@ -37,7 +37,7 @@ class _Placeholder(HigherOrderOperator):
     """Deserialization-time target for nodes whose inputs must be read without a schema."""
 
     def __init__(self) -> None:
-        super().__init__("numdiff_deserialize_placeholder")
+        super().__init__("numdiff_deserialize_placeholder")  # type: ignore[no-untyped-call]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise CaptureError("numdiff internal placeholder operator was executed; it should have been replaced")

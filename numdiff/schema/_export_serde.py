@@ -19,6 +19,7 @@ import base64
 import io
 import json
 import operator
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,8 @@ import torch
 from torch._export.serde import schema as torch_schema
 from torch._export.serde import serialize as torch_serde
 from torch._export.verifier import Verifier, load_verifier
-from torch.fx.experimental import symbolic_shapes
+from torch.utils._sympy.numbers import int_oo
+from torch.utils._sympy.value_ranges import ValueRanges
 
 from numdiff.schema._edge_ops import resolve_target
 from numdiff.schema._export_delegate import (
@@ -47,6 +49,8 @@ _KNOWN_DIALECTS = {"EDGE", "ATEN", "TRAINING", ""}
 _DELEGATE_TARGET = "torch.ops.higher_order.executorch_call_delegate"
 _NN_STACK_DELIMITER = ";"
 OP_TYPE_KEY = "numdiff_op_type"
+# torch's deserializer keeps its state in a module global, so one program deserializes at a time.
+_DESERIALIZE_LOCK = threading.RLock()
 UNRUNNABLE_KEY = "numdiff_unrunnable"
 
 
@@ -312,17 +316,18 @@ def load_program(
     consts = load_torch_artifact(constants, "constants") or {}
     examples = load_torch_artifact(example_inputs, "example inputs")
     try:
-        serialized = torch_serde._dict_to_dataclass(torch_schema.ExportedProgram, program)
+        serialized = torch_serde._dict_to_dataclass(torch_schema.ExportedProgram, program)  # type: ignore[no-untyped-call]
         ranges = {
-            k: symbolic_shapes.ValueRanges(
-                torch_serde._int_to_sympy_int(v.min_val, -torch.utils._sympy.numbers.int_oo),
-                torch_serde._int_to_sympy_int(v.max_val, torch.utils._sympy.numbers.int_oo),
+            k: ValueRanges(
+                torch_serde._int_to_sympy_int(v.min_val, -int_oo),
+                torch_serde._int_to_sympy_int(v.max_val, int_oo),
             )
             for k, v in serialized.range_constraints.items()
         }
-        result = torch_serde.GraphModuleDeserializer().deserialize(
-            serialized.graph_module, weights, consts, examples, ranges
-        )
+        with _DESERIALIZE_LOCK:
+            result = torch_serde.GraphModuleDeserializer().deserialize(
+                serialized.graph_module, weights, consts, examples, ranges
+            )
         range_constraints = torch_serde.ExportedProgramDeserializer().deserialize_range_constraints(
             ranges, result.names_to_symbols
         )

@@ -251,10 +251,10 @@ def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
     edge_single: ExportedProgram | None = None
     unknown: list[str] = []
     for name in names:
-        spec = _BY_NAME.get(name)
-        if spec is not None:
-            if spec.kind != "marker":
-                setattr(record, spec.attribute, _read_value(archive, path, spec))
+        known = _BY_NAME.get(name)
+        if known is not None:
+            if known.kind != "marker":
+                setattr(record, known.attribute, _read_value(archive, path, known))
         elif _is_companion(name, present):
             continue
         elif name == "exported_program":

@@ -389,3 +389,48 @@ def test_quantized_ops_resolve_and_round_trip() -> None:
     assert q.dtype == torch.int8
     back = torch.ops.numdiff_edge.dequantize_per_channel.default(q, scales, zps, 0, -128, 127, torch.int8)
     torch.testing.assert_close(back, x, atol=0.02, rtol=0)
+
+
+# --------------------------------------------------------------------------- entry layouts
+
+
+def _copy_program(entries: dict[str, bytes], src: str, dst: str) -> None:
+    entries[dst] = entries[src]
+    for suffix in ("_state_dict", "_constants", "_example_inputs"):
+        entries[dst + suffix] = entries[src + suffix]
+
+
+def test_several_methods_give_a_dict(tmp_path: Path) -> None:
+    entries = _fixture_entries()
+    _copy_program(entries, EDGE, "edge_dialect_exported_program/encode")
+    rec = parse_etrecord(_zip(entries, tmp_path))
+    assert isinstance(rec.edge_dialect_program, dict)
+    assert sorted(rec.edge_dialect_program) == ["encode", "forward"]
+
+
+def test_old_single_edge_entry(tmp_path: Path) -> None:
+    entries = _fixture_entries()
+    _copy_program(entries, EDGE, "edge_dialect_exported_program")
+    for key in [k for k in entries if k.startswith(EDGE)]:
+        del entries[key]
+    rec = parse_etrecord(_zip(entries, tmp_path))
+    assert isinstance(rec.edge_dialect_program, torch.export.ExportedProgram)
+
+
+def test_extra_programs_go_to_graph_map(tmp_path: Path) -> None:
+    entries = _fixture_entries()
+    _copy_program(entries, "exported_program", "aten_again/forward")
+    rec = parse_etrecord(_zip(entries, tmp_path))
+    assert list(rec.graph_map) == ["aten_again/forward"]
+    assert [n.name for n in rec.graph_map["aten_again/forward"].graph.nodes] == [
+        n.name for n in rec.exported_program.graph.nodes  # type: ignore[union-attr]
+    ]
+
+
+def test_absent_optional_entries_default_like_reference(tmp_path: Path) -> None:
+    entries = _fixture_entries()
+    for key in ("export_graph_id", "reference_outputs", "delegate_map"):
+        entries.pop(key, None)
+    rec = parse_etrecord(_zip(entries, tmp_path))
+    assert rec.export_graph_id == 0 and rec._reference_outputs is None and rec._delegate_map is None
+    assert rec.graph_map == {}
