@@ -45,7 +45,7 @@ def _same_gap(a: list[float], b: list[float]) -> bool:
 def test_gap_table_matches_the_reference(name: str, graph: str | None, metric: str, expected: dict[str, Any]) -> None:
     if expected.get("error", {}).get("type") == "IndexError":
         # REFERENCE-NOTES #14: a dump with program outputs only crashes the reference; numdiff names it.
-        with pytest.raises(MissingDataError, match="no intermediate outputs.*intermediate-output logging"):
+        with pytest.raises(MissingDataError, match="(?s)no intermediate outputs.*intermediate-output logging"):
             _inspector(name).calculate_numeric_gap(metric, reference_graph=graph)
         return
     with warnings.catch_warnings():
