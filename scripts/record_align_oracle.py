@@ -10,6 +10,9 @@ reference's exact answers (or the exception type it raised). ``tests/test_align.
 by hand; re-run this script.
 """
 
+# The `attempt(lambda: ...)` calls run their lambda immediately, so loop variables are bound.
+# ruff: noqa: B023
+
 from __future__ import annotations
 
 import json
@@ -22,7 +25,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
-
 from executorch.devtools.inspector import _inspector_utils as utils
 from executorch.devtools.inspector._inspector import Inspector
 from executorch.devtools.inspector.numerical_comparator import (
@@ -129,7 +131,7 @@ def merge_cases(rng: random.Random) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- map
 def map_cases(rng: random.Random, gen: torch.Generator) -> list[dict[str, Any]]:
-    t = lambda *s, dtype=torch.float32: T(*s, dtype=dtype, gen=gen)  # noqa: E731
+    t = lambda *s, dtype=torch.float32: T(*s, dtype=dtype, gen=gen)
     a1, a2, a3 = t(3), t(2), t(2, 2)
     cases: list[tuple[str, dict, dict]] = [
         ("empty", {}, {}),
@@ -184,7 +186,7 @@ def map_cases(rng: random.Random, gen: torch.Generator) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- collect
 def collect_cases(gen: torch.Generator) -> list[dict[str, Any]]:
-    t = lambda *s: T(*s, gen=gen)  # noqa: E731
+    t = lambda *s: T(*s, gen=gen)
 
     def ev(name: str, handles: Any, iid: int, data: Any, op_types: list[str] | None = None,
            num_outputs: int = 1, delegated: bool = False, backend: str | None = None) -> dict[str, Any]:
@@ -241,7 +243,7 @@ def element_cases(gen: torch.Generator) -> list[dict[str, Any]]:
         (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([[1.0, 2.0, 4.0]])),
         (torch.empty(0), torch.empty(0)),
     ]
-    for name, dtype in DTYPES.items():
+    for dtype in DTYPES.values():
         pairs.append((T(3, 4, dtype=dtype, gen=gen), T(3, 4, dtype=dtype, gen=gen)))
         pairs.append((T(5, dtype=dtype, gen=gen), T(5, dtype=dtype, gen=gen)))
     out = []
@@ -254,7 +256,7 @@ def element_cases(gen: torch.Generator) -> list[dict[str, Any]]:
 
 
 def compare_cases(gen: torch.Generator) -> list[dict[str, Any]]:
-    t = lambda *s: T(*s, gen=gen)  # noqa: E731
+    t = lambda *s: T(*s, gen=gen)
     x = t(2, 2)
     mappings = [
         ("basic", {((0,), t(3)): ((0,), t(3)), ((1, 2), t(2)): ((1, 2), t(2))}),

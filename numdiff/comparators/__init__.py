@@ -17,14 +17,20 @@ from numdiff.comparators._registry import (
     normalize_name,
     register_comparator,
 )
-from numdiff.comparators._result import GAP_COLUMNS, CompareNote, CompareNoteKind, GapRow, GapTable
+from numdiff.comparators._result import (
+    GAP_COLUMNS,
+    CompareNote,
+    CompareNoteKind,
+    GapRow,
+    GapTable,
+)
 from numdiff.comparators.base import IntermediateOutputMapping, NumericalComparatorBase
 from numdiff.comparators.cosine import CosineSimilarityComparator, cosine_similarity
 from numdiff.comparators.l1 import L1Comparator, sum_abs_difference
 from numdiff.comparators.max_abs import MaxAbsComparator, max_abs_difference
 from numdiff.comparators.mse import MSEComparator, mean_squared_error
-from numdiff.comparators.snr import SNRComparator, signal_to_noise_ratio
 from numdiff.comparators.program_outputs import compare_results, program_output_metrics
+from numdiff.comparators.snr import SNRComparator, signal_to_noise_ratio
 
 __all__ = [
     "GAP_COLUMNS",

@@ -11,7 +11,14 @@ import torch
 
 from numdiff._numerics import collect_replacements
 from numdiff._types import DebugHandle
-from numdiff.align import AlignmentReport, MatchKind, ShapeRelation, find_op_names, is_sequence, shape_relation
+from numdiff.align import (
+    AlignmentReport,
+    MatchKind,
+    ShapeRelation,
+    find_op_names,
+    is_sequence,
+    shape_relation,
+)
 from numdiff.comparators._result import CompareNote, CompareNoteKind, GapRow, GapTable
 from numdiff.errors import ComparatorError
 
@@ -32,6 +39,11 @@ def _describe(value: Any) -> str:
     if is_sequence(value):
         return f"{type(value).__name__} of {len(value)}"
     return type(value).__name__
+
+
+def _numel(value: Any) -> int:
+    """Element count of a tensor; 1 for a number (a scalar against a one-element tensor is no reshape)."""
+    return int(value.numel()) if isinstance(value, torch.Tensor) else 1
 
 
 def _is_handle(value: Any) -> bool:
@@ -284,7 +296,7 @@ class NumericalComparatorBase(ABC):
                 relation = shape_relation(a, b)
                 if relation is ShapeRelation.MISMATCH:
                     return unmatched(f"element counts differ: AOT {_describe(a)}, runtime {_describe(b)}")
-                if relation is ShapeRelation.RESHAPE:
+                if relation is ShapeRelation.RESHAPE and _numel(a) > 1:
                     detail = f"compared runtime {_describe(b)} as a reshape to AOT {_describe(a)}"
                     note(CompareNoteKind.RESHAPED, detail)
                     remarks.append(detail)

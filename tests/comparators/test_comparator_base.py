@@ -189,6 +189,11 @@ def test_compare_aligned_rows_say_how_they_were_matched() -> None:
 
 
 def test_package_does_not_import_an_inspector() -> None:
-    import numdiff.comparators.base as base
+    from numdiff.comparators import base
 
     assert "Inspector" not in vars(base)
+
+
+def test_scalar_against_one_element_tensor_is_compared_without_a_note() -> None:
+    table = MSEComparator().compare_to_table({((1,), 3): ((1,), torch.tensor([5]))}, {}, {})
+    assert table.rows[0].gap == [4.0] and table.notes == () and table.rows[0].note is None

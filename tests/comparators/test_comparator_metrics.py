@@ -34,7 +34,8 @@ def test_identical_inputs(values: list[float]) -> None:
     assert MSEComparator().element_compare(t, t.clone()) == 0.0
     assert MaxAbsComparator().element_compare(t, t.clone()) == 0.0
     snr = SNRComparator().element_compare(t, t.clone())
-    assert snr == inf if any(values) else math.isnan(snr)
+    signal = any(v * v > 0 for v in values)  # squares of tiny values underflow to 0
+    assert snr == inf if signal else math.isnan(snr)
 
 
 @settings(max_examples=50, deadline=None)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from oracle_codec import ORACLE, dec, enc, enc_float
 
 from numdiff._numerics import collect_replacements, reference_float64
 from numdiff.comparators import (
@@ -17,7 +18,6 @@ from numdiff.comparators import (
     SNRComparator,
     compare_results,
 )
-from oracle_codec import ORACLE, dec, enc, enc_float
 
 COMPARATORS = {"l1": L1Comparator, "mse": MSEComparator, "snr": SNRComparator}
 

@@ -14,11 +14,11 @@ from numdiff.comparators import (
     MSEComparator,
     NumericalComparatorBase,
     SNRComparator,
+    _registry,
     available_comparators,
     get_comparator,
     register_comparator,
 )
-from numdiff.comparators import _registry
 from numdiff.errors import UsageError
 
 
