@@ -236,7 +236,7 @@ def _finish_graph(gm: torch.fx.GraphModule, plans: list[_NodePlan]) -> None:
             f"graph has {len(main_nodes)} operator nodes after loading but the file lists {len(plans)}",
             "This is a numdiff bug or an unsupported program layout; please report it with the file.",
         )
-    for index, (node, plan) in enumerate(zip(main_nodes, plans, strict=True)):
+    for node, plan in zip(main_nodes, plans, strict=True):
         inherited = _restore_meta(node, plan)
         for item in _getitem_users(node):
             item.meta.update(inherited)
@@ -260,7 +260,6 @@ def _finish_graph(gm: torch.fx.GraphModule, plans: list[_NodePlan]) -> None:
         node.target = DELEGATE_CALL
         if lowered.unrunnable_reason is not None:
             node.meta[UNRUNNABLE_KEY] = f"{lowered.backend_id} delegate: {lowered.unrunnable_reason}"
-        del index
     graph.lint()
     gm.recompile()
 
@@ -359,5 +358,6 @@ def load_program(
 
 def _load_nested(program: Any, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
     """Load a delegate's original program (already parsed JSON) with the same rules."""
-    as_dict = json.loads(json.dumps(program)) if not isinstance(program, dict) else program
-    return load_program(as_dict, state_dict, constants, example_inputs)
+    if not isinstance(program, dict):
+        raise ProgramLoadError("delegate's original program is not a JSON object")
+    return load_program(program, state_dict, constants, example_inputs)
