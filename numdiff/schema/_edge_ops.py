@@ -266,5 +266,8 @@ def resolve_target(serialized: str) -> ResolvedTarget:
             namespace, name, overload = parts
             return ResolvedTarget(serialized, _torch_target(namespace, name, overload), f"{name}.{overload}")
         return ResolvedTarget(serialized, serialized, parts[-1])
-    # _operator.getitem, math.*, torch.sym_* and friends: torch's deserializer resolves these itself.
-    return ResolvedTarget(serialized, serialized, serialized.rsplit(".", 1)[-1])
+    if serialized.startswith(("_operator.", "math.", "torch.")):
+        # operator.getitem, math.*, torch.sym_* and friends: torch's deserializer resolves these itself.
+        return ResolvedTarget(serialized, serialized, serialized.rsplit(".", 1)[-1])
+    # Anything else (e.g. ExecuTorch's memory.alloc): the reference names it by the full string.
+    return ResolvedTarget(serialized, None, serialized)

@@ -434,3 +434,12 @@ def test_absent_optional_entries_default_like_reference(tmp_path: Path) -> None:
     rec = parse_etrecord(_zip(entries, tmp_path))
     assert rec.export_graph_id == 0 and rec._reference_outputs is None and rec._delegate_map is None
     assert rec.graph_map == {}
+
+
+def test_unknown_plain_string_targets_are_unrunnable() -> None:
+    from numdiff.schema._edge_ops import resolve_target
+
+    assert resolve_target("memory.alloc").target is None
+    assert resolve_target("memory.alloc").op_type == "memory.alloc"
+    assert resolve_target("torch.ops.no_such_ns.op.default").target is None
+    assert resolve_target("_operator.getitem").target == "_operator.getitem"
