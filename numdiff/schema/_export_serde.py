@@ -35,7 +35,7 @@ from numdiff.schema._edge_ops import resolve_target
 from numdiff.schema._export_delegate import (
     DELEGATE_CALL,
     DELEGATE_OP_TYPE,
-    PLACEHOLDER_HOP,
+    PLACEHOLDER_HOP,  # noqa: F401 - importing it registers torch.ops.higher_order.<placeholder>
     PLACEHOLDER_TARGET,
     LoweredModule,
     UnrunnableOp,
@@ -288,7 +288,6 @@ def load_program(
     Raises:
         ProgramLoadError: The program or a companion cannot be read (no file/entry context yet).
     """
-    PLACEHOLDER_HOP.__name__  # noqa: B018 - the placeholder must be registered before deserializing
     if isinstance(program, bytes):
         try:
             program = json.loads(program.decode("utf-8"))
