@@ -37,6 +37,7 @@ class GapInputs:
     stack_traces: dict[DebugHandle, dict[str, str | None]]
     runtime_outputs: dict[DebugHandle, RuntimeOutput]
     runtime_op_names: dict[DebugHandle, list[str]]
+    module_paths: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
 
@@ -50,6 +51,7 @@ class GapReport:
         table: Typed rows (``GapRow``: handles, ops, outputs, gap, how matched, note).
         alignment: The alignment report (pairs and notes).
         stack_traces: ``{handle: {node name: stack trace}}`` of the reference graph.
+        module_paths: ``{node name: innermost module path}`` of the reference graph.
         notes: Remarks from capture (shared handles, ...).
     """
 
@@ -58,6 +60,7 @@ class GapReport:
     table: GapTable
     alignment: AlignmentReport
     stack_traces: dict[DebugHandle, dict[str, str | None]]
+    module_paths: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = field(default=())
 
     def __len__(self) -> int:
@@ -153,8 +156,20 @@ def gather(
         stack_traces=aot_debug_handle_to_stack_traces(graph_module),
         runtime_outputs=runtime_outputs,
         runtime_op_names=runtime_op_names,
+        module_paths=module_paths(graph_module),
         notes=tuple(result.notes),
     )
+
+
+def module_paths(graph_module: Any) -> dict[str, str]:
+    """``{node name: path of the innermost module it came from}`` (e.g. ``"L['self'].fc1"``)."""
+    out: dict[str, str] = {}
+    for node in graph_module.graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if stack:
+            path, kind = list(stack.values())[-1][:2] if isinstance(list(stack.values())[-1], (tuple, list)) else ("", "")
+            out[node.name] = path or str(kind).rsplit(".", 1)[-1]
+    return out
 
 
 def _is_missing(data: Any, missing_type: type) -> bool:
@@ -181,4 +196,5 @@ def numeric_gap_report(inputs: GapInputs, comparator: NumericalComparatorBase) -
 
     report = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
     table = comparator.compare_aligned(report, inputs.aot_op_names, inputs.runtime_op_names)
-    return GapReport(inputs.graph_name, type(comparator).__name__, table, report, inputs.stack_traces, inputs.notes)
+    return GapReport(inputs.graph_name, type(comparator).__name__, table, report, inputs.stack_traces,
+                     inputs.module_paths, inputs.notes)

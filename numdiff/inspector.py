@@ -25,7 +25,13 @@ import pandas as pd
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.present.frames import printable_dataframe
 from numdiff.profile._build import build_event_blocks, warn_notes
-from numdiff.profile._symbolicate import FORWARD, attach_graph_metadata, graph_op_nodes, resolve_debug_handles
+from numdiff.profile._symbolicate import (
+    FORWARD,
+    attach_graph_metadata,
+    graph_op_nodes,
+    op_name_mismatches,
+    resolve_debug_handles,
+)
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
 from numdiff.profile.timescale import TimeScale, time_scale_factor
 from numdiff.schema.debug_buffer import DebugBuffer
@@ -123,6 +129,13 @@ class Inspector:
         if rec.edge_dialect_program is not None:
             nodes = graph_op_nodes(rec.edge_dialect_program.graph_module, self._enable_module_hierarchy)
             attach_graph_metadata(self.event_blocks, nodes)
+            checked, bad = op_name_mismatches(self.event_blocks)
+            if bad and len(bad) * 2 > checked:
+                raise MismatchedArtifactsError(
+                    f"ETRecord and ETDump {self._etdump_path!r} do not describe the same model: {len(bad)} of "
+                    f"{checked} kernel events ran a different op than the ETRecord says, e.g. {bad[0]}\n"
+                    "Pass the ETRecord written when this exact program was exported and lowered.")
+            notes += [f"kernel event {b}: op name disagrees with the ETRecord" for b in bad]
         if rec._reference_outputs is not None:
             self._reference_outputs = rec._reference_outputs
             outputs = self._reference_outputs.get(FORWARD, [])

@@ -129,3 +129,23 @@ def _attach(ev: Event, nodes_by_handle: Mapping[Any, list[OpNode]]) -> None:
                 ev.module_hierarchy[node.name] = node.module_stack
             if node.op_type:  # once per node visit, repeats included, as the reference does
                 ev.op_types.append(node.op_type)
+
+
+def op_name_mismatches(blocks: Iterable[EventBlock]) -> tuple[int, list[str]]:
+    """Kernel events whose name matches none of the op types the ETRecord gives them.
+
+    The portable runtime names a kernel event after its op (``native_call_convolution.out`` for
+    ``aten.convolution.default``), so when an ETDump is paired with the ETRecord of another model
+    the names stop agreeing. Returns (events checked, descriptions of the disagreeing ones).
+    """
+    checked, bad = 0, []
+    for block in blocks:
+        for ev in block.events:
+            if ev.is_delegated_op or not ev.op_types or not ev.name.startswith("native_call_"):
+                continue
+            checked += 1
+            kernel = ev.name[len("native_call_"):].split(".")[0]
+            bases = {t.split(".")[-2] if t.count(".") >= 1 else t for t in ev.op_types}
+            if not any(b and (b in kernel or kernel in b) for b in bases):
+                bad.append(f"{ev.name} (instruction {ev._instruction_id}) vs {sorted(set(ev.op_types))}")
+    return checked, bad

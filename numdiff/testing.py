@@ -1,0 +1,102 @@
+"""Assertions for tests of quantized or lowered models: per-layer SNR in one line.
+
+Example (a complete pytest test)::
+
+    from numdiff import Inspector
+    from numdiff.testing import assert_snr_at_least
+
+    def test_quantized_model_keeps_25_db():
+        inspector = Inspector(etdump_path="out/etdump.etdp", etrecord="out/etrecord.bin",
+                              debug_buffer_path="out/debug_buffer.bin")
+        assert_snr_at_least(inspector, min_db=25)
+
+On failure the message is a table of the worst layers (op, module path, the model's own source
+line, SNR) rather than a bare ``assert``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from numdiff.present.gap_table import render_gap_table, worst_rows
+
+if TYPE_CHECKING:
+    from numdiff.inspector import Inspector
+
+__all__ = ["assert_snr_at_least", "layer_snr"]
+
+
+def _gap_frame(source: Inspector | pd.DataFrame, reference_graph: str | None) -> tuple[pd.DataFrame, dict[str, str]]:
+    if isinstance(source, pd.DataFrame):
+        if "gap" not in source.columns or "aot_ops" not in source.columns:
+            raise TypeError("expected a gap DataFrame from Inspector.calculate_numeric_gap('SNR') "
+                            f"(columns aot_ops, gap, ...); got columns {list(source.columns)}")
+        return source, {}
+    report = source.numeric_gap_report("SNR", reference_graph=reference_graph)
+    return report.to_dataframe(), report.module_paths
+
+
+def layer_snr(source: Inspector | pd.DataFrame, reference_graph: str | None = None) -> pd.DataFrame:
+    """Per-layer SNR in dB: one row per compared layer, with the lowest element's SNR in ``snr_db``.
+
+    Args:
+        source: An Inspector (numdiff's full analysis is run, multi-output ops included) or a
+            DataFrame from ``calculate_numeric_gap("SNR")``.
+        reference_graph: Passed to the Inspector's analysis. Defaults to None (auto).
+    """
+    df, _ = _gap_frame(source, reference_graph)
+    out = df.copy()
+    out["snr_db"] = [_lowest(g) for g in df["gap"]]
+    return out
+
+
+def _lowest(gap: Any) -> float:
+    values = [float(x) for x in (gap if isinstance(gap, (list, tuple)) else [gap])]
+    return math.nan if not values or any(math.isnan(v) for v in values) else min(values)
+
+
+def assert_snr_at_least(
+    source: Inspector | pd.DataFrame,
+    min_db: float,
+    *,
+    reference_graph: str | None = None,
+    ignore_ops: Iterable[str] = (),
+    show: int = 10,
+) -> pd.DataFrame:
+    """Fail unless every compared layer has an SNR of at least ``min_db`` decibels.
+
+    A layer whose SNR is NaN (NaN or unmatched outputs) fails too. ``inf`` (bit-exact) passes.
+
+    Args:
+        source: An Inspector, or a DataFrame from ``calculate_numeric_gap("SNR")``.
+        min_db: The threshold in dB.
+        reference_graph: Reference graph for the Inspector's analysis. Defaults to None (auto).
+        ignore_ops: AOT op names (e.g. ``"aten_sigmoid_default"``) whose rows are not checked.
+        show: How many of the worst layers the failure message lists. Defaults to 10.
+
+    Returns:
+        The per-layer table (with ``snr_db``), for further checks.
+
+    Raises:
+        AssertionError: Some layer is below ``min_db``; the message lists the worst layers.
+    """
+    df, modules = _gap_frame(source, reference_graph)
+    ignored = set(ignore_ops)
+    snr = [_lowest(g) for g in df["gap"]]
+    checked = [not ignored.intersection(ops) for ops in df["aot_ops"]]
+    failing = [i for i, (s, c) in enumerate(zip(snr, checked, strict=True)) if c and not s >= min_db]
+    if failing:
+        worst = worst_rows(df.iloc[failing], "SNRComparator", show)
+        table = render_gap_table(worst, "SNR dB, worst first", modules,
+                                 columns=("handle", "aot_ops", "module", "source", "gap", "note"))
+        raise AssertionError(
+            f"{len(failing)} of {sum(checked)} layers are below {min_db} dB SNR "
+            f"(lowest: {min(snr[i] for i in failing):.4g} dB)\n{table}"
+        )
+    out = df.copy()
+    out["snr_db"] = snr
+    return out
