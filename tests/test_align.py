@@ -295,3 +295,10 @@ def test_real_multi_output_ops_get_element_rows_in_full_alignment() -> None:
     assert len(full) == len(reference_rows) + 10 and full.notes == ()
     multi = {tuple(r.aot_ops) for r in full.rows if r.match is MatchKind.ELEMENT_POSITION}
     assert {("topk",), ("var_mean",), ("max_pool2d_with_indices",)} <= multi
+
+
+def test_runtime_output_without_aot_counterpart_is_noted() -> None:
+    rt = {(1,): RuntimeOutput((1,), 1, "add", [torch.ones(1)]), (9,): RuntimeOutput((9,), 2, "_to_dim_order_copy", [torch.ones(1)])}
+    report = pair_outputs({(1,): torch.ones(1), (4,): torch.ones(1)}, rt)
+    assert len(report.pairs) == 1 and report.counts() == {"no_aot_output": 1}
+    assert "_to_dim_order_copy" in report.notes[0].detail and report.notes[0].runtime_handle == (9,)

@@ -161,6 +161,10 @@ class NoteKind(str, Enum):
     """An event with op types has no debug handle or instruction id (the reference crashes)."""
     MERGED_VALUE_NOT_LATEST = "merged_value_not_latest"
     """Merging overlapping runtime handles kept a value that is not the latest instruction's."""
+    NO_AOT_OUTPUT = "no_aot_output"
+    """A runtime output shares no debug handle id with any AOT output: skipped, as in the
+    reference. (AOT outputs without a runtime counterpart are expected, ops the runtime does not
+    log, and are not noted.)"""
     AMBIGUOUS_COMPONENT = "ambiguous_component"
     """Several runtime handles overlap the same AOT outputs (the reference raises)."""
     HANDLES_NOT_SUBSET = "handles_not_subset"

@@ -42,8 +42,8 @@ __all__ = [
 def _groups(aot_handles: list[DebugHandle], runtime_handles: list[DebugHandle]) -> list[tuple[list[int], list[int]]]:
     """Connected groups of AOT and runtime handles linked by a shared id (AOT-runtime links only).
 
-    Returns ``(aot_indices, runtime_indices)`` per group having both kinds, ordered by the
-    group's first AOT index, which is the order the reference visits them in.
+    Returns ``(aot_indices, runtime_indices)`` per group, ordered by the group's first index
+    (AOT indices come first), which is the order the reference visits them in.
     """
     n_aot = len(aot_handles)
     parent = list(range(n_aot + len(runtime_handles)))
@@ -70,7 +70,7 @@ def _groups(aot_handles: list[DebugHandle], runtime_handles: list[DebugHandle]) 
             aot_ids.append(node)
         else:
             runtime_ids.append(node - n_aot)
-    return [(a, r) for a, r in members.values() if a and r]
+    return list(members.values())
 
 
 def _pick_by_shape_and_dtype(
@@ -200,6 +200,18 @@ def _pair(
     pairs: list[AlignedPair] = []
     notes: list[AlignmentNote] = []
     for aot_indices, runtime_indices in _groups(aot_handles, [r.handle for r in runtimes]):
+        if not runtime_indices:
+            continue
+        if not aot_indices:
+            lone = runtimes[runtime_indices[0]]
+            notes.append(
+                AlignmentNote(
+                    NoteKind.NO_AOT_OUTPUT,
+                    f"runtime output of {lone.op_name or 'an event'} has no AOT output with a shared handle id",
+                    runtime_handle=lone.handle,
+                )
+            )
+            continue
         if len(runtime_indices) != 1:
             notes.append(
                 AlignmentNote(

@@ -298,6 +298,11 @@ class NumericalComparatorBase(ABC):
                     return unmatched(f"element counts differ: AOT {_describe(a)}, runtime {_describe(b)}")
                 if relation is ShapeRelation.RESHAPE and _numel(a) > 1:
                     detail = f"compared runtime {_describe(b)} as a reshape to AOT {_describe(a)}"
+                    if sorted(a.shape) == sorted(getattr(b, "shape", ())):
+                        detail += (
+                            " (the shapes are a permutation of each other: if the runtime used another"
+                            " layout, permute it back in preprocessing())"
+                        )
                     note(CompareNoteKind.RESHAPED, detail)
                     remarks.append(detail)
                     if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):

@@ -197,3 +197,9 @@ def test_package_does_not_import_an_inspector() -> None:
 def test_scalar_against_one_element_tensor_is_compared_without_a_note() -> None:
     table = MSEComparator().compare_to_table({((1,), 3): ((1,), torch.tensor([5]))}, {}, {})
     assert table.rows[0].gap == [4.0] and table.notes == () and table.rows[0].note is None
+
+
+def test_layout_permutation_gets_a_hint() -> None:
+    nchw = torch.arange(24.0).reshape(1, 2, 3, 4)
+    table = MSEComparator().compare_to_table({((1,), nchw): ((1,), nchw.permute(0, 2, 3, 1).contiguous())}, {}, {})
+    assert "permute it back in preprocessing()" in (table.rows[0].note or "")
