@@ -171,15 +171,19 @@ class Inspector:
     def _prepare_dataframe(self, include_units: bool = True, include_delegate_debug_data: bool = False) -> pd.DataFrame:
         return printable_dataframe(self.to_dataframe(include_units, include_delegate_debug_data))
 
-    def print_data_tabular(self, file: IO[str] = sys.stdout, include_units: bool = True,
+    def print_data_tabular(self, file: IO[str] | None = None, include_units: bool = True,
                            include_delegate_debug_data: bool = False) -> None:
         """Print the events as a table (``OPERATOR_CALL`` rows and wide columns left out).
 
-        In a notebook the DataFrame is displayed as an HTML table instead.
+        Args:
+            file: Stream to print to. Defaults to the current ``sys.stdout`` (looked up at call
+                time, so redirection works). In a notebook the DataFrame is displayed instead.
+            include_units: Append the unit to the perf column names. Defaults to True.
+            include_delegate_debug_data: Add delegate metadata columns. Defaults to False.
         """
         from numdiff.present.tables import show_table
 
-        show_table(self._prepare_dataframe(include_units, include_delegate_debug_data), file)
+        show_table(self._prepare_dataframe(include_units, include_delegate_debug_data), file or sys.stdout)
 
     def save_data_to_tsv(self, file: IO[str], include_units: bool = True,
                          include_delegate_debug_data: bool = False) -> None:

@@ -1,0 +1,95 @@
+"""The command line: output, exit status, one-line errors, help for every option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numdiff.cli import build_parser, main
+from tests.conftest import FIXTURES, load_expected
+
+MLP = FIXTURES / "mlp_fp32"
+
+
+def _artifacts(name: str) -> list[str]:
+    d = FIXTURES / name
+    return ["--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
+            "--debug-buffer", str(d / "debug_buffer.bin")]
+
+
+def test_profile_prints_the_reference_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", *_artifacts("mlp_fp32")]) == 0
+    assert capsys.readouterr().out == load_expected("mlp_fp32")["inspector"]["printed_table"]
+
+
+def test_profile_writes_tsv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.tsv"
+    assert main(["profile", *_artifacts("mlp_fp32"), "--tsv", str(out)]) == 0
+    assert out.read_text() == load_expected("mlp_fp32")["inspector"]["tsv"]
+
+
+def test_profile_time_scales(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", "--etdump", str(MLP / "etdump.etdp"), "--target-time-scale", "us"]) == 0
+    assert "p50 (us)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_gap_formats(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gap", *_artifacts("multi_output"), "--metric", "snr", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert "max_pool2d_with_indices" in out  # numdiff's full analysis includes multi-output ops
+    if fmt == "json":
+        rows = json.loads(out)["rows"]
+        assert {"aot_ops", "gap", "matched", "note", "stacktraces"} <= set(rows[0])
+
+
+def test_gap_drop_in_rows_match_the_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gap", *_artifacts("mlp_fp32"), "--drop-in", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["aot_ops"] for r in rows] == [r["aot_ops"] for r in load_expected("mlp_fp32")["gap"]["default/SNR"]["rows"]]
+
+
+def test_example_shows_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["example"]) == 0
+    out = capsys.readouterr().out
+    assert "Method::execute" in out and "DELEGATE_CALL" in out
+    assert "layers compared" in out and "cumsum" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["profile", "--etdump", "/nonexistent.etdp"], "nonexistent.etdp.*cannot be read"),
+        (["profile", "--etdump", str(MLP / "etrecord.bin")], "not an ETDump"),
+        (["gap", "--etdump", str(MLP / "etdump.etdp"), "--etrecord", str(FIXTURES / "cnn_nested" / "etrecord.bin"),
+          "--debug-buffer", str(MLP / "debug_buffer.bin")], "do not describe the same model"),
+        (["gap", *_artifacts("mlp_fp32"), "--metric", "psnr"], "unknown.*psnr.*snr"),
+        (["gap", *_artifacts("mlp_fp32"), "--reference-graph", "nope"], "nope"),
+    ],
+)
+def test_errors_are_one_line_on_stderr(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    import re
+
+    assert re.search(message, err, re.IGNORECASE), err
+
+
+def test_every_option_has_help() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, p in sub.choices.items():  # type: ignore[union-attr]
+        assert p.description, name
+        for action in p._actions:
+            if action.dest != "help":
+                assert action.help, (name, action.dest)
+
+
+def test_missing_required_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["gap", "--etdump", str(MLP / "etdump.etdp")])
+    assert e.value.code == 2

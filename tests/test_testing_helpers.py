@@ -1,0 +1,57 @@
+"""numdiff.testing: one-line SNR assertions with a readable failure."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+from numdiff import Inspector
+from numdiff.testing import assert_snr_at_least, layer_snr
+from tests.conftest import artifact
+
+
+@pytest.fixture(scope="module")
+def quantized() -> Inspector:
+    name = "pt2e_quant_portable"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Inspector(etdump_path=artifact(name, "etdump"), etrecord=artifact(name, "etrecord"),
+                         debug_buffer_path=artifact(name, "debug_buffer"))
+
+
+def test_passes_and_returns_the_per_layer_table(quantized: Inspector) -> None:
+    table = assert_snr_at_least(quantized, min_db=10)
+    assert len(table) >= 10 and (table["snr_db"] >= 10).all()
+
+
+def test_failure_lists_the_worst_layers_with_source_lines(quantized: Inspector) -> None:
+    snr = layer_snr(quantized)["snr_db"]
+    threshold = float(snr[snr < float("inf")].max()) + 1  # every finite layer fails
+    with pytest.raises(AssertionError) as e:
+        assert_snr_at_least(quantized, min_db=threshold, show=3)
+    message = str(e.value)
+    assert f"below {threshold} dB SNR" in message
+    assert "_fixture_models.py:" in message  # the model's own line, not a torch frame
+    assert "worst first" in message
+    assert message.count("\n") < 40
+
+
+def test_works_on_a_gap_dataframe_and_ignores_ops(quantized: Inspector) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = quantized.calculate_numeric_gap("SNR")
+    low = layer_snr(df)
+    worst_ops = low.loc[low["snr_db"].idxmin(), "aot_ops"]
+    threshold = float(low["snr_db"].min()) + 0.5
+    failing = low[low["snr_db"] < threshold]
+    if len(failing) == 1:
+        assert_snr_at_least(df, min_db=threshold, ignore_ops=worst_ops)
+    with pytest.raises(AssertionError):
+        assert_snr_at_least(df, min_db=threshold)
+
+
+def test_rejects_a_frame_that_is_not_a_gap_table() -> None:
+    with pytest.raises(TypeError, match="expected a gap DataFrame"):
+        assert_snr_at_least(pd.DataFrame({"x": [1]}), min_db=1)
