@@ -11,7 +11,6 @@ example:
 from __future__ import annotations
 
 import argparse
-from importlib import resources
 
 EXAMPLE = "quantized_mlp"
 
@@ -23,19 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import warnings
 
+    from numdiff.examples import example_files
     from numdiff.inspector import Inspector
     from numdiff.present.gap_table import render_gap_table
 
-    root = resources.files("numdiff") / "examples" / EXAMPLE
-    with resources.as_file(root) as folder:
-        print(f"numdiff example: {EXAMPLE} ({folder})\n")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            inspector = Inspector(etdump_path=folder / "etdump.etdp", etrecord=folder / "etrecord.bin",
-                                  debug_buffer_path=folder / "debug_buffer.bin")
-        print("Profiling (ms, one row per runtime event):")
-        inspector.print_data_tabular()
-        report = inspector.numeric_gap_report(args.metric)
-        print(f"\nNumerical gap, reference graph vs runtime ({report.metric} on {report.graph_name}):")
-        print(render_gap_table(report.to_dataframe(), report.metric, report.module_paths))
+    files = example_files(EXAMPLE)
+    print(f"numdiff example: {EXAMPLE} ({files.etdump.parent})\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the example's notes are shown in the tables below
+        inspector = Inspector(etdump_path=files.etdump, etrecord=files.etrecord, debug_buffer_path=files.debug_buffer)
+    print("Profiling (ms, one row per runtime event):")
+    inspector.print_data_tabular()
+    report = inspector.numeric_gap_report(args.metric)
+    print(f"\nNumerical gap, reference graph vs runtime ({report.metric} on {report.graph_name}):")
+    print(render_gap_table(report.to_dataframe(), report.metric, report.module_paths))
     return 0
