@@ -190,7 +190,8 @@ class EventColumns:
     """A run's events, one array per field, row ``i`` being the ``i``-th event of the run.
 
     String fields hold ids into ``ETDump.strings`` (-1: absent). Integer fields hold the file's
-    values, defaults included (-1 for an unset instruction or delegate id).
+    values, defaults included (-1 for an unset instruction or delegate id); a debug event's
+    unsigned 64-bit ``chain_index`` is kept as its raw bits (``RunData.events`` restores it).
     """
 
     kind: npt.NDArray[np.int8]
@@ -264,7 +265,7 @@ class ETDump:
             vpos = int(cols.value[i])
             return Event(
                 debug_event=DebugEvent(
-                    chain_index=int(cols.chain_index[i]),
+                    chain_index=int(cols.chain_index[i]) & 0xFFFF_FFFF_FFFF_FFFF,
                     instruction_id=int(cols.instruction_id[i]),
                     debug_entry=None if vpos < 0 else read_value(self.buffer, vpos),
                     delegate_debug_id_int=int(cols.delegate_int[i]),
@@ -429,7 +430,7 @@ def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: 
 
     rows, dbg = events.subtables(2, "DebugEvent")
     kind[rows], table[rows] = EventKind.DEBUG, dbg.pos
-    chain[rows] = dbg.scalar(0, "u64", 0).astype(np.int64)
+    chain[rows] = dbg.scalar(0, "u64", 0).view(np.int64)  # raw bits; event_at restores the unsigned value
     instr[rows] = dbg.scalar(1, "i32", -1)
     dint[rows] = dbg.scalar(3, "i32", -1)
     dstr[rows] = intern_strings(buf, dbg.indirect(4), "delegate id", strings)
