@@ -219,7 +219,7 @@ class Inspector:
             return None
         if graph is None:
             return self._etrecord.edge_dialect_program  # type: ignore[no-any-return]
-        return (self._etrecord.graph_map or {}).get(graph)  # type: ignore[no-any-return]
+        return (self._etrecord.graph_map or {}).get(graph)
 
     # --- numerical gap --------------------------------------------------------------------------
 

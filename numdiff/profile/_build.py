@@ -127,7 +127,8 @@ def _elapsed(start: npt.NDArray[Any], end: npt.NDArray[Any], dump: ETDump, what:
         wrap = ((_MAX_U32 - start) + end).astype(np.float64)
     else:
         normal, wrap = end - start, (_MAX_U32 - start) + end
-    return np.where(wrapped, wrap, normal)
+    out: npt.NDArray[np.float64] = np.where(wrapped, wrap, normal)
+    return out
 
 
 @dataclass(slots=True)

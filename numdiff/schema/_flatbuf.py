@@ -96,7 +96,8 @@ class Buffer:
             raise self.fail(f"{what} lies outside the {len(self.data)}-byte file", bad)
         idx = pos[:, None] + np.arange(size, dtype=np.int64)[None, :]
         raw = np.ascontiguousarray(self.u8[idx])
-        return raw.view(np.dtype(dtype).newbyteorder("<")).reshape(pos.size)
+        out: npt.NDArray[np.generic] = raw.view(np.dtype(dtype).newbyteorder("<")).reshape(pos.size)
+        return out
 
     def follow(self, pos: IntArray, what: str) -> IntArray:
         """Targets of the uoffsets stored at ``pos``."""
