@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from numdiff._notes import count_kinds, warn_counts
 from numdiff._types import DebugHandle
 
 __all__ = [
@@ -212,7 +211,7 @@ class AlignmentReport:
 
     def counts(self) -> dict[str, int]:
         """How many notes of each kind, by kind value (e.g. ``{"fallback_match": 2}``)."""
-        return dict(Counter(note.kind.value for note in self.notes))
+        return count_kinds(self.notes)
 
     def to_reference_mapping(self) -> dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]]:
         """The reference's ``{(aot_handle, aot_output): (runtime_handle, runtime_output)}`` mapping.
@@ -232,13 +231,4 @@ class AlignmentReport:
             what: What was being done, for the message (e.g. ``"aligning intermediate outputs"``).
             stacklevel: Passed to :func:`warnings.warn`. Defaults to 2.
         """
-        counts = Counter(note.kind.value for note in self.notes)
-        if not counts:
-            return
-        summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
-        warnings.warn(
-            f"numdiff: while {what}: {summary}.\n"
-            "See the report's `notes` for the debug handles and reasons.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )
+        warn_counts(self.counts(), what, "See the report's `notes` for the debug handles and reasons.", stacklevel + 1)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
-from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from numdiff._notes import count_kinds, warn_counts
 from numdiff._types import DebugHandle
 from numdiff.align import MatchKind
 
@@ -110,7 +109,7 @@ class GapTable:
 
     def counts(self) -> dict[str, int]:
         """How many notes of each kind, by kind value."""
-        return dict(Counter(note.kind.value for note in self.notes))
+        return count_kinds(self.notes)
 
     def to_dataframe(self, extended: bool = False) -> pd.DataFrame:
         """The reference's DataFrame (columns :data:`GAP_COLUMNS`), one row per :class:`GapRow`.
@@ -140,13 +139,6 @@ class GapTable:
 
     def warn(self, what: str, stacklevel: int = 2) -> None:
         """One warning summarising the notes by kind, with counts; nothing if there are none."""
-        counts = self.counts()
-        if not counts:
-            return
-        summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
-        warnings.warn(
-            f"numdiff: while {what}: {summary}.\n"
-            "Call compare_to_table() (or compare_aligned()) for the notes with debug handles and reasons.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )
+        warn_counts(self.counts(), what,
+                    "Call compare_to_table() (or compare_aligned()) for the notes with debug handles and reasons.",
+                    stacklevel + 1)
