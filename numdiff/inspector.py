@@ -30,6 +30,7 @@ from numdiff.profile._symbolicate import (
     attach_graph_metadata,
     graph_op_nodes,
     op_name_mismatches,
+    op_nodes_from_graph,
     resolve_debug_handles,
 )
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
@@ -111,7 +112,6 @@ class Inspector:
             delegate_time_scale_converter=delegate_time_scale_converter,
         )
         self._enable_module_hierarchy = enable_module_hierarchy
-        self._reference_outputs: dict[str, list[Any]] = {}
         if self._etrecord is not None:
             notes += self._consume_etrecord()
         self.notes: tuple[str, ...] = tuple(notes)
@@ -126,9 +126,9 @@ class Inspector:
         num_outs = (rec._instruction_id_to_num_outs_map or {}).get(FORWARD)
         _check_same_model(self.event_blocks, handle_map, self._etdump_path)
         notes = resolve_debug_handles(self.event_blocks, handle_map, delegate_map, num_outs)
-        if rec.edge_dialect_program is not None:
-            nodes = graph_op_nodes(rec.edge_dialect_program.graph_module, self._enable_module_hierarchy)
-            attach_graph_metadata(self.event_blocks, nodes)
+        infos = _edge_op_nodes(rec)
+        if infos is not None:
+            attach_graph_metadata(self.event_blocks, graph_op_nodes(infos, self._enable_module_hierarchy))
             checked, bad = op_name_mismatches(self.event_blocks)
             if bad and len(bad) * 2 > checked:
                 raise MismatchedArtifactsError(
@@ -136,18 +136,11 @@ class Inspector:
                     f"{checked} kernel events ran a different op than the ETRecord says, e.g. {bad[0]}\n"
                     "Pass the ETRecord written when this exact program was exported and lowered.")
             notes += [f"kernel event {b}: op name disagrees with the ETRecord" for b in bad]
-        if rec._reference_outputs is not None:
-            self._reference_outputs = rec._reference_outputs
-            outputs = self._reference_outputs.get(FORWARD, [])
+        has = getattr(rec, "has", None)
+        if (has("_reference_outputs") if has is not None else rec._reference_outputs is not None):
             for block in self.event_blocks:
-                index = block.bundled_input_index
-                if index is None:
-                    continue
-                if -len(outputs) <= index < len(outputs):
-                    block.reference_output = outputs[index]
-                else:
-                    notes.append(f"block {block.name!r}: bundled input {index} has no reference output "
-                                 f"(the ETRecord holds {len(outputs)})")
+                if block.bundled_input_index is not None:
+                    block.set_reference_output_loader(_ReferenceOutput(rec, block.bundled_input_index, block.name))
         return notes
 
     # --- DataFrames and tables ----------------------------------------------------------------
@@ -309,6 +302,33 @@ class Inspector:
     def etrecord(self) -> Any:
         """The parsed ETRecord, or None."""
         return self._etrecord
+
+
+def _edge_op_nodes(rec: Any) -> list[Any] | None:
+    """The Edge program's op nodes: from the JSON when numdiff parsed the record (no torch needed)."""
+    op_nodes = getattr(rec, "op_nodes", None)
+    infos = op_nodes(FORWARD) if op_nodes is not None else None
+    if infos is not None:
+        return infos  # type: ignore[no-any-return]
+    program = rec.edge_dialect_program
+    if isinstance(program, dict):
+        program = program.get(FORWARD)
+    return None if program is None else op_nodes_from_graph(program.graph_module)
+
+
+class _ReferenceOutput:
+    """A block's reference output, read from the ETRecord when first asked for (it needs torch)."""
+
+    def __init__(self, rec: Any, index: int, block: str) -> None:
+        self.rec, self.index, self.block = rec, index, block
+
+    def __call__(self) -> Any:
+        outputs = (self.rec._reference_outputs or {}).get(FORWARD, [])
+        if -len(outputs) <= self.index < len(outputs):
+            return outputs[self.index]
+        warnings.warn(f"block {self.block!r}: bundled input {self.index} has no reference output "
+                      f"(the ETRecord holds {len(outputs)})", stacklevel=3)
+        return None
 
 
 def _in_module(stack: Any, module_name: str) -> bool:

@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from numdiff.profile.events import Event, EventBlock
+from numdiff.schema._graph_meta import OpNodeInfo
 
-__all__ = ["FRAMEWORK_EVENTS", "OpNode", "attach_graph_metadata", "graph_op_nodes", "resolve_debug_handles"]
+__all__ = ["FRAMEWORK_EVENTS", "OpNode", "attach_graph_metadata", "graph_op_nodes", "op_nodes_from_graph",
+           "resolve_debug_handles"]
 
 #: Runtime steps that are not graph ops: they get no op types, stack traces or module hierarchy.
 FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
@@ -26,37 +28,50 @@ class OpNode:
 
     __slots__ = ("name", "op_type", "stack_trace", "module_stack")
 
-    def __init__(self, node: Any) -> None:
+    def __init__(self, info: OpNodeInfo) -> None:
+        self.name = info.name + "_"
+        self.op_type = info.op_type
+        self.stack_trace = info.stack_trace
+        self.module_stack = info.nn_module_stack
+
+
+def op_nodes_from_graph(graph_module: Any) -> list[OpNodeInfo]:
+    """The op nodes of a loaded graph (for ETRecord objects numdiff did not parse itself)."""
+    out = []
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or _is_getitem(node) or _target_name(node) == "alloc":
+            continue
         meta = node.meta
-        self.name = node.name + "_"
-        self.op_type = meta.get("numdiff_op_type") or getattr(node.target, "__name__", str(node.target))
-        self.stack_trace = meta.get("stack_trace")
-        self.module_stack = meta.get("nn_module_stack")
+        out.append(OpNodeInfo(
+            name=node.name,
+            op_type=meta.get("numdiff_op_type") or _target_name(node),
+            debug_handle=meta.get("debug_handle"),
+            stack_trace=meta.get("stack_trace"),
+            nn_module_stack=meta.get("nn_module_stack"),
+            source_fn_stack=meta.get("source_fn_stack"),
+        ))
+    return out
 
 
-def graph_op_nodes(graph_module: Any, enable_module_hierarchy: bool = False) -> dict[Any, list[OpNode]]:
+def graph_op_nodes(nodes: Iterable[OpNodeInfo], enable_module_hierarchy: bool = False) -> dict[Any, list[OpNode]]:
     """``{debug handle: [nodes]}`` over the graph's op nodes, in the reference's traversal order.
 
     With ``enable_module_hierarchy`` the nodes that belong to a source module (they carry both
     ``source_fn_stack`` and ``nn_module_stack``) come after the others, grouped by module.
     """
-    top: list[Any] = []
-    by_module: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for node in graph_module.graph.nodes:
-        if node.op != "call_function" or _is_getitem(node) or _target_name(node) == "alloc":
-            continue
-        source_fn = node.meta.get("source_fn_stack")
-        if enable_module_hierarchy and source_fn and "nn_module_stack" in node.meta:
+    top: list[OpNodeInfo] = []
+    by_module: dict[tuple[str, str], list[OpNodeInfo]] = defaultdict(list)
+    for node in nodes:
+        source_fn = node.source_fn_stack
+        if enable_module_hierarchy and source_fn and node.nn_module_stack is not None:
             fn_name, fn_type = source_fn[-1][0], source_fn[-1][1]
             by_module[(fn_name, fn_type if isinstance(fn_type, str) else getattr(fn_type, "__name__", str(fn_type)))].append(node)
         else:
             top.append(node)
-    ordered = top + [n for group in by_module.values() for n in group]
     out: dict[Any, list[OpNode]] = {}
-    for node in ordered:
-        handle = node.meta.get("debug_handle")
-        if handle is not None:
-            out.setdefault(handle, []).append(OpNode(node))
+    for node in top + [n for group in by_module.values() for n in group]:
+        if node.debug_handle is not None:
+            out.setdefault(node.debug_handle, []).append(OpNode(node))
     return out
 
 

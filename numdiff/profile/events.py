@@ -144,3 +144,25 @@ class EventBlock:
         from numdiff.present.frames import block_dataframe
 
         return block_dataframe(self, include_units, include_delegate_debug_data)
+
+    def set_reference_output_loader(self, loader: Callable[[], ProgramOutput | None]) -> None:
+        """Have ``reference_output`` read on first access (ETRecord pickles need torch)."""
+        self.__dict__["_reference_loader"] = loader
+
+
+def _get_reference_output(self: EventBlock) -> ProgramOutput | None:
+    loader = self.__dict__.pop("_reference_loader", None)
+    if loader is not None:
+        self.__dict__["_reference_output"] = loader()
+    value: ProgramOutput | None = self.__dict__.get("_reference_output")
+    return value
+
+
+def _set_reference_output(self: EventBlock, value: ProgramOutput | None) -> None:
+    self.__dict__.pop("_reference_loader", None)
+    self.__dict__["_reference_output"] = value
+
+
+# A property over the dataclass field: the generated __init__ assigns through the setter, and the
+# Inspector can install a loader so that building the profiling view never unpickles tensors.
+EventBlock.reference_output = property(_get_reference_output, _set_reference_output)  # type: ignore[assignment]

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from numdiff.schema._graph_meta import BACKEND_PREFIX, EDGE_PREFIX, TORCH_OPS_PREFIX, op_type_for
+
 __all__ = [
     "EDGE_PREFIX",
     "NUMDIFF_NAMESPACE",
@@ -35,12 +37,6 @@ __all__ = [
     "resolve_target",
 ]
 
-#: Prefix of every Edge-dialect operator name in an ExecuTorch-serialized program.
-EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
-#: Prefix of backend-dialect operator names (ops a backend introduced before lowering).
-BACKEND_PREFIX = "executorch.exir.dialects.backend.ops."
-#: Prefix of torch operator names in serialized programs.
-TORCH_OPS_PREFIX = "torch.ops."
 #: Library namespace numdiff owns for the few ops torch does not ship.
 NUMDIFF_NAMESPACE = "numdiff_edge"
 
@@ -253,21 +249,18 @@ def resolve_target(serialized: str) -> ResolvedTarget:
         ('torch.ops.aten.relu.default', 'aten.relu.default')
     """
     ensure_ops_registered()
+    op_type = op_type_for(serialized)
     for prefix in (EDGE_PREFIX, BACKEND_PREFIX):
         if serialized.startswith(prefix):
-            qualified = serialized[len(prefix) :]
-            parts = qualified.split(".")
-            if len(parts) != 3:
-                return ResolvedTarget(serialized, None, serialized)
-            return ResolvedTarget(serialized, _torch_target(*parts), qualified)
+            parts = serialized[len(prefix):].split(".")
+            return ResolvedTarget(serialized, _torch_target(*parts) if len(parts) == 3 else None, op_type)
     if serialized.startswith(TORCH_OPS_PREFIX):
-        parts = serialized[len(TORCH_OPS_PREFIX) :].split(".")
+        parts = serialized[len(TORCH_OPS_PREFIX):].split(".")
         if len(parts) == 3 and parts[0] != "higher_order":
-            namespace, name, overload = parts
-            return ResolvedTarget(serialized, _torch_target(namespace, name, overload), f"{name}.{overload}")
-        return ResolvedTarget(serialized, serialized, parts[-1])
+            return ResolvedTarget(serialized, _torch_target(*parts), op_type)
+        return ResolvedTarget(serialized, serialized, op_type)
     if serialized.startswith(("_operator.", "math.", "torch.")):
         # operator.getitem, math.*, torch.sym_* and friends: torch's deserializer resolves these itself.
-        return ResolvedTarget(serialized, serialized, serialized.rsplit(".", 1)[-1])
+        return ResolvedTarget(serialized, serialized, op_type)
     # Anything else (e.g. ExecuTorch's memory.alloc): the reference names it by the full string.
-    return ResolvedTarget(serialized, None, serialized)
+    return ResolvedTarget(serialized, None, op_type)

@@ -32,6 +32,13 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
 from numdiff.schema._edge_ops import resolve_target
+from numdiff.schema._graph_meta import (
+    DELEGATE_TARGET,
+    SUPPORTED_SCHEMA_MAJOR,
+    ProgramLoadError,
+    check_header,
+    parse_nn_module_stack,
+)
 from numdiff.schema._export_delegate import (
     DELEGATE_CALL,
     DELEGATE_OP_TYPE,
@@ -43,24 +50,12 @@ from numdiff.schema._export_delegate import (
 
 __all__ = ["ProgramLoadError", "load_program", "SUPPORTED_SCHEMA_MAJOR"]
 
-#: Major version of the export schema ExecuTorch 1.x writes.
-SUPPORTED_SCHEMA_MAJOR = 5
-_KNOWN_DIALECTS = {"EDGE", "ATEN", "TRAINING", ""}
-_DELEGATE_TARGET = "torch.ops.higher_order.executorch_call_delegate"
-_NN_STACK_DELIMITER = ";"
 OP_TYPE_KEY = "numdiff_op_type"
 # torch's deserializer keeps its state in a module global, so one program deserializes at a time.
 _DESERIALIZE_LOCK = threading.RLock()
 UNRUNNABLE_KEY = "numdiff_unrunnable"
 
 
-class ProgramLoadError(Exception):
-    """Raised by this module with the problem and hint; the ETRecord reader adds file and entry."""
-
-    def __init__(self, problem: str, hint: str = "") -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.hint = hint
 
 
 class NumdiffEdgeVerifier(Verifier):
@@ -115,7 +110,7 @@ def _plan_node(node: dict[str, Any]) -> _NodePlan:
     if not isinstance(target, str):
         raise ProgramLoadError(f"node {node.get('name')!r} has no operator name")
     metadata = node.get("metadata") or {}
-    if target == _DELEGATE_TARGET:
+    if target == DELEGATE_TARGET:
         plan = _NodePlan(target, DELEGATE_OP_TYPE, "delegate", metadata)
     else:
         resolved = resolve_target(target)
@@ -133,44 +128,8 @@ def _plan_node(node: dict[str, Any]) -> _NodePlan:
     return plan
 
 
-def _check_header(program: dict[str, Any]) -> None:
-    version = program.get("schema_version")
-    if not isinstance(version, dict) or "major" not in version:
-        raise ProgramLoadError("not an exported program (no schema_version)")
-    major, minor = version.get("major"), version.get("minor")
-    if major != SUPPORTED_SCHEMA_MAJOR and (major, minor) != (0, 0):
-        raise ProgramLoadError(
-            f"unknown export schema version {major}.{minor}",
-            f"numdiff reads the schema ExecuTorch 1.x writes (major {SUPPORTED_SCHEMA_MAJOR}).",
-        )
-    dialects = list(program.get("verifiers") or []) + [program.get("dialect") or ""]
-    unknown = [d for d in dialects if d not in _KNOWN_DIALECTS]
-    if unknown:
-        raise ProgramLoadError(
-            f"unknown program dialect {unknown[0]!r}", f"known dialects: {sorted(d for d in _KNOWN_DIALECTS if d)}"
-        )
-    if "graph_module" not in program:
-        raise ProgramLoadError("not an exported program (no graph_module)")
 
 
-def _parse_nn_module_stack(text: str) -> dict[str, tuple[str, str]]:
-    """Parse ``key,path,type`` items separated by ``;`` (commas inside brackets do not split)."""
-    stack: dict[str, tuple[str, str]] = {}
-    for item in text.split(_NN_STACK_DELIMITER):
-        parts, start, depth = [], 0, 0
-        for i, ch in enumerate(item):
-            if ch in "[(":
-                depth += 1
-            elif ch in ")]":
-                depth -= 1
-            elif ch == "," and depth == 0:
-                parts.append(item[start:i].strip())
-                start = i + 1
-        parts.append(item[start:].strip())
-        if len(parts) != 3:
-            raise ProgramLoadError(f"malformed nn_module_stack item {item!r}")
-        stack[parts[0]] = (parts[1], parts[2])
-    return stack
 
 
 def _restore_meta(node: torch.fx.Node, plan: _NodePlan) -> dict[str, Any]:
@@ -182,7 +141,7 @@ def _restore_meta(node: torch.fx.Node, plan: _NodePlan) -> dict[str, Any]:
         except ValueError as e:
             raise ProgramLoadError(f"node {node.name!r} has a non-integer debug_handle {raw_handle!r}") from e
     if raw_stack := plan.metadata.get("nn_module_stack"):
-        inherited["nn_module_stack"] = _parse_nn_module_stack(raw_stack)
+        inherited["nn_module_stack"] = parse_nn_module_stack(raw_stack)
     elif plan.kind == "delegate":
         node.meta.pop("nn_module_stack", None)
     node.meta.update(inherited)
@@ -293,9 +252,9 @@ def load_program(
             program = json.loads(program.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
             raise ProgramLoadError(f"program is not valid JSON: {e}") from e
-    if not isinstance(program, dict):
+    check_header(program)
+    if not isinstance(program, dict):  # check_header guarantees it; this narrows the type
         raise ProgramLoadError("program JSON is not an object")
-    _check_header(program)
     graph_json = program["graph_module"].get("graph", {})
     plans = [_plan_node(node) for node in graph_json.get("nodes", [])]
     for count, (node_json, plan) in enumerate(

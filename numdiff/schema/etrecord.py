@@ -41,9 +41,11 @@ import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from numdiff.errors import ETRecordError
+from numdiff.schema._graph_meta import OpNodeInfo, ProgramLoadError, check_header, op_nodes_from_json
 
 if TYPE_CHECKING:
     import torch
@@ -88,10 +90,39 @@ ENTRIES: tuple[ETRecordEntry, ...] = (
 _BY_NAME = {e.name: e for e in ENTRIES}
 
 
+class _Lazy:
+    """An attribute loaded on first read (programs and pickles), plain and writable like the reference's."""
+
+    def __init__(self, default: Callable[[], Any]) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        values, loaders = obj._values, obj._loaders
+        if self.name in loaders:
+            values[self.name] = loaders.pop(self.name)()
+        if self.name not in values:
+            values[self.name] = self.default()
+        return values[self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj._loaders.pop(self.name, None)
+        obj._values[self.name] = value
+        if self.name == "edge_dialect_program":
+            obj._edge_json = {}  # the JSON no longer describes the program
+
+
 class ETRecord:
     """What an ETRecord file holds, with the reference ``ETRecord``'s attribute names.
 
     Build it with :func:`parse_etrecord`. Attributes are plain and writable, like the reference's.
+    Programs and pickled entries are checked when the file is parsed but built on first read:
+    the profiling view needs neither (it reads node metadata with :meth:`op_nodes`), so it never
+    pays for torch or for deserializing large programs.
 
     Attributes:
         exported_program: The ATen program from ``torch.export`` (or ``None``).
@@ -107,18 +138,37 @@ class ETRecord:
         unknown_entries: Zip entries numdiff did not recognise, in file order.
     """
 
+    exported_program = _Lazy(lambda: None)
+    edge_dialect_program = _Lazy(lambda: None)
+    graph_map = _Lazy(dict)
+    _reference_outputs = _Lazy(lambda: None)
+    _representative_inputs = _Lazy(lambda: None)
+
     def __init__(self) -> None:
-        self.exported_program: ExportedProgram | None = None
+        self._values: dict[str, Any] = {}
+        self._loaders: dict[str, Callable[[], Any]] = {}
+        self._edge_json: dict[str, dict[str, Any]] = {}
         self.export_graph_id: int = 0
-        self.edge_dialect_program: ExportedProgram | dict[str, ExportedProgram] | None = None
-        self.graph_map: dict[str, ExportedProgram] = {}
         self._debug_handle_map: dict[str, dict[str, Any]] | None = None
         self._delegate_map: dict[str, dict[str, Any]] | None = None
         self._instruction_id_to_num_outs_map: dict[str, dict[str, Any]] | None = None
-        self._reference_outputs: dict[str, list[Any]] | None = None
-        self._representative_inputs: list[Any] | None = None
         self.path: str | None = None
         self.unknown_entries: tuple[str, ...] = ()
+
+    def has(self, attribute: str) -> bool:
+        """Whether ``attribute`` (e.g. ``"_reference_outputs"``) is set, without loading it."""
+        return attribute in self._loaders or self._values.get(attribute) is not None
+
+    def op_nodes(self, method: str = "forward") -> list[OpNodeInfo] | None:
+        """The Edge program's op nodes for the profiling view, read from the JSON (no torch).
+
+        Returns None when the record holds no serialized Edge program for ``method`` (for example
+        after ``edge_dialect_program`` was replaced); use the program's graph then.
+        """
+        program = self._edge_json.get(method)
+        if program is None and len(self._edge_json) == 1 and method == "forward":
+            program = next(iter(self._edge_json.values()))
+        return None if program is None else op_nodes_from_json(program)
 
     @property
     def edge_programs(self) -> dict[str, ExportedProgram]:
@@ -139,10 +189,8 @@ class ETRecord:
         self._reference_outputs = {"forward": reference_outputs} if isinstance(reference_outputs, list) else reference_outputs
 
     def __repr__(self) -> str:
-        return (
-            f"ETRecord(path={self.path!r}, methods={sorted(self.edge_programs)}, "
-            f"exported_program={self.exported_program is not None}, graph_map={sorted(self.graph_map)})"
-        )
+        methods = sorted(self._edge_json) if self._edge_json else sorted(self.edge_programs)
+        return f"ETRecord(path={self.path!r}, methods={methods})"
 
 
 def op_type_name(node: torch.fx.Node) -> str:
@@ -247,30 +295,39 @@ def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
             )
     record = ETRecord()
     record.path = path
-    edge: dict[str, ExportedProgram] = {}
-    edge_single: ExportedProgram | None = None
+    edge: dict[str, _Program] = {}
+    edge_single: _Program | None = None
+    graphs: dict[str, _Program] = {}
     unknown: list[str] = []
     for name in names:
         known = _BY_NAME.get(name)
         if known is not None:
-            if known.kind != "marker":
-                setattr(record, known.attribute, _read_value(archive, path, known))
+            if known.kind == "json":
+                setattr(record, known.attribute, _read_json(archive, path, name))
+            elif known.kind == "tensors":
+                record._loaders[known.attribute] = _PickledEntry(path, name, _read_bytes(archive, path, name))
         elif _is_companion(name, present):
             continue
         elif name == "exported_program":
-            record.exported_program = _read_program(archive, path, name)
+            record._loaders["exported_program"] = _read_program(archive, path, name)
         elif name == EDGE_ENTRY:
             edge_single = _read_program(archive, path, name)
         elif name.startswith(EDGE_ENTRY + "/"):
             edge[name[len(EDGE_ENTRY) + 1 :]] = _read_program(archive, path, name)
         elif f"{name}_state_dict" in present:
-            record.graph_map[name] = _read_program(archive, path, name)
+            graphs[name] = _read_program(archive, path, name)
         else:
             unknown.append(name)
+    if not edge and edge_single is not None:
+        edge = {"forward": edge_single}
     if edge:
-        record.edge_dialect_program = next(iter(edge.values())) if len(edge) == 1 else edge
-    elif edge_single is not None:
-        record.edge_dialect_program = edge_single
+        record._edge_json = {method: program.json for method, program in edge.items()}
+        if len(edge) == 1:
+            record._loaders["edge_dialect_program"] = next(iter(edge.values()))
+        else:
+            record._loaders["edge_dialect_program"] = lambda: {m: p() for m, p in edge.items()}
+    if graphs:
+        record._loaders["graph_map"] = lambda: {n: p() for n, p in graphs.items()}
     record.unknown_entries = tuple(unknown)
     if unknown:
         warnings.warn(
@@ -298,27 +355,58 @@ def _read_bytes(archive: zipfile.ZipFile, path: str | None, name: str) -> bytes:
         ) from e
 
 
-def _read_value(archive: zipfile.ZipFile, path: str | None, spec: ETRecordEntry) -> Any:
-    data = _read_bytes(archive, path, spec.name)
-    if spec.kind == "json":
+def _read_json(archive: zipfile.ZipFile, path: str | None, name: str) -> Any:
+    data = _read_bytes(archive, path, name)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ETRecordError(path, f"entry {name!r} is not valid JSON ({e})", _REGENERATE) from e
+
+
+@dataclass(frozen=True, slots=True)
+class _PickledEntry:
+    """A ``torch.save`` entry, unpickled (weights only) when first needed."""
+
+    path: str | None
+    name: str
+    data: bytes
+
+    def __call__(self) -> Any:
+        from numdiff.schema._export_serde import load_torch_artifact
+
         try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            raise ETRecordError(path, f"entry {spec.name!r} is not valid JSON ({e})", _REGENERATE) from e
-    from numdiff.schema._export_serde import ProgramLoadError, load_torch_artifact
+            return load_torch_artifact(self.data, f"entry {self.name!r}")
+        except ProgramLoadError as e:
+            raise ETRecordError(self.path, e.problem, e.hint) from e
 
+
+@dataclass(frozen=True, slots=True)
+class _Program:
+    """A program entry: its JSON checked and parsed now, the ``ExportedProgram`` built when first needed."""
+
+    path: str | None
+    name: str
+    parts: tuple[bytes, bytes, bytes, bytes]
+    json: dict[str, Any]
+
+    def __call__(self) -> ExportedProgram:
+        from numdiff.schema._export_serde import load_program
+
+        try:
+            return load_program(*self.parts)
+        except ProgramLoadError as e:
+            raise ETRecordError(self.path, f"entry {self.name!r}: {e.problem}", e.hint or _REGENERATE) from e
+
+
+def _read_program(archive: zipfile.ZipFile, path: str | None, name: str) -> _Program:
+    state_dict, constants, example_inputs = (_read_bytes(archive, path, name + s) for s in COMPANION_SUFFIXES)
+    parts = (_read_bytes(archive, path, name), state_dict, constants, example_inputs)
     try:
-        return load_torch_artifact(data, f"entry {spec.name!r}")
-    except ProgramLoadError as e:
-        raise ETRecordError(path, e.problem, e.hint) from e
-
-
-def _read_program(archive: zipfile.ZipFile, path: str | None, name: str) -> ExportedProgram:
-    from numdiff.schema._export_serde import ProgramLoadError, load_program
-
-    parts = [_read_bytes(archive, path, name)]
-    parts += [_read_bytes(archive, path, name + suffix) for suffix in COMPANION_SUFFIXES]
+        program = json.loads(parts[0].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ETRecordError(path, f"entry {name!r}: program is not valid JSON: {e}", _REGENERATE) from e
     try:
-        return load_program(parts[0], parts[1], parts[2], parts[3])
+        check_header(program)
     except ProgramLoadError as e:
         raise ETRecordError(path, f"entry {name!r}: {e.problem}", e.hint or _REGENERATE) from e
+    return _Program(path, name, parts, program)

@@ -1,0 +1,171 @@
+"""What the profiling view needs from a serialized program, read straight from its JSON (no torch).
+
+Linking runtime events to the graph needs, per op node, only its name, op type, debug handle,
+stack trace and module stacks. Those are plain strings in the program JSON ExecuTorch writes, so
+they are read here without importing torch or building an ``ExportedProgram`` (which, for a model
+of a few thousand ops, costs seconds). ``tests/schema/test_graph_meta.py`` checks that these
+records equal what the fully loaded programs carry, on every fixture.
+
+Also here, because both readers share them: the program header check and the op-type naming rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "BACKEND_PREFIX",
+    "DELEGATE_OP_TYPE",
+    "DELEGATE_TARGET",
+    "EDGE_PREFIX",
+    "OpNodeInfo",
+    "ProgramLoadError",
+    "SUPPORTED_SCHEMA_MAJOR",
+    "TORCH_OPS_PREFIX",
+    "check_header",
+    "op_nodes_from_json",
+    "op_type_for",
+    "parse_nn_module_stack",
+    "parse_source_fn_stack",
+]
+
+EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
+BACKEND_PREFIX = "executorch.exir.dialects.backend.ops."
+TORCH_OPS_PREFIX = "torch.ops."
+DELEGATE_TARGET = "torch.ops.higher_order.executorch_call_delegate"
+DELEGATE_OP_TYPE = "executorch_call_delegate"
+#: Major version of the export schema ExecuTorch 1.x writes.
+SUPPORTED_SCHEMA_MAJOR = 5
+KNOWN_DIALECTS = frozenset({"EDGE", "ATEN", "TRAINING", ""})
+_STACK_DELIMITER = ";"
+
+
+class ProgramLoadError(Exception):
+    """Raised with the problem and hint; the ETRecord reader adds the file and entry."""
+
+    def __init__(self, problem: str, hint: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.hint = hint
+
+
+def check_header(program: Any) -> None:
+    """Reject what is not an exported program of a schema and dialect numdiff reads."""
+    if not isinstance(program, dict):
+        raise ProgramLoadError("program JSON is not an object")
+    version = program.get("schema_version")
+    if not isinstance(version, dict) or "major" not in version:
+        raise ProgramLoadError("not an exported program (no schema_version)")
+    major, minor = version.get("major"), version.get("minor")
+    if major != SUPPORTED_SCHEMA_MAJOR and (major, minor) != (0, 0):
+        raise ProgramLoadError(
+            f"unknown export schema version {major}.{minor}",
+            f"numdiff reads the schema ExecuTorch 1.x writes (major {SUPPORTED_SCHEMA_MAJOR}).",
+        )
+    dialects = list(program.get("verifiers") or []) + [program.get("dialect") or ""]
+    unknown = [d for d in dialects if d not in KNOWN_DIALECTS]
+    if unknown:
+        raise ProgramLoadError(
+            f"unknown program dialect {unknown[0]!r}", f"known dialects: {sorted(d for d in KNOWN_DIALECTS if d)}"
+        )
+    if "graph_module" not in program:
+        raise ProgramLoadError("not an exported program (no graph_module)")
+
+
+def op_type_for(serialized: str) -> str:
+    """The op type the reference shows for a serialized target (its loaded ``target.__name__``).
+
+    Example:
+        >>> op_type_for("executorch.exir.dialects.edge.ops.aten.relu.default")
+        'aten.relu.default'
+        >>> op_type_for("torch.ops.aten.conv2d.default")
+        'conv2d.default'
+    """
+    if serialized == DELEGATE_TARGET:
+        return DELEGATE_OP_TYPE
+    for prefix in (EDGE_PREFIX, BACKEND_PREFIX):
+        if serialized.startswith(prefix):
+            qualified = serialized[len(prefix):]
+            return qualified if len(qualified.split(".")) == 3 else serialized
+    if serialized.startswith(TORCH_OPS_PREFIX):
+        parts = serialized[len(TORCH_OPS_PREFIX):].split(".")
+        if len(parts) == 3 and parts[0] != "higher_order":
+            return f"{parts[1]}.{parts[2]}"
+        return parts[-1]
+    if serialized.startswith(("_operator.", "math.", "torch.")):
+        return serialized.rsplit(".", 1)[-1]
+    return serialized
+
+
+def _split_top_level(item: str) -> list[str]:
+    """Split on commas that are not inside brackets."""
+    parts, start, depth = [], 0, 0
+    for i, ch in enumerate(item):
+        if ch in "[(":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(item[start:i].strip())
+            start = i + 1
+    parts.append(item[start:].strip())
+    return parts
+
+
+def parse_nn_module_stack(text: str) -> dict[str, tuple[str, str]]:
+    """``"key,path,type;..."`` → ``{key: (path, type)}`` (commas inside brackets do not split)."""
+    stack: dict[str, tuple[str, str]] = {}
+    for item in text.split(_STACK_DELIMITER):
+        parts = _split_top_level(item)
+        if len(parts) != 3:
+            raise ProgramLoadError(f"malformed nn_module_stack item {item!r}")
+        stack[parts[0]] = (parts[1], parts[2])
+    return stack
+
+
+def parse_source_fn_stack(text: str) -> list[tuple[str, str]]:
+    """``"name,type;..."`` → ``[(name, type), ...]``."""
+    out = []
+    for item in text.split(_STACK_DELIMITER):
+        name, _, kind = item.partition(",")
+        out.append((name.strip(), kind.strip()))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class OpNodeInfo:
+    """One op node as the profiling view sees it (the fields ``fx.Node`` would give it)."""
+
+    name: str
+    op_type: str
+    debug_handle: int | None
+    stack_trace: str | None
+    nn_module_stack: dict[str, tuple[str, str]] | None
+    source_fn_stack: list[tuple[str, str]] | None
+
+
+def op_nodes_from_json(program: dict[str, Any]) -> list[OpNodeInfo]:
+    """Op nodes of a serialized program's top-level graph, in graph order (getitems excluded)."""
+    out = []
+    for node in program["graph_module"].get("graph", {}).get("nodes", []):
+        target = node.get("target")
+        if not isinstance(target, str) or target.endswith("getitem"):
+            continue
+        meta = node.get("metadata") or {}
+        raw_handle = meta.get("debug_handle")
+        try:
+            handle = int(raw_handle) if raw_handle else None
+        except ValueError as e:
+            raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw_handle!r}") from e
+        module_stack = meta.get("nn_module_stack")
+        source_fn = meta.get("source_fn_stack")
+        out.append(OpNodeInfo(
+            name=str(node.get("name")),
+            op_type=op_type_for(target),
+            debug_handle=handle,
+            stack_trace=meta.get("stack_trace"),
+            nn_module_stack=parse_nn_module_stack(module_stack) if module_stack else None,
+            source_fn_stack=parse_source_fn_stack(source_fn) if source_fn else None,
+        ))
+    return out
