@@ -98,7 +98,7 @@ def markdown(info: dict[str, Any]) -> str:
         "## Machine",
         "",
         f"- {m['platform']}; {m['cpu']}; {m['cpus']} CPUs; {m['memory_gib']} GiB; "
-        f"load average at start {m['load_avg_at_start']}",
+        f"load average at start {m['load_avg_at_start']}; intra-op threads per side: {info.get('threads')}",
         f"- numdiff commit {m['numdiff_commit']}",
         f"- versions: {json.dumps(info['versions'])}",
         "",
