@@ -11,7 +11,7 @@ runtime handle are kept; runtime tensors stay views on the memory-mapped debug b
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -178,13 +178,25 @@ def _is_missing(data: Any, missing_type: type) -> bool:
     return isinstance(data, missing_type)
 
 
-def numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase) -> pd.DataFrame:
-    """The reference's gap DataFrame (with its ``stacktraces`` column) for gathered inputs."""
+def numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase,
+                release: Callable[[Any], None] | None = None) -> pd.DataFrame:
+    """The reference's gap DataFrame (with its ``stacktraces`` column) for gathered inputs.
+
+    ``release(runtime_output)`` is called once each pair is scored (debug-buffer pages can go).
+    """
     from numdiff.align import pair_outputs
+    from numdiff.comparators import NumericalComparatorBase
 
     report = pair_outputs(inputs.aot_outputs, inputs.runtime_outputs)
     report.warn("pairing runtime and AOT intermediate outputs", stacklevel=3)
-    df = comparator.compare(report.to_reference_mapping(), inputs.aot_op_names, inputs.runtime_op_names)
+    mapping = report.to_reference_mapping()
+    if type(comparator).compare is NumericalComparatorBase.compare and release is not None:
+        table = comparator.compare_to_table(mapping, inputs.aot_op_names, inputs.runtime_op_names,
+                                            after_pair=lambda _aot, runtime: release(runtime))
+        table.warn(f"comparing with {type(comparator).__name__}", stacklevel=3)
+        df = table.to_dataframe()
+    else:  # a comparator that overrides compare() itself gets the reference's call
+        df = comparator.compare(mapping, inputs.aot_op_names, inputs.runtime_op_names)
     if len(df) > 0:
         df["stacktraces"] = [stack_traces_for(list(ops), inputs.stack_traces) for ops in df["aot_ops"]]
     return df

@@ -259,8 +259,9 @@ class Inspector:
         from numdiff.gap import numeric_gap
 
         comparator = self._comparator(distance)
-        return numeric_gap(self._gap_inputs(reference_graph, disable_debug_handle_valdiation,
-                                            disable_debug_handle_validation), comparator)
+        inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation)
+        release = self._debug_buffer.release if self._debug_buffer is not None else None
+        return numeric_gap(inputs, comparator, release)
 
     def numeric_gap_report(
         self,

@@ -38,6 +38,8 @@ Example:
 
 from __future__ import annotations
 
+import operator
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,6 +136,9 @@ class IntermediateOutputCapturer(Interpreter):
         self._keep_outputs = on_output is None if keep_outputs is None else keep_outputs
         self._recording: _Recording | None = None
         self._last_result: CaptureResult | None = None
+        # Outputs are copied only when a later node could change them in place; the programs
+        # torch.export and ExecuTorch write are functional, so usually nothing is copied.
+        self._copy_outputs = any(_may_mutate(n) for n in module.graph.nodes if n.op == "call_function")
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Run the graph on ``args`` (see ``torch.fx.Interpreter.run``), recording captured outputs."""
@@ -194,7 +199,7 @@ class IntermediateOutputCapturer(Interpreter):
         return keeper
 
     def _record(self, recording: _Recording, key: DebugHandle, node: torch.fx.Node, result: Any) -> None:
-        value = _detached_copy(result)
+        value = _detached_copy(result) if self._copy_outputs else _detached(result)
         if self._keep_outputs:
             recording.outputs[key] = value
         if self._on_output is None:
@@ -259,6 +264,23 @@ def capture_intermediate_outputs(
     """
     capturer = IntermediateOutputCapturer(graph_module, on_output=on_output, keep_outputs=keep_outputs)
     return capturer.capture(*inputs)
+
+
+def _may_mutate(node: torch.fx.Node) -> bool:
+    """Whether a node might write into a tensor (unknown callables count as mutating)."""
+    target = node.target
+    if target is operator.getitem:
+        return False
+    schema = getattr(target, "_schema", None)
+    return schema is None or bool(schema.is_mutable)
+
+
+def _detached(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (tuple, list)):
+        return [v.detach() if isinstance(v, torch.Tensor) else v for v in value]
+    return value
 
 
 def _detached_copy(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import torch
@@ -31,6 +31,7 @@ __all__ = ["IntermediateOutputMapping", "NumericalComparatorBase"]
 IntermediateOutputMapping: TypeAlias = dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]]
 
 _OpNames: TypeAlias = Mapping[DebugHandle, list[str]]
+AfterPair: TypeAlias = Callable[[Any, Any], None]
 
 
 def _describe(value: Any) -> str:
@@ -164,8 +165,15 @@ class NumericalComparatorBase(ABC):
         mapping: IntermediateOutputMapping,
         aot_debug_handle_to_op_names: _OpNames,
         runtime_debug_handle_to_op_names: _OpNames,
+        *,
+        after_pair: AfterPair | None = None,
     ) -> GapTable:
-        """Like :meth:`compare`, returning typed rows and notes, without warning."""
+        """Like :meth:`compare`, returning typed rows and notes, without warning.
+
+        Args:
+            after_pair: Called with ``(aot_output, runtime_output)`` once a pair is scored (the
+                Inspector uses it to let go of debug-buffer pages as it goes). Defaults to None.
+        """
         processed = self._preprocess(mapping)
         rows: list[GapRow] = []
         notes: list[CompareNote] = []
@@ -176,6 +184,8 @@ class NumericalComparatorBase(ABC):
             )
             if row is not None:
                 rows.append(row)
+            if after_pair is not None:
+                after_pair(aot_output, runtime_output)
         return GapTable(tuple(rows), tuple(notes))
 
     def compare_aligned(

@@ -111,8 +111,35 @@ class DebugBuffer:
             raise DebugBufferError(self.path, f"cannot be opened: {e.strerror or e}",
                                    "Pass the debug buffer file the runtime wrote with this ETDump.") from e
 
+        self._base = _address_of(self._map) if self.size else 0
+        self._can_release = self._base != 0
+
     def __repr__(self) -> str:
         return f"DebugBuffer({self.path!r}, {self.size} bytes)"
+
+    def release(self, value: Any) -> None:
+        """Let the kernel reclaim the resident pages behind tensors of this buffer.
+
+        Uses ``MADV_PAGEOUT``: clean pages are dropped and read again from the file if touched,
+        pages a user wrote to (copy-on-write) are kept, so no value ever changes. This keeps a
+        comparison over hundreds of MB of logged tensors from holding them all in memory. Values
+        that are not views of this buffer are ignored; on kernels without ``MADV_PAGEOUT`` this
+        does nothing.
+        """
+        if not self._can_release:
+            return
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if not hasattr(t, "data_ptr") or not hasattr(t, "untyped_storage"):
+                continue
+            start = t.data_ptr() - self._base
+            if not 0 <= start < self.size:
+                continue
+            end = min(self.size, start + t.untyped_storage().nbytes())
+            first = start - start % mmap.PAGESIZE
+            try:
+                self._map.madvise(_MADV_PAGEOUT, first, end - first)  # type: ignore[union-attr]
+            except (OSError, ValueError, AttributeError):
+                self._can_release = False
 
     def view(self, offset: int, nbytes: int) -> memoryview:
         """Raw bytes ``[offset, offset + nbytes)``, checked against the buffer's size."""
@@ -163,6 +190,20 @@ class DebugBuffer:
         _, itemsize = torch_dtype(a.scalar_type)
         n = math.prod(a.sizes) * itemsize
         return n == 0 or self.view(a.offset, n) == self.view(b.offset, n)
+
+
+#: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
+_MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
+
+
+def _address_of(mapping: mmap.mmap | bytes) -> int:
+    """Start address of a writable mapping (0 when it cannot be had)."""
+    import ctypes
+
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _contiguous_strides(sizes: list[int]) -> list[int]:

@@ -10,6 +10,13 @@ import pytest
 import torch
 from oracle_codec import ORACLE, dec, enc, enc_float
 
+
+def same_float(got: Any, want: Any) -> bool:
+    """Equal, or equal to float tolerance: numdiff reduces in another order than torch (~1e-16 relative)."""
+    if isinstance(got, float) and isinstance(want, float):
+        return math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-300)
+    return bool(got == want)
+
 from numdiff._numerics import collect_replacements, reference_float64
 from numdiff.comparators import (
     CompareNoteKind,
@@ -35,7 +42,7 @@ def test_element_compare_matches_reference(case: dict[str, Any], metric: str) ->
                 comparator.element_compare(a, b)
             return
         got = comparator.element_compare(a, b)
-    assert enc_float(got) == expected["result"]
+    assert same_float(enc_float(got), expected["result"])
 
 
 def _rows(df: Any) -> list[dict[str, Any]]:
@@ -66,7 +73,11 @@ def test_compare_matches_reference(case: dict[str, Any], metric: str) -> None:
         warnings.simplefilter("ignore")
         df = COMPARATORS[metric]().compare(mapping, aot_names, runtime_names)
     assert list(df.columns) == expected["result"]["columns"]
-    assert _rows(df) == expected["result"]["rows"]
+    got_rows, want_rows = _rows(df), expected["result"]["rows"]
+    assert len(got_rows) == len(want_rows)
+    for g, w in zip(got_rows, want_rows, strict=True):
+        assert {k: v for k, v in g.items() if k != "gap"} == {k: v for k, v in w.items() if k != "gap"}
+        assert len(g["gap"]) == len(w["gap"]) and all(same_float(a, b) for a, b in zip(g["gap"], w["gap"], strict=True))
 
 
 def test_compare_counts_what_the_reference_drops() -> None:
@@ -82,7 +93,9 @@ def test_compare_results_matches_reference(case: dict[str, Any]) -> None:
     ref = [dec(v) for v in case["reference"]]
     run = [dec(v) for v in case["run"]]
     got = compare_results(ref, run)
-    assert {k: [enc_float(x) for x in v] for k, v in got.items()} == case["result"]
+    assert got.keys() == case["result"].keys()
+    for k, v in got.items():
+        assert all(same_float(enc_float(x), y) for x, y in zip(v, case["result"][k], strict=True))
 
 
 @pytest.mark.parametrize("case", ORACLE["convert_to_float_tensor"], ids=lambda c: str(c["input"])[:30])
