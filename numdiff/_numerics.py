@@ -173,23 +173,32 @@ _NUMPY_DTYPES = frozenset({
 })
 
 
-def finite_difference_sums(a: Any, b: Any) -> tuple[float, float, float, int] | None:
+_CHUNK = 1 << 16  # elements per block: the float64 temporaries stay in cache
+
+
+def finite_difference_sums(a: Any, b: Any, *, need_l1: bool = True) -> tuple[float, float, float, int] | None:
     """``(sum(a²), sum((a-b)²), sum(|a-b|), n)`` in float64, or None when the fast path cannot apply.
 
     The reference metrics convert both sides to float64 tensors and reduce with several passes
-    each. For CPU tensors of the same element count numpy computes the same float64 sums in two
-    passes with no float64 copy of either input (the products are accumulated in float64, so
-    the results equal the reference's up to summation order, ~1e-16 relative). It applies only
-    when every sum is finite: with a NaN or inf anywhere, callers take the reference path, whose
-    NaN quirk must then be reproduced and reported.
+    each. For CPU tensors of the same element count numpy computes the same float64 sums block by
+    block, with no float64 copy of either input (products are accumulated in float64, so the
+    results equal the reference's up to summation order, ~1e-16 relative). It applies only when
+    every sum is finite: with a NaN or inf anywhere, callers take the reference path, whose NaN
+    quirk must then be reproduced and reported. ``sum(|a-b|)`` is 0.0 unless ``need_l1``.
     """
     x, y = _flat_numpy(a), _flat_numpy(b)
     if x is None or y is None or x.size != y.size or x.size == 0:
         return None
-    signal = float(np.einsum("i,i->", x, x, dtype=np.float64))
-    diff = np.subtract(x, y, dtype=np.float64)
-    noise = float(np.dot(diff, diff))
-    l1 = float(np.abs(diff, out=diff).sum())
+    signal = noise = l1 = 0.0
+    diff = np.empty(min(_CHUNK, x.size), dtype=np.float64)
+    for start in range(0, x.size, _CHUNK):
+        xs, ys = x[start:start + _CHUNK], y[start:start + _CHUNK]
+        d = diff[: xs.size]
+        np.subtract(xs, ys, out=d, dtype=np.float64)
+        signal += float(np.einsum("i,i->", xs, xs, dtype=np.float64))
+        noise += float(np.dot(d, d))
+        if need_l1:
+            l1 += float(np.abs(d, out=d).sum())
     if not (math.isfinite(signal) and math.isfinite(noise) and math.isfinite(l1)):
         return None
     return signal, noise, l1, int(x.size)
