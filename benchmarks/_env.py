@@ -30,7 +30,7 @@ def log(message: str) -> None:
 def _works(python: Path, code: str) -> bool:
     if not python.exists():
         return False
-    done = subprocess.run([str(python), "-c", code], capture_output=True)
+    done = subprocess.run([str(python), "-c", code], capture_output=True, check=False)
     return done.returncode == 0
 
 
@@ -106,9 +106,9 @@ def machine() -> dict[str, object]:
     except (ValueError, OSError):
         pass
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+                            capture_output=True, text=True, check=False).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "numdiff"],
-                           capture_output=True, text=True).stdout.strip()
+                           capture_output=True, text=True, check=False).stdout.strip()
     return {
         "platform": platform.platform(),
         "cpu": cpu,

@@ -36,7 +36,7 @@ from torch import nn
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-import _fixture_runtime as rt  # noqa: E402
+import _fixture_runtime as rt
 
 #: Parameters of the two cases; ``run.py`` hashes this file, so changing them regenerates.
 CHAIN_LENGTH = 500
@@ -81,7 +81,9 @@ class ConvStack(nn.Module):
 
 
 def _run(program: bytes, runs: int, inputs: rt.Inputs, out: Path, debug_buffer_size: int) -> None:
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+    from executorch.extension.pybindings.portable_lib import (
+        _load_for_executorch_from_buffer,
+    )
 
     module = _load_for_executorch_from_buffer(
         program, enable_etdump=True, debug_buffer_size=debug_buffer_size

@@ -3,12 +3,14 @@
 Dev-only helper of ``benchmarks/run.py``: it runs under numdiff's interpreter or the oracle's,
 so it imports only the standard library at the top::
 
-    PYTHON benchmarks/_measure.py {numdiff,oracle} {profiling,gap} CASE_DIR {time,summary,profile}
+    PYTHON benchmarks/_measure.py {numdiff,oracle} {profiling,gap} CASE_DIR {time,time-torch,summary,profile}
 
 Modes:
     time: import time, ``Inspector(...)`` build time (wall and CPU), for ``gap`` also
         ``calculate_numeric_gap("SNR")`` time; cold figures (import included); then peak RSS (``ru_maxrss``) *before* anything
         else runs, then a small digest of the gap rows for the correctness check.
+    time-torch: as ``time``, but ``import torch`` happens with the import, before the timer (the
+        oracle's ``from executorch.devtools import Inspector`` always imports torch).
     summary: the facts both sides must agree on (blocks, event counts, a few events' perf values).
     profile: cProfile of what ``time`` times (``Inspector(...)``, plus the gap for ``gap``),
         top functions by cumulative and by own time.
@@ -34,7 +36,9 @@ MARK = "@@RESULT "
 SAMPLE_EVENTS = (0, 1, 2, 3, 500, 1000, 1999, -1)
 
 
-def _import_inspector(side: str) -> Any:
+def _import_inspector(side: str, torch_first: bool = False) -> Any:
+    if torch_first:
+        import torch  # noqa: F401
     if side == "numdiff":
         from numdiff.inspector import Inspector
     else:
@@ -72,9 +76,9 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime  # all threads
 
 
-def measure_time(side: str, case: str, case_dir: Path) -> dict[str, Any]:
-    c0, t0 = _cpu_s(), time.perf_counter()
-    inspector_cls = _import_inspector(side)
+def measure_time(side: str, case: str, case_dir: Path, torch_first: bool = False) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    inspector_cls = _import_inspector(side, torch_first)
     c1, t1 = _cpu_s(), time.perf_counter()
     inspector = inspector_cls(**_kwargs(case, case_dir))
     c2, t2 = _cpu_s(), time.perf_counter()
@@ -152,7 +156,11 @@ def _trim(text: str) -> str:
     return "\n".join(head + lines[start:]).rstrip() + "\n"
 
 
-MODES = {"time": measure_time, "summary": summary, "profile": profile}
+def measure_time_torch_first(side: str, case: str, case_dir: Path) -> dict[str, Any]:
+    return measure_time(side, case, case_dir, torch_first=True)
+
+
+MODES = {"time": measure_time, "time-torch": measure_time_torch_first, "summary": summary, "profile": profile}
 
 
 def main(argv: list[str]) -> int:

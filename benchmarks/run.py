@@ -28,8 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _env  # noqa: E402
-import _report  # noqa: E402
+import _env
+import _report
 
 SIDES = ("numdiff", "oracle")
 MEASURE = _env.HERE / "_measure.py"
@@ -57,6 +57,7 @@ INFO_ROWS = (
     ("profiling: import + Inspector() (cold start)", "profiling", "cold_build_s"),
     ("gap: end to end, CPU seconds", "gap", "end_to_end_cpu_s"),
     ("gap: import + end to end (cold start)", "gap", "cold_end_to_end_s"),
+    ("gap: end to end, numdiff with torch imported before the timer", "gap_torch_first", "end_to_end_s"),
     ("gap: Inspector() only", "gap", "build_s"),
     ("gap: calculate_numeric_gap('SNR') only", "gap", "gap_s"),
 )
@@ -97,7 +98,7 @@ def measure(python: Path, side: str, case: str, case_dir: Path, mode: str) -> di
     warm_page_cache(case_dir)
     cmd = [str(python), str(MEASURE), side, case, str(case_dir), mode]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=_env.REPO,
-                          env=_child_env())
+                          env=_child_env(), check=False)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("@@RESULT "):
             return json.loads(line[len("@@RESULT "):])  # type: ignore[no-any-return]
@@ -128,21 +129,32 @@ def sanity(pythons: dict[str, Path], root: Path) -> dict[str, Any]:
     return got["oracle"]
 
 
+#: ``(run name, case folder, side, _measure mode)`` of every timed run, in the order run per repetition.
+PLAN = (
+    ("profiling", "profiling", "numdiff", "time"),
+    ("profiling", "profiling", "oracle", "time"),
+    ("gap", "gap", "numdiff", "time"),
+    ("gap", "gap", "oracle", "time"),
+    # The oracle's import always loads torch; numdiff loads it inside Inspector()/the gap.
+    # This run moves numdiff's torch import before the timer too (compared with the oracle's "gap").
+    ("gap_torch_first", "gap", "numdiff", "time-torch"),
+)
+
+
 def timed_runs(pythons: dict[str, Path], root: Path, repeat: int) -> dict[str, dict[str, list[Any]]]:
-    """``runs[case][side]``: one result dict (or an error string) per repetition, interleaved."""
-    runs: dict[str, dict[str, list[Any]]] = {c: {s: [] for s in SIDES} for c in ("profiling", "gap")}
+    """``runs[name][side]``: one result dict (or an error string) per repetition, interleaved."""
+    runs: dict[str, dict[str, list[Any]]] = {name: {s: [] for s in SIDES} for name, *_ in PLAN}
     for rep in range(repeat):
-        for case in runs:
-            for side in SIDES:
-                start = time.perf_counter()
-                try:
-                    result: Any = measure(pythons[side], side, case, root / case, "time")
-                except (SideFailed, subprocess.TimeoutExpired) as e:
-                    result = f"error: {e}"
-                runs[case][side].append(result)
-                _env.log(f"[{rep + 1}/{repeat}] {case:9s} {side:7s} {time.perf_counter() - start:6.1f}s "
-                         + (result if isinstance(result, str) else
-                            " ".join(f"{k}={v:.2f}" for k, v in result.items() if isinstance(v, float))))
+        for name, case, side, mode in PLAN:
+            start = time.perf_counter()
+            try:
+                result: Any = measure(pythons[side], side, case, root / case, mode)
+            except (SideFailed, subprocess.TimeoutExpired) as e:
+                result = f"error: {e}"
+            runs[name][side].append(result)
+            _env.log(f"[{rep + 1}/{repeat}] {name:15s} {side:7s} {time.perf_counter() - start:6.1f}s "
+                     + (result if isinstance(result, str) else
+                        " ".join(f"{k}={v:.2f}" for k, v in result.items() if isinstance(v, float))))
     return runs
 
 
@@ -220,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     runs = timed_runs(pythons, root, args.repeat)
+    runs["gap_torch_first"]["oracle"] = runs["gap"]["oracle"]
     info["gap_agreement"] = gap_agreement(runs["gap"])
     info["rows"] = compare(runs)
     info["runs"] = runs
