@@ -154,7 +154,10 @@ def _back_propagate(etrecord: ETRecordPrograms, disable_validation: bool) -> str
     """Back-propagate handles to the ATen program; return why it failed, or None on success."""
     if etrecord.exported_program is None:
         return "the ETRecord has no ATen exported_program"
-    edge = _edge_program(etrecord)
+    provenance = getattr(etrecord, "edge_provenance", None)
+    edge = provenance() if provenance is not None else None
+    if edge is None:
+        edge = _edge_program(etrecord)
     if edge is None:
         return "the ETRecord has no Edge program to take debug handles from"
     plan = plan_debug_handle_propagation(etrecord.exported_program, _graph_id(etrecord), edge)

@@ -54,7 +54,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -160,7 +160,7 @@ def ancestor_node_ids(node: torch.fx.Node) -> list[NodeId]:
 def plan_debug_handle_propagation(
     exported_program: ProgramLike,
     export_graph_id: int | str,
-    edge_dialect_program: ProgramLike,
+    edge_dialect_program: ProgramLike | Sequence[Any],
 ) -> HandlePropagation:
     """Match Edge handles to ATen nodes without changing either program.
 
@@ -169,12 +169,14 @@ def plan_debug_handle_propagation(
         export_graph_id: ``id()`` of the ATen graph at export time (the ETRecord's
             ``export_graph_id``).
         edge_dialect_program: The Edge program (or its graph module), whose nodes carry
-            ``debug_handle`` and ``from_node``.
+            ``debug_handle`` and ``from_node``; or its nodes' provenance records
+            (``ETRecord.edge_provenance()``), which spares loading it.
 
     Returns:
         The :class:`HandlePropagation`; call ``.apply()`` to write it.
     """
-    ancestor_handles, conflicts = _ancestor_handles(_program_nodes(edge_dialect_program))
+    edge = _edge_provenance(edge_dialect_program)
+    ancestor_handles, conflicts = _ancestor_handles(edge)
     graph_id = str(export_graph_id)
     assignments: dict[torch.fx.Node, Any] = {}
     matched: set[Hashable] = set()
@@ -186,9 +188,7 @@ def plan_debug_handle_propagation(
             matched.add(_hashable(handle))
         assignments[node] = handle
     unmatched = tuple(
-        (node.name, node.meta.get(DEBUG_HANDLE_KEY))
-        for node in _program_nodes(edge_dialect_program)
-        if node.meta.get(DEBUG_HANDLE_KEY) is None or _hashable(node.meta[DEBUG_HANDLE_KEY]) not in matched
+        (name, handle) for name, handle, _ in edge if handle is None or _hashable(handle) not in matched
     )
     return HandlePropagation(assignments, frozenset(matched), unmatched, tuple(conflicts))
 
@@ -225,14 +225,22 @@ def _program_nodes(program: ProgramLike) -> Iterable[torch.fx.Node]:
     return (n for n in iter_nodes_with_control_flow(graph_module) if n.op not in ("placeholder", "output"))
 
 
-def _ancestor_handles(edge_nodes: Iterable[torch.fx.Node]) -> tuple[dict[NodeId, Any], list[tuple[NodeId, Any, Any]]]:
+def _edge_provenance(edge: ProgramLike | Sequence[Any]) -> list[tuple[str, Any, list[NodeId]]]:
+    """``(name, debug_handle, ancestors)`` per Edge node, from a program or from provenance records."""
+    if isinstance(edge, Sequence):  # NodeProvenance records read from the ETRecord's JSON
+        return [(p.name, p.debug_handle, list(p.ancestors)) for p in edge]
+    return [(n.name, n.meta.get(DEBUG_HANDLE_KEY), ancestor_node_ids(n)) for n in _program_nodes(edge)]
+
+
+def _ancestor_handles(
+    edge_nodes: Iterable[tuple[str, Any, list[NodeId]]],
+) -> tuple[dict[NodeId, Any], list[tuple[NodeId, Any, Any]]]:
     handles: dict[NodeId, Any] = {}
     conflicts: list[tuple[NodeId, Any, Any]] = []
-    for node in edge_nodes:
-        handle = node.meta.get(DEBUG_HANDLE_KEY)
+    for _, handle, ancestors in edge_nodes:
         if handle is None:
             continue
-        for ancestor in ancestor_node_ids(node):
+        for ancestor in ancestors:
             known = handles.setdefault(ancestor, handle)
             if known != handle:
                 conflicts.append((ancestor, known, handle))

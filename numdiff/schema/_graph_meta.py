@@ -11,6 +11,7 @@ Also here, because both readers share them: the program header check and the op-
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "DELEGATE_OP_TYPE",
     "DELEGATE_TARGET",
     "EDGE_PREFIX",
+    "NodeProvenance",
     "OpNodeInfo",
     "ProgramLoadError",
     "SUPPORTED_SCHEMA_MAJOR",
@@ -28,6 +30,7 @@ __all__ = [
     "op_type_for",
     "parse_nn_module_stack",
     "parse_source_fn_stack",
+    "provenance_from_json",
 ]
 
 EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
@@ -169,3 +172,50 @@ def op_nodes_from_json(program: dict[str, Any]) -> list[OpNodeInfo]:
             source_fn_stack=parse_source_fn_stack(source_fn) if source_fn else None,
         ))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class NodeProvenance:
+    """An Edge node's debug handle and ``from_node`` ancestry, nearest ancestor first.
+
+    ``ancestors`` follows the last ``from_node`` entry at each step, as ``(name, str(graph_id))``.
+    """
+
+    name: str
+    debug_handle: int | None
+    ancestors: tuple[tuple[str, str], ...]
+
+
+def provenance_from_json(program: dict[str, Any]) -> list[NodeProvenance] | None:
+    """Provenance of every top-level node; None when the graph has control-flow subgraphs.
+
+    Debug-handle back-propagation needs only this from the Edge program, so it need not be
+    loaded. Subgraphs of ``cond``/``map``/``scan`` are not in the top-level node list: for such
+    programs callers load the program and walk it instead.
+    """
+    out = []
+    for node in program["graph_module"].get("graph", {}).get("nodes", []):
+        target = str(node.get("target", ""))
+        if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
+            return None
+        meta = node.get("metadata") or {}
+        raw_handle = meta.get("debug_handle")
+        try:
+            handle = int(raw_handle) if raw_handle else None
+        except ValueError as e:
+            raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw_handle!r}") from e
+        out.append(NodeProvenance(str(node.get("name")), handle, _ancestors(meta.get("from_node"))))
+    return out
+
+
+def _ancestors(raw: Any) -> tuple[tuple[str, str], ...]:
+    try:
+        sources = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as e:
+        raise ProgramLoadError(f"malformed from_node metadata: {e}") from e
+    ids: list[tuple[str, str]] = []
+    while sources:
+        source = sources[-1]
+        ids.append((str(source.get("name")), str(source.get("graph_id"))))
+        sources = source.get("from_node") or []
+    return tuple(ids)

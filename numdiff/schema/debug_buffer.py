@@ -113,18 +113,21 @@ class DebugBuffer:
 
         self._base = _address_of(self._map) if self.size else 0
         self._can_release = self._base != 0
+        self._pagemap = _open_pagemap() if self._can_release else None
 
     def __repr__(self) -> str:
         return f"DebugBuffer({self.path!r}, {self.size} bytes)"
 
     def release(self, value: Any) -> None:
-        """Let the kernel reclaim the resident pages behind tensors of this buffer.
+        """Drop the resident pages behind tensors of this buffer from this process.
 
-        Uses ``MADV_PAGEOUT``: clean pages are dropped and read again from the file if touched,
-        pages a user wrote to (copy-on-write) are kept, so no value ever changes. This keeps a
-        comparison over hundreds of MB of logged tensors from holding them all in memory. Values
-        that are not views of this buffer are ignored; on kernels without ``MADV_PAGEOUT`` this
-        does nothing.
+        Pages only read are unmapped with ``MADV_DONTNEED`` (they stay in the page cache and are
+        mapped again if touched). Pages a user wrote to are private copies that ``MADV_DONTNEED``
+        would throw away, so ranges holding any (``/proc/self/pagemap`` tells) get
+        ``MADV_PAGEOUT`` instead, which keeps them. No value ever changes. This keeps a
+        comparison over hundreds of MB of logged tensors from holding them all in memory.
+        Values that are not views of this buffer are ignored; where the kernel or platform offers
+        neither, this does nothing.
         """
         if not self._can_release:
             return
@@ -136,10 +139,28 @@ class DebugBuffer:
                 continue
             end = min(self.size, start + t.untyped_storage().nbytes())
             first = start - start % mmap.PAGESIZE
+            advice = _MADV_PAGEOUT if self._has_private_pages(first, end) else mmap.MADV_DONTNEED
             try:
-                self._map.madvise(_MADV_PAGEOUT, first, end - first)  # type: ignore[union-attr]
+                self._map.madvise(advice, first, end - first)  # type: ignore[union-attr]
             except (OSError, ValueError, AttributeError):
                 self._can_release = False
+
+    def _has_private_pages(self, first: int, end: int) -> bool:
+        """Whether ``[first, end)`` holds pages this process wrote to (copy-on-write copies)."""
+        if self._pagemap is None:
+            return True
+        page = mmap.PAGESIZE
+        count = (end - first + page - 1) // page
+        try:
+            raw = os.pread(self._pagemap, 8 * count, (self._base + first) // page * 8)
+        except OSError:
+            self._pagemap = None
+            return True
+        import numpy as np
+
+        entries = np.frombuffer(raw, dtype=np.uint64)
+        present, file_backed = (entries >> np.uint64(63)) & np.uint64(1), (entries >> np.uint64(61)) & np.uint64(1)
+        return bool(np.any(present & (np.uint64(1) - file_backed)))
 
     def view(self, offset: int, nbytes: int) -> memoryview:
         """Raw bytes ``[offset, offset + nbytes)``, checked against the buffer's size."""
@@ -194,6 +215,13 @@ class DebugBuffer:
 
 #: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
+
+
+def _open_pagemap() -> int | None:
+    try:
+        return os.open("/proc/self/pagemap", os.O_RDONLY)
+    except OSError:
+        return None
 
 
 def _address_of(mapping: mmap.mmap | bytes) -> int:

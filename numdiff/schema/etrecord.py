@@ -45,7 +45,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from numdiff.errors import ETRecordError
-from numdiff.schema._graph_meta import OpNodeInfo, ProgramLoadError, check_header, op_nodes_from_json
+from numdiff.schema._graph_meta import (
+    NodeProvenance,
+    OpNodeInfo,
+    ProgramLoadError,
+    check_header,
+    op_nodes_from_json,
+    provenance_from_json,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -169,6 +176,22 @@ class ETRecord:
         if program is None and len(self._edge_json) == 1 and method == "forward":
             program = next(iter(self._edge_json.values()))
         return None if program is None else op_nodes_from_json(program)
+
+    def edge_provenance(self, method: str = "forward") -> list[NodeProvenance] | None:
+        """Each Edge node's debug handle and ``from_node`` ancestry, read from the JSON.
+
+        What debug-handle back-propagation needs, without loading the Edge program. None when
+        unavailable (no serialized Edge program, or one with control-flow subgraphs).
+        """
+        program = self._edge_json.get(method)
+        if program is None and len(self._edge_json) == 1 and method == "forward":
+            program = next(iter(self._edge_json.values()))
+        if program is None:
+            return None
+        try:
+            return provenance_from_json(program)
+        except ProgramLoadError as e:
+            raise ETRecordError(self.path, f"Edge program {method!r}: {e.problem}", _REGENERATE) from e
 
     @property
     def edge_programs(self) -> dict[str, ExportedProgram]:

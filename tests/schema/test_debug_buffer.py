@@ -76,3 +76,25 @@ def test_equal_bytes_compare_without_building_tensors(tmp_path: Path) -> None:
     b = Tensor(int(ScalarType.BYTE), (8,), (1,), 24)
     c = Tensor(int(ScalarType.BYTE), (7,), (1,), 17)
     assert buf.tensors_equal(a, b) and not buf.tensors_equal(a, c)
+
+
+def _rss_pages() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
+def test_release_drops_pages_but_never_changes_values(tmp_path: Path) -> None:
+    n = 4 << 20  # 16 MiB of float32
+    path = tmp_path / "big.bin"
+    path.write_bytes(torch.arange(n, dtype=torch.float32).numpy().tobytes())
+    buf = DebugBuffer(path)
+    t = buf.tensor(Tensor(int(ScalarType.FLOAT), (n,), (1,), 0))
+    before = _rss_pages()
+    assert float(t.sum()) > 0  # touch every page
+    t[5] = -1.0  # a private (copy-on-write) change the release must keep
+    touched = _rss_pages()
+    buf.release(t)
+    assert _rss_pages() < touched - (8 << 20) // 4096  # most of the 16 MiB left the process
+    assert float(t[5]) == -1.0 and float(t[6]) == 6.0 and float(t[n - 1]) == float(n - 1)
+    assert before <= touched
+    assert Path(path).read_bytes()[20:24] == torch.tensor([5.0]).numpy().tobytes()  # the file is untouched

@@ -53,3 +53,18 @@ def test_parsers() -> None:
     assert parse_nn_module_stack("k,layers[(0, 1)],T") == {"k": ("layers[(0, 1)]", "T")}
     assert parse_source_fn_stack("linear,torch.nn.Linear;relu,function.relu") == [
         ("linear", "torch.nn.Linear"), ("relu", "function.relu")]
+
+
+@pytest.mark.parametrize("name", fixture_names(need=("etrecord",)))
+def test_back_propagation_from_json_equals_from_the_loaded_program(name: str) -> None:
+    from numdiff.capture import plan_debug_handle_propagation
+
+    record = parse_etrecord(artifact(name, "etrecord"))  # type: ignore[arg-type]
+    provenance = record.edge_provenance()
+    assert provenance is not None
+    ep = record.exported_program
+    by_json = plan_debug_handle_propagation(ep, record.export_graph_id, provenance)
+    by_program = plan_debug_handle_propagation(ep, record.export_graph_id, record.edge_dialect_program)
+    assert {n.name: h for n, h in by_json.assignments.items()} == {n.name: h for n, h in by_program.assignments.items()}
+    assert by_json.validated == by_program.validated
+    assert by_json.matched_handles == by_program.matched_handles
