@@ -34,6 +34,7 @@ import torch
 from torch.export import ExportedProgram
 
 from numdiff.capture.handles import plan_debug_handle_propagation
+from numdiff.capture.nodes import UNSET_DEBUG_HANDLE
 from numdiff.errors import CaptureError, InternalError, MissingDataError, UsageError
 
 __all__ = [
@@ -112,7 +113,12 @@ def resolve_reference_graph(
     """
     name = reference_graph
     if reference_graph is None or reference_graph == EXPORTED_PROGRAM_GRAPH:
-        failure = _back_propagate(etrecord, disable_debug_handle_validation)
+        module, failure = _direct_aten(etrecord, disable_debug_handle_validation)
+        if module is not None:
+            _log.info("Using 'exported_program' (ATen dialect) as reference graph")
+            return module, EXPORTED_PROGRAM_GRAPH
+        if failure is None:
+            failure = _back_propagate(etrecord, disable_debug_handle_validation)
         if failure is None:
             name = EXPORTED_PROGRAM_GRAPH
         elif reference_graph is None:
@@ -148,6 +154,39 @@ def resolve_reference_graph(
     if program is None:
         raise InternalError(f"reference graph {name!r} resolved to no program\nThis is a bug in numdiff: please report it.")
     return _runnable(program, name), name
+
+
+def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.GraphModule | None, str | None]:
+    """The ATen graph built from the ETRecord's JSON, handles back-propagated from the Edge JSON.
+
+    Returns ``(module, None)`` on success, ``(None, why)`` when back-propagation failed
+    validation, and ``(None, None)`` when this route does not apply (then the programs are loaded
+    with torch's deserializer). The handles are also left on the ETRecord's ATen program for
+    whoever reads it later, as the reference leaves them.
+    """
+    from numdiff.capture._aten_builder import build_aten_graph_module
+    from numdiff.schema._graph_meta import provenance_from_json
+
+    program_source = getattr(etrecord, "program_source", None)
+    edge_provenance = getattr(etrecord, "edge_provenance", None)
+    source = program_source(EXPORTED_PROGRAM_GRAPH) if program_source is not None else None
+    edge = edge_provenance() if edge_provenance is not None else None
+    if source is None or edge is None:
+        return None, None
+    aten = provenance_from_json(source[0])
+    if aten is None:
+        return None, None
+    plan = plan_debug_handle_propagation(aten, _graph_id(etrecord), edge)
+    if not disable_validation and not plan.validated:
+        return None, f"debug-handle back-propagation failed ({plan.describe_failure()})"
+    module = build_aten_graph_module(*source)
+    if module is None:
+        return None, None
+    for node in module.graph.nodes:
+        if node.op == "call_function":  # getitems are not in the JSON: 0 (unset), as torch's route gives them
+            node.meta["debug_handle"] = plan.assignments.get(node.name, UNSET_DEBUG_HANDLE)
+    etrecord.remember_debug_handles(EXPORTED_PROGRAM_GRAPH, dict(plan.assignments))
+    return module, None
 
 
 def _back_propagate(etrecord: ETRecordPrograms, disable_validation: bool) -> str | None:

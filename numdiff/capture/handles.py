@@ -96,7 +96,7 @@ class HandlePropagation:
             with different handles.
     """
 
-    assignments: dict[torch.fx.Node, Any]
+    assignments: dict[Any, Any]
     matched_handles: frozenset[Hashable]
     unmatched_edge_nodes: tuple[tuple[str, Any], ...]
     conflicts: tuple[tuple[NodeId, Any, Any], ...]
@@ -130,7 +130,8 @@ class HandlePropagation:
     def apply(self) -> None:
         """Write :attr:`assignments` into the ATen nodes' ``debug_handle`` meta (in place)."""
         for node, handle in self.assignments.items():
-            node.meta[DEBUG_HANDLE_KEY] = handle
+            if isinstance(node, torch.fx.Node):  # records planned from provenance carry names only
+                node.meta[DEBUG_HANDLE_KEY] = handle
 
 
 def ancestor_node_ids(node: torch.fx.Node) -> list[NodeId]:
@@ -158,14 +159,15 @@ def ancestor_node_ids(node: torch.fx.Node) -> list[NodeId]:
 
 
 def plan_debug_handle_propagation(
-    exported_program: ProgramLike,
+    exported_program: ProgramLike | Sequence[Any],
     export_graph_id: int | str,
     edge_dialect_program: ProgramLike | Sequence[Any],
 ) -> HandlePropagation:
     """Match Edge handles to ATen nodes without changing either program.
 
     Args:
-        exported_program: The ATen program (or its graph module).
+        exported_program: The ATen program (or its graph module), or its nodes' provenance
+            records (then ``assignments`` is keyed by node name).
         export_graph_id: ``id()`` of the ATen graph at export time (the ETRecord's
             ``export_graph_id``).
         edge_dialect_program: The Edge program (or its graph module), whose nodes carry
@@ -178,15 +180,15 @@ def plan_debug_handle_propagation(
     edge = _edge_provenance(edge_dialect_program)
     ancestor_handles, conflicts = _ancestor_handles(edge)
     graph_id = str(export_graph_id)
-    assignments: dict[torch.fx.Node, Any] = {}
+    assignments: dict[Any, Any] = {}
     matched: set[Hashable] = set()
-    for node in _program_nodes(exported_program):
-        handle = _handle_for(node, graph_id, ancestor_handles)
+    for key, name, ancestors in _aten_provenance(exported_program):
+        handle = _handle_for(name, ancestors, graph_id, ancestor_handles)
         if handle is None:
             handle = UNSET_DEBUG_HANDLE
         else:
             matched.add(_hashable(handle))
-        assignments[node] = handle
+        assignments[key] = handle
     unmatched = tuple(
         (name, handle) for name, handle, _ in edge if handle is None or _hashable(handle) not in matched
     )
@@ -247,11 +249,18 @@ def _ancestor_handles(
     return handles, conflicts
 
 
-def _handle_for(node: torch.fx.Node, graph_id: str, ancestor_handles: dict[NodeId, Any]) -> Any:
-    own = (node.name, graph_id)
+def _aten_provenance(aten: ProgramLike | Sequence[Any]) -> list[tuple[Any, str, list[NodeId]]]:
+    """``(key, name, ancestors)`` per ATen node; the key is the fx node, or the name for records."""
+    if isinstance(aten, Sequence):  # NodeProvenance records read from the ETRecord's JSON
+        return [(p.name, p.name, list(p.ancestors)) for p in aten]
+    return [(n, n.name, ancestor_node_ids(n)) for n in _program_nodes(aten)]
+
+
+def _handle_for(name: str, ancestors: list[NodeId], graph_id: str, ancestor_handles: dict[NodeId, Any]) -> Any:
+    own = (name, graph_id)
     if own in ancestor_handles:
         return ancestor_handles[own]
-    for ancestor in ancestor_node_ids(node):
+    for ancestor in ancestors:
         if ancestor in ancestor_handles:
             return ancestor_handles[ancestor]
     return None

@@ -32,6 +32,7 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
 from numdiff.schema._edge_ops import resolve_target
+from numdiff.schema._pickles import load_torch_artifact  # noqa: F401 - re-exported
 from numdiff.schema._graph_meta import (
     DELEGATE_TARGET,
     SUPPORTED_SCHEMA_MAJOR,
@@ -86,22 +87,6 @@ class _NodePlan:
     lowered: list[Any] = field(default_factory=list)
 
 
-def load_torch_artifact(data: bytes, what: str) -> Any:
-    """Unpickle a ``torch.save`` artifact with ``weights_only=True`` (never unsafe unpickling).
-
-    Raises:
-        ProgramLoadError: The bytes are not a weights-only loadable artifact.
-    """
-    if len(data) == 0:
-        return None
-    try:
-        return torch.load(io.BytesIO(data), weights_only=True)
-    except Exception as e:
-        raise ProgramLoadError(
-            f"{what} cannot be loaded with torch.load(weights_only=True): {type(e).__name__}: {str(e)[:300]}",
-            "numdiff never unpickles arbitrary code; regenerate the ETRecord with a current ExecuTorch "
-            "(it stores tensors only).",
-        ) from e
 
 
 def _plan_node(node: dict[str, Any]) -> _NodePlan:

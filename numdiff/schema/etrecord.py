@@ -121,6 +121,7 @@ class _Lazy:
         obj._values[self.name] = value
         if self.name == "edge_dialect_program":
             obj._edge_json = {}  # the JSON no longer describes the program
+        obj._sources.pop(self.name, None)
 
 
 class ETRecord:
@@ -155,6 +156,7 @@ class ETRecord:
         self._values: dict[str, Any] = {}
         self._loaders: dict[str, Callable[[], Any]] = {}
         self._edge_json: dict[str, dict[str, Any]] = {}
+        self._sources: dict[str, _Program] = {}
         self.export_graph_id: int = 0
         self._debug_handle_map: dict[str, dict[str, Any]] | None = None
         self._delegate_map: dict[str, dict[str, Any]] | None = None
@@ -176,6 +178,36 @@ class ETRecord:
         if program is None and len(self._edge_json) == 1 and method == "forward":
             program = next(iter(self._edge_json.values()))
         return None if program is None else op_nodes_from_json(program)
+
+    def program_source(self, attribute: str = "exported_program") -> tuple[dict[str, Any], bytes, bytes] | None:
+        """``(program JSON, state_dict bytes, constants bytes)`` of a program not yet built, or None.
+
+        Lets the numerical gap build the ATen graph it runs directly, without torch's
+        deserializer. None once the program was built or replaced.
+        """
+        source = self._sources.get(attribute)
+        if source is None or attribute not in self._loaders:
+            return None
+        return source.json, source.parts[1], source.parts[2]
+
+    def remember_debug_handles(self, attribute: str, handles_by_node: dict[str, Any]) -> None:
+        """Write ``debug_handle`` meta into a program's nodes by name, now or when it is built.
+
+        The reference leaves the back-propagated handles on the ETRecord's ATen program; numdiff
+        may compute them without building it, and applies them when it is first read.
+        """
+        def apply(program: Any) -> Any:
+            for node in program.graph.nodes:
+                if node.op not in ("placeholder", "output"):  # nodes the plan does not name are unset (0)
+                    node.meta["debug_handle"] = handles_by_node.get(node.name, 0)
+            return program
+
+        loader = self._loaders.get(attribute)
+        if loader is None:
+            if self._values.get(attribute) is not None:
+                apply(self._values[attribute])
+            return
+        self._loaders[attribute] = lambda: apply(loader())
 
     def edge_provenance(self, method: str = "forward") -> list[NodeProvenance] | None:
         """Each Edge node's debug handle and ``from_node`` ancestry, read from the JSON.
@@ -332,7 +364,7 @@ def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
         elif _is_companion(name, present):
             continue
         elif name == "exported_program":
-            record._loaders["exported_program"] = _read_program(archive, path, name)
+            record._loaders["exported_program"] = record._sources["exported_program"] = _read_program(archive, path, name)
         elif name == EDGE_ENTRY:
             edge_single = _read_program(archive, path, name)
         elif name.startswith(EDGE_ENTRY + "/"):
@@ -395,7 +427,7 @@ class _PickledEntry:
     data: bytes
 
     def __call__(self) -> Any:
-        from numdiff.schema._export_serde import load_torch_artifact
+        from numdiff.schema._pickles import load_torch_artifact
 
         try:
             return load_torch_artifact(self.data, f"entry {self.name!r}")
