@@ -47,17 +47,22 @@ class Target:
     memory: float
 
 
+#: The gap target is judged like for like: the oracle's ``import executorch.devtools`` loads torch
+#: before its timer starts, while numdiff loads torch lazily inside ``Inspector()``. So the gap
+#: is compared with torch already imported on both sides, and from a cold start on both sides.
 TARGETS = (
     Target("profiling: Inspector()", "profiling", "build_s", 20.0, 0.5),
-    Target("gap: Inspector() + calculate_numeric_gap('SNR')", "gap", "end_to_end_s", 3.0, 0.5),
+    Target("gap: Inspector() + calculate_numeric_gap('SNR'), torch imported first on both sides",
+           "gap_torch_first", "end_to_end_s", 3.0, 0.5),
+    Target("gap: import + Inspector() + calculate_numeric_gap('SNR') (cold start, both sides)",
+           "gap", "cold_end_to_end_s", 3.0, 0.5),
 )
 #: Reported without a target.
 INFO_ROWS = (
+    ("gap: end to end, numdiff's lazy torch import inside its timer, the oracle's outside", "gap", "end_to_end_s"),
     ("profiling: Inspector(), CPU seconds", "profiling", "build_cpu_s"),
     ("profiling: import + Inspector() (cold start)", "profiling", "cold_build_s"),
     ("gap: end to end, CPU seconds", "gap", "end_to_end_cpu_s"),
-    ("gap: import + end to end (cold start)", "gap", "cold_end_to_end_s"),
-    ("gap: end to end, numdiff with torch imported before the timer", "gap_torch_first", "end_to_end_s"),
     ("gap: Inspector() only", "gap", "build_s"),
     ("gap: calculate_numeric_gap('SNR') only", "gap", "gap_s"),
 )
@@ -192,7 +197,7 @@ def compare(runs: dict[str, dict[str, list[Any]]]) -> list[dict[str, Any]]:
             row["memory_ratio"] = nd["peak_mib"] / ora["peak_mib"]
         if target is not None:
             row["target"] = asdict(target)
-            answers_ok = case != "gap" or gap_agreement(runs["gap"]).startswith("same")
+            answers_ok = not case.startswith("gap") or gap_agreement(runs["gap"]).startswith("same")
             row["pass"] = ("speedup" in row and answers_ok and row["speedup"] >= target.speedup
                            and row["memory_ratio"] <= target.memory)
         rows.append(row)
