@@ -156,11 +156,7 @@ def op_nodes_from_json(program: dict[str, Any]) -> list[OpNodeInfo]:
         if not isinstance(target, str) or target.endswith("getitem"):
             continue
         meta = node.get("metadata") or {}
-        raw_handle = meta.get("debug_handle")
-        try:
-            handle = int(raw_handle) if raw_handle else None
-        except ValueError as e:
-            raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw_handle!r}") from e
+        handle = _debug_handle(node, meta)
         module_stack = meta.get("nn_module_stack")
         source_fn = meta.get("source_fn_stack")
         out.append(OpNodeInfo(
@@ -199,13 +195,17 @@ def provenance_from_json(program: dict[str, Any]) -> list[NodeProvenance] | None
         if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
             return None
         meta = node.get("metadata") or {}
-        raw_handle = meta.get("debug_handle")
-        try:
-            handle = int(raw_handle) if raw_handle else None
-        except ValueError as e:
-            raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw_handle!r}") from e
+        handle = _debug_handle(node, meta)
         out.append(NodeProvenance(str(node.get("name")), handle, _ancestors(meta.get("from_node"))))
     return out
+
+
+def _debug_handle(node: dict[str, Any], meta: dict[str, Any]) -> int | None:
+    raw = meta.get("debug_handle")
+    try:
+        return int(raw) if raw else None
+    except ValueError as e:
+        raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw!r}") from e
 
 
 def _ancestors(raw: Any) -> tuple[tuple[str, str], ...]:
