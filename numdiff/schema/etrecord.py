@@ -35,21 +35,28 @@ is an :class:`~numdiff.errors.ETRecordError` naming the file and the entry.
 from __future__ import annotations
 
 import io
-import json
 import os
 import warnings
 import zipfile
-import zlib
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from numdiff.errors import ETRecordError
+from numdiff.schema._etrecord_entries import (
+    REGENERATE,
+    PickledEntry,
+    Program,
+    check_directory_at_end,
+    is_companion,
+    read_bytes,
+    read_json,
+    read_program,
+)
 from numdiff.schema._graph_meta import (
     NodeProvenance,
     OpNodeInfo,
     ProgramLoadError,
-    check_header,
     op_nodes_from_json,
     provenance_from_json,
 )
@@ -58,12 +65,10 @@ if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
 
-__all__ = ["ETRecord", "ETRecordEntry", "ENTRIES", "op_type_name", "parse_etrecord"]
+__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "op_type_name", "parse_etrecord"]
 
 IDENTIFIER = "ETRECORD_V0"
 EDGE_ENTRY = "edge_dialect_exported_program"
-COMPANION_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
-_REGENERATE = "Regenerate it with ExecuTorch: to_edge_transform_and_lower(..., generate_etrecord=True) and etrecord.save(path)."
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +161,7 @@ class ETRecord:
         self._values: dict[str, Any] = {}
         self._loaders: dict[str, Callable[[], Any]] = {}
         self._edge_json: dict[str, dict[str, Any]] = {}
-        self._sources: dict[str, _Program] = {}
+        self._sources: dict[str, Program] = {}
         self.export_graph_id: int = 0
         self._debug_handle_map: dict[str, dict[str, Any]] | None = None
         self._delegate_map: dict[str, dict[str, Any]] | None = None
@@ -223,7 +228,7 @@ class ETRecord:
         try:
             return provenance_from_json(program)
         except ProgramLoadError as e:
-            raise ETRecordError(self.path, f"Edge program {method!r}: {e.problem}", _REGENERATE) from e
+            raise ETRecordError(self.path, f"Edge program {method!r}: {e.problem}", REGENERATE) from e
 
     @property
     def edge_programs(self) -> dict[str, ExportedProgram]:
@@ -304,38 +309,10 @@ def parse_etrecord(etrecord_path: str | os.PathLike[str] | bytes | BinaryIO) -> 
             "Check that the path points to the ETRecord (not the .pte or ETDump) and that it was copied completely.",
         ) from e
     with archive:
-        _check_directory_at_end(archive, path)
+        check_directory_at_end(archive, path)
         return _read_archive(archive, path)
 
 
-_EOCD_SIGNATURE = b"PK\x05\x06"
-_EOCD_SIZE = 22
-
-
-def _check_directory_at_end(archive: zipfile.ZipFile, path: str | None) -> None:
-    """Reject files whose zip directory is not at the very end (truncated, or a zip inside junk).
-
-    A truncated ETRecord can still *look* like a zip: the pickled entries are zips themselves, and
-    zipfile then finds one of those inner directories. ETRecord.save always ends the file with
-    the end-of-central-directory record, so check that it sits where it must.
-    """
-    fp = archive.fp
-    if fp is None:  # pragma: no cover - archive is open here
-        return
-    where = fp.tell()
-    try:
-        size = fp.seek(0, io.SEEK_END)
-        expected = size - _EOCD_SIZE - len(archive.comment)
-        fp.seek(max(expected, 0))
-        found = fp.read(4)
-    finally:
-        fp.seek(where)
-    if expected < 0 or found != _EOCD_SIGNATURE:
-        raise ETRecordError(
-            path,
-            "the zip directory is not at the end of the file: the file is truncated or not an ETRecord",
-            "Copy the ETRecord again or regenerate it.",
-        )
 
 
 def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
@@ -346,31 +323,31 @@ def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
             raise ETRecordError(
                 path,
                 f"entry {spec.name!r} is missing: this zip is not an ETRecord (entries: {names[:8]})",
-                _REGENERATE,
+                REGENERATE,
             )
     record = ETRecord()
     record.path = path
-    edge: dict[str, _Program] = {}
-    edge_single: _Program | None = None
-    graphs: dict[str, _Program] = {}
+    edge: dict[str, Program] = {}
+    edge_single: Program | None = None
+    graphs: dict[str, Program] = {}
     unknown: list[str] = []
     for name in names:
         known = _BY_NAME.get(name)
         if known is not None:
             if known.kind == "json":
-                setattr(record, known.attribute, _read_json(archive, path, name))
+                setattr(record, known.attribute, read_json(archive, path, name))
             elif known.kind == "tensors":
-                record._loaders[known.attribute] = _PickledEntry(path, name, _read_bytes(archive, path, name))
-        elif _is_companion(name, present):
+                record._loaders[known.attribute] = PickledEntry(path, name, read_bytes(archive, path, name))
+        elif is_companion(name, present):
             continue
         elif name == "exported_program":
-            record._loaders["exported_program"] = record._sources["exported_program"] = _read_program(archive, path, name)
+            record._loaders["exported_program"] = record._sources["exported_program"] = read_program(archive, path, name)
         elif name == EDGE_ENTRY:
-            edge_single = _read_program(archive, path, name)
+            edge_single = read_program(archive, path, name)
         elif name.startswith(EDGE_ENTRY + "/"):
-            edge[name[len(EDGE_ENTRY) + 1 :]] = _read_program(archive, path, name)
+            edge[name[len(EDGE_ENTRY) + 1 :]] = read_program(archive, path, name)
         elif f"{name}_state_dict" in present:
-            graphs[name] = _read_program(archive, path, name)
+            graphs[name] = read_program(archive, path, name)
         else:
             unknown.append(name)
     if not edge and edge_single is not None:
@@ -391,77 +368,3 @@ def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
             stacklevel=3,
         )
     return record
-
-
-def _is_companion(name: str, present: set[str]) -> bool:
-    return any(name.endswith(s) and name[: -len(s)] in present for s in COMPANION_SUFFIXES)
-
-
-def _read_bytes(archive: zipfile.ZipFile, path: str | None, name: str) -> bytes:
-    try:
-        return archive.read(name)
-    except KeyError as e:
-        raise ETRecordError(path, f"entry {name!r} is missing", _REGENERATE) from e
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
-        raise ETRecordError(
-            path,
-            f"entry {name!r} cannot be read ({type(e).__name__}: {e}); the file is truncated or corrupt",
-            "Copy the ETRecord again or regenerate it.",
-        ) from e
-
-
-def _read_json(archive: zipfile.ZipFile, path: str | None, name: str) -> Any:
-    data = _read_bytes(archive, path, name)
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ETRecordError(path, f"entry {name!r} is not valid JSON ({e})", _REGENERATE) from e
-
-
-@dataclass(frozen=True, slots=True)
-class _PickledEntry:
-    """A ``torch.save`` entry, unpickled (weights only) when first needed."""
-
-    path: str | None
-    name: str
-    data: bytes
-
-    def __call__(self) -> Any:
-        from numdiff.schema._pickles import load_torch_artifact
-
-        try:
-            return load_torch_artifact(self.data, f"entry {self.name!r}")
-        except ProgramLoadError as e:
-            raise ETRecordError(self.path, e.problem, e.hint) from e
-
-
-@dataclass(frozen=True, slots=True)
-class _Program:
-    """A program entry: its JSON checked and parsed now, the ``ExportedProgram`` built when first needed."""
-
-    path: str | None
-    name: str
-    parts: tuple[bytes, bytes, bytes, bytes]
-    json: dict[str, Any]
-
-    def __call__(self) -> ExportedProgram:
-        from numdiff.schema._export_serde import load_program
-
-        try:
-            return load_program(*self.parts)
-        except ProgramLoadError as e:
-            raise ETRecordError(self.path, f"entry {self.name!r}: {e.problem}", e.hint or _REGENERATE) from e
-
-
-def _read_program(archive: zipfile.ZipFile, path: str | None, name: str) -> _Program:
-    state_dict, constants, example_inputs = (_read_bytes(archive, path, name + s) for s in COMPANION_SUFFIXES)
-    parts = (_read_bytes(archive, path, name), state_dict, constants, example_inputs)
-    try:
-        program = json.loads(parts[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ETRecordError(path, f"entry {name!r}: program is not valid JSON: {e}", _REGENERATE) from e
-    try:
-        check_header(program)
-    except ProgramLoadError as e:
-        raise ETRecordError(path, f"entry {name!r}: {e.problem}", e.hint or _REGENERATE) from e
-    return _Program(path, name, parts, program)

@@ -1,0 +1,200 @@
+"""Reading an ETDump: locate and check the root, then read runs and events column-wise.
+
+Every offset is bounds-checked by ``numdiff.schema._flatbuf``; events are read with numpy
+gathers, one pass per field over all events of a run, so large dumps need no Python loop per
+event. The records it fills are defined in ``numdiff.schema.etdump``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff.errors import ETDumpError
+from numdiff.schema._flatbuf import Buffer, Table, TableVector, intern_strings
+from numdiff.schema.etdump import (
+    FILE_IDENTIFIER,
+    Allocator,
+    ETDump,
+    EventColumns,
+    EventKind,
+    RunData,
+    Tensor,
+    Value,
+    ValueType,
+)
+
+__all__ = ["read_etdump", "read_value"]
+
+
+def _read_tensor(t: Table) -> Tensor:
+    return Tensor(
+        scalar_type=int(t.scalar(0, "i8", 0)),
+        sizes=tuple(t.scalar_vector(1, "i64", "Tensor.sizes")),
+        strides=tuple(t.scalar_vector(2, "i64", "Tensor.strides")),
+        offset=int(t.scalar(3, "i64", 0)),
+    )
+
+
+def read_value(buf: Buffer, pos: int) -> Value:
+    """The ``Value`` table at ``pos``."""
+    t = buf.table(pos, "Value")
+    raw_type = int(t.scalar(0, "u8", 0))
+    try:
+        val = ValueType(raw_type)
+    except ValueError as e:
+        raise buf.fail(f"Value has unknown type tag {raw_type}", pos) from e
+
+    def wrapped(index: int, kind: str, what: str) -> int | float | bool | None:
+        sub = t.subtable(index, what)
+        return None if sub is None else sub.scalar(0, kind, 0)
+
+    tensor = t.subtable(1, "Tensor")
+    tlist = t.subtable(2, "TensorList")
+    output = wrapped(7, "bool", "Bool")
+    string_table = t.subtable(8, "String")
+    return Value(
+        val=val,
+        tensor=None if tensor is None else _read_tensor(tensor),
+        tensor_list=None if tlist is None else tuple(_read_tensor(x) for x in tlist.table_vector(0, "TensorList.tensors")),
+        int_value=_opt_int(wrapped(3, "i64", "Int")),
+        float_value=_opt_float(wrapped(4, "f32", "Float")),
+        double_value=_opt_float(wrapped(5, "f64", "Double")),
+        bool_value=None if (b := wrapped(6, "bool", "Bool")) is None else bool(b),
+        output=None if output is None else bool(output),
+        string_value=None if string_table is None else string_table.string(0),
+    )
+
+
+def _opt_int(v: int | float | bool | None) -> int | None:
+    return None if v is None else int(v)
+
+
+def _opt_float(v: int | float | bool | None) -> float | None:
+    return None if v is None else float(v)
+
+
+def _locate_root(data: bytes, path: str | None) -> tuple[int, bool]:
+    """Root table position and whether the file is size-prefixed; checks identifier and size."""
+
+    def fail(problem: str, hint: str) -> ETDumpError:
+        return ETDumpError(path, problem, hint)
+
+    if len(data) == 0:
+        raise fail("the file is empty", "The runtime wrote nothing: check that ETDump generation was enabled and flushed.")
+    if len(data) < 8:
+        raise fail(f"only {len(data)} bytes: too short to be an ETDump (truncated?)", "Re-copy the file from the device.")
+    if len(data) >= 12 and data[8:12] == FILE_IDENTIFIER:
+        declared = int.from_bytes(data[0:4], "little")
+        if declared > len(data) - 4:
+            raise fail(
+                f"truncated: the size prefix says {declared} bytes follow but only {len(data) - 4} do",
+                "Re-copy the file from the device: it was cut short.",
+            )
+        return 4 + int.from_bytes(data[4:8], "little"), True
+    if data[4:8] == FILE_IDENTIFIER:
+        return int.from_bytes(data[0:4], "little"), False
+    found = data[8:12] if len(data) >= 12 else data[4:8]
+    raise fail(
+        f"not an ETDump: file identifier is {bytes(found)!r}, expected {FILE_IDENTIFIER!r}",
+        "Pass the .etdp file the runtime's ETDumpGen wrote (not the .pte program or the debug buffer).",
+    )
+
+
+def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLike[str] | None = None) -> ETDump:
+    """Parse an ETDump from a file path or from bytes.
+
+    Args:
+        source: Path of the ``.etdp`` file, or its contents.
+        path: Name to use in error messages when ``source`` is bytes.
+
+    Returns:
+        The parsed dump.
+
+    Raises:
+        ETDumpError: The file is missing, empty, truncated, corrupt or not an ETDump.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        name = None if path is None else os.fspath(path)
+    else:
+        name = os.fspath(source)
+        try:
+            with open(name, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ETDumpError(name, f"cannot be read: {e.strerror or e}", "Check the path.") from e
+    root_pos, _prefixed = _locate_root(data, name)
+    buf = Buffer.of(data, name)
+    root = buf.table(root_pos, "ETDump root")
+    strings: dict[bytes, int] = {}
+    dump = ETDump(version=int(root.scalar(0, "u32", 0)), run_data=[], strings=[], buffer=buf)
+    for run in root.table_vector(1, "ETDump.run_data"):
+        allocators = tuple(Allocator(a.string(0)) for a in run.table_vector(2, "RunData.allocators"))
+        dump.run_data.append(
+            RunData(
+                name=run.string(0),
+                bundled_input_index=int(run.scalar(1, "i32", -1)),
+                allocators=allocators,
+                columns=_read_event_columns(buf, run.table_positions(3, "RunData.events"), strings),
+                _dump=dump,
+            )
+        )
+    decoded = list(strings)
+    dump.strings.extend(_decode(buf, decoded))
+    return dump
+
+
+def _decode(buf: Buffer, raw: list[bytes]) -> list[str]:
+    out = []
+    for b in raw:
+        try:
+            out.append(b.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise buf.fail(f"an event name is not valid UTF-8: {b[:40]!r}") from e
+    return out
+
+
+def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int]) -> EventColumns:
+    n = positions.size
+    events = TableVector.at(buf, positions, "Event")
+    kind = np.zeros(n, dtype=np.int8)
+    name = np.full(n, -1, dtype=np.int32)
+    chain = np.zeros(n, dtype=np.int64)
+    instr = np.full(n, -1, dtype=np.int64)
+    dint = np.full(n, -1, dtype=np.int64)
+    dstr = np.full(n, -1, dtype=np.int32)
+    start = np.zeros(n, dtype=np.uint64)
+    end = np.zeros(n, dtype=np.uint64)
+    table = np.full(n, -1, dtype=np.int64)
+    value = np.full(n, -1, dtype=np.int64)
+    output = np.zeros(n, dtype=np.bool_)
+
+    # Allocation first, then debug, then profile: later kinds overwrite, so profile wins.
+    rows, alloc = events.subtables(1, "AllocationEvent")
+    kind[rows], table[rows] = EventKind.ALLOCATION, alloc.pos
+
+    rows, dbg = events.subtables(2, "DebugEvent")
+    kind[rows], table[rows] = EventKind.DEBUG, dbg.pos
+    chain[rows] = dbg.scalar(0, "u64", 0).view(np.int64)  # raw bits; event_at restores the unsigned value
+    instr[rows] = dbg.scalar(1, "i32", -1)
+    dint[rows] = dbg.scalar(3, "i32", -1)
+    dstr[rows] = intern_strings(buf, dbg.indirect(4), "delegate id", strings)
+    name[rows] = intern_strings(buf, dbg.indirect(5), "debug event name", strings)
+    vrows, values = dbg.subtables(2, "Value")
+    value[rows[vrows]] = values.pos
+    orows, flags = values.subtables(7, "Bool")
+    output[rows[vrows[orows]]] = flags.scalar(0, "bool", 0).astype(np.bool_)
+
+    rows, prof = events.subtables(0, "ProfileEvent")
+    kind[rows], table[rows], value[rows], output[rows] = EventKind.PROFILE, prof.pos, -1, False
+    name[rows] = intern_strings(buf, prof.indirect(0), "profile event name", strings)
+    chain[rows] = prof.scalar(1, "i32", 0)
+    instr[rows] = prof.scalar(2, "i32", -1)
+    dint[rows] = prof.scalar(3, "i32", -1)
+    dstr[rows] = intern_strings(buf, prof.indirect(4), "delegate id", strings)
+    start[rows] = prof.scalar(6, "u64", 0)
+    end[rows] = prof.scalar(7, "u64", 0)
+    return EventColumns(kind, name, chain, instr, dint, dstr, start, end, table, value, output)
