@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import time
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -129,12 +128,13 @@ def test_programs_run_like_reference(name: str) -> None:
 
 
 @needs_fixtures
-def test_loading_is_fast() -> None:
+def test_parsing_defers_programs_and_pickles_until_read() -> None:
+    """Speed is shown in benchmarks/; here: parsing checks the programs but builds none of them."""
     name = "mlp_fp32" if "mlp_fp32" in RECORDED else RECORDED[0]
-    parse_etrecord(FIXTURES / name / "etrecord.bin")  # warm imports
-    start = time.perf_counter()
-    parse_etrecord(FIXTURES / name / "etrecord.bin")
-    assert time.perf_counter() - start < 1.0
+    rec = parse_etrecord(FIXTURES / name / "etrecord.bin")
+    assert {"exported_program", "edge_dialect_program", "_reference_outputs"} <= set(rec._loaders)
+    assert rec.op_nodes() and rec.has("_reference_outputs")
+    assert rec.exported_program is not None and "exported_program" not in rec._loaders
 
 
 @needs_fixtures
