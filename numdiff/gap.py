@@ -92,11 +92,6 @@ def _representative_inputs(etrecord: Any) -> Any:
     return inputs
 
 
-def _overlaps(handle: DebugHandle, runtime_handles: Iterable[set[int]]) -> bool:
-    h = set(handle)
-    return any(h & r for r in runtime_handles)
-
-
 def gather(
     etrecord: Any,
     events: Iterable[EventLike],
@@ -116,7 +111,7 @@ def gather(
     from numdiff.schema.debug_buffer import MissingTensor
 
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
-    if not any(r.data not in (None, [], ()) for r in runtime_outputs.values()):
+    if not any(_has_values(r.data) for r in runtime_outputs.values()):
         raise MissingDataError(
             f"ETDump {etdump_path!r} holds no intermediate outputs to compare\n"
             "Run the model with intermediate-output logging (ETDumpGen debug level "
@@ -129,11 +124,12 @@ def gather(
         )
     inputs = _representative_inputs(etrecord)
     graph_module, graph_name = resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
-    runtime_sets = [set(h) for h in runtime_outputs]
+    # A captured handle can pair only if it shares an id with some runtime handle.
+    runtime_ids: set[int] = set().union(*runtime_outputs)
     kept: dict[DebugHandle, Any] = {}
 
     def keep_if_paired(handle: DebugHandle, node: Any, value: Any) -> None:
-        if _overlaps(handle, runtime_sets):
+        if not runtime_ids.isdisjoint(handle):
             kept[handle] = value
 
     result = capture_intermediate_outputs(graph_module, [inputs], on_output=keep_if_paired)
@@ -170,6 +166,11 @@ def module_paths(graph_module: Any) -> dict[str, str]:
             path, kind = list(stack.values())[-1][:2] if isinstance(list(stack.values())[-1], (tuple, list)) else ("", "")
             out[node.name] = path or str(kind).rsplit(".", 1)[-1]
     return out
+
+
+def _has_values(data: Any) -> bool:
+    """Whether a runtime event logged anything (an empty list means it logged no values)."""
+    return data is not None and not (isinstance(data, (list, tuple)) and len(data) == 0)
 
 
 def _is_missing(data: Any, missing_type: type) -> bool:

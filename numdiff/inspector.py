@@ -27,6 +27,7 @@ from numdiff.present.frames import printable_dataframe
 from numdiff.profile._build import build_event_blocks, warn_notes
 from numdiff.profile._symbolicate import (
     FORWARD,
+    FRAMEWORK_EVENTS,
     attach_graph_metadata,
     graph_op_nodes,
     op_name_mismatches,
@@ -361,7 +362,7 @@ def _logs_tensors(dump: Any) -> bool:
 
 def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: str | None) -> None:
     ids = {str(ev._instruction_id) for b in blocks for ev in b.events
-           if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in ("Method::init", "Program::load_method", "Method::execute")}
+           if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in FRAMEWORK_EVENTS}
     if ids and handle_map is not None and not ids & set(handle_map):
         raise MismatchedArtifactsError(
             f"ETRecord and ETDump {etdump_path!r} do not describe the same model: none of the "
