@@ -8,8 +8,9 @@
     │   ├── DebugBufferError          tensor points past the end of the debug buffer, unreadable buffer
     │   ├── ETRecordError             not a zip, missing or unreadable entry, program that will not load
     │   ├── MismatchedArtifactsError  ETRecord and ETDump come from different models
-    │   └── MissingDataError          something needed is absent (debug buffer, ETRecord,
-    │                                 representative inputs, intermediate outputs)
+    │   ├── MissingDataError          something needed is absent (debug buffer, ETRecord,
+    │   │                             representative inputs, intermediate outputs)
+    │   └── AnalysisFileError         a saved analysis (numdiff analyze) is unreadable, invalid or too new
     ├── UsageError (ValueError)       an argument is wrong (unknown metric or graph, conflicting options)
     ├── ComparatorError               a comparator hook failed or returned something that is not a number
     ├── CaptureError                  running the reference graph failed at a node
@@ -26,6 +27,7 @@ from __future__ import annotations
 import os
 
 __all__ = [
+    "AnalysisFileError",
     "CaptureError",
     "ComparatorError",
     "DebugBufferError",
@@ -91,6 +93,12 @@ class MismatchedArtifactsError(InputError):
 
 class MissingDataError(InputError):
     """Something the requested analysis needs is not in the given files."""
+
+
+class AnalysisFileError(_FileError):
+    """A saved analysis file is unreadable, not valid JSON, fails validation, or comes from a newer numdiff."""
+
+    kind = "analysis file"
 
 
 class UsageError(NumdiffError, ValueError):

@@ -10,6 +10,7 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
+from importlib import import_module
 from types import ModuleType
 
 from numdiff.errors import NumdiffError
@@ -20,7 +21,9 @@ __all__ = ["main"]
 def _commands() -> dict[str, ModuleType]:
     from numdiff.cli import example, gap, profile
 
-    return {"profile": profile, "gap": gap, "example": example}
+    return {"profile": profile, "gap": gap, "example": example,
+            "analyze": import_module("numdiff.cli.analyze"),
+            }
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,16 @@
+"""Reports people would rather look at: a saved analysis, an HTML report, a trace, a CI diff.
+
+Everything here is a thin layer over the library (the Inspector's profile view and
+``numdiff.gap``); nothing in this package computes a latency or an error of its own.
+
+Example:
+    >>> from numdiff.report import Analysis  # doctest: +SKIP
+    >>> analysis = Analysis.from_files(etdump, etrecord, debug_buffer, labels={"device": "pixel8"})  # doctest: +SKIP
+    >>> analysis.save("run.json")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from numdiff.report.models import FORMAT_VERSION, Analysis
+
+__all__ = ["FORMAT_VERSION", "Analysis"]

@@ -1,0 +1,158 @@
+"""The saved analysis: what it holds, save/load, migrations and bad files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numdiff.cli import main
+from numdiff.errors import AnalysisFileError, InputError
+from numdiff.examples import example_files
+from numdiff.inspector import Inspector
+from numdiff.report import FORMAT_VERSION, Analysis
+from numdiff.report.storage import load_analysis, migrate
+from tests.report.conftest import DATA, artifact_args
+
+
+def test_gap_rows_hold_the_library_numbers(example_analysis: Analysis) -> None:
+    f = example_files()
+    inspector = Inspector(etdump_path=f.etdump, etrecord=f.etrecord, debug_buffer_path=f.debug_buffer)
+    assert example_analysis.gap is not None
+    rows = {tuple(r.aot_debug_handle): r for r in example_analysis.gap.rows}
+    for metric, field in (("MSE", "mse"), ("L1", "l1"), ("SNR", "snr")):
+        df = inspector.calculate_numeric_gap(metric)
+        assert len(df) == len(rows)
+        for handle, gap in zip(df["aot_debug_handle"], df["gap"]):
+            saved = getattr(rows[tuple(handle)], field)
+            assert saved == pytest.approx(list(gap))
+
+
+def test_rows_explain_matching_and_point_at_source(example_analysis: Analysis) -> None:
+    gap = example_analysis.gap
+    assert gap is not None and gap.graph_name == "exported_program"
+    assert [r.index for r in gap.rows] == list(range(len(gap.rows)))
+    for row in gap.rows:
+        assert row.match in gap.match_explanation and row.match_explanation == gap.match_explanation[row.match]
+    cumsum = next(r for r in gap.rows if r.aot_ops == ["cumsum"])
+    assert cumsum.source_line is not None and "_fixture_models.py" in cumsum.source_line
+    assert cumsum.aot_stats is not None and cumsum.aot_stats.shape == [[2, 16]]
+    assert cumsum.error_histogram is not None and sum(cumsum.error_histogram.counts) == 32
+    assert cumsum.max_abs_error is not None and cumsum.max_abs_error > 0
+    assert math.isinf(gap.rows[0].snr[0])  # identical outputs
+
+
+def test_profile_summary_matches_the_inspector(example_analysis: Analysis) -> None:
+    f = example_files()
+    inspector = Inspector(etdump_path=f.etdump, etrecord=f.etrecord, debug_buffer_path=f.debug_buffer)
+    assert example_analysis.profile.time_unit == "ms"
+    assert [b.name for b in example_analysis.profile.blocks] == [b.name for b in inspector.event_blocks]
+    for saved, block in zip(example_analysis.profile.blocks, inspector.event_blocks):
+        assert [e.name for e in saved.events] == [e.name for e in block.events]
+        for s, ev in zip(saved.events, block.events):
+            assert ev.perf_data is not None and s.p50 == ev.perf_data.p50 and s.durations == list(ev.perf_data.raw)
+    cumsum = next(e for b in example_analysis.profile.blocks for e in b.events if e.name == "native_call_cumsum.out")
+    assert cumsum.op_types == ["aten.cumsum.default"] and cumsum.module is not None
+
+
+def test_artifacts_are_hashed_and_labels_kept(example_analysis: Analysis) -> None:
+    f = example_files()
+    by_role = {a.role: a for a in example_analysis.artifacts}
+    assert by_role["etdump"].sha256 == hashlib.sha256(f.etdump.read_bytes()).hexdigest()
+    assert by_role["debug_buffer"].size == f.debug_buffer.stat().st_size
+    assert example_analysis.labels == {"device": "host", "build": "1"}
+
+
+def test_save_load_round_trip_keeps_infinities(example_analysis: Analysis, tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    example_analysis.save(path)
+    text = path.read_text()
+    json.loads(text)  # strict JSON
+    assert "Infinity" in text and "NaN" not in text.replace('"NaN"', "")
+    assert Analysis.load(path) == example_analysis
+
+
+def test_culprits_not_available_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numdiff.culprits", None)  # import fails
+    args = artifact_args("example")
+    a = Analysis.from_files(args[1], args[3], args[5])
+    assert not a.culprits.available and a.culprits.reason is not None
+    assert a.culprits.reason.startswith("not available: ")
+
+
+def test_profile_only_without_etrecord() -> None:
+    with pytest.warns(UserWarning, match="no debug buffer was given"):
+        a = Analysis.from_files(example_files().etdump)
+    assert a.gap is None and a.gap_unavailable is not None and "ETRecord" in a.gap_unavailable
+    assert [x.role for x in a.artifacts] == ["etdump"]
+    assert a.profile.blocks
+
+
+def test_committed_v1_file_still_loads() -> None:
+    a = load_analysis(DATA / "analysis_v1.json")
+    assert a.format_version == FORMAT_VERSION
+    assert a.labels["model"] == "quantized_mlp"
+    assert a.gap is not None and {r.aot_ops[-1] for r in a.gap.rows} >= {"cumsum"}
+
+
+def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from numdiff.report import storage
+
+    monkeypatch.setattr(storage, "FORMAT_VERSION", 3)
+    steps = {1: lambda d: {**d, "seen": [1]}, 2: lambda d: {**d, "seen": d["seen"] + [2]}}
+    assert migrate({"format_version": 1}, migrations=steps) == {"format_version": 3, "seen": [1, 2]}
+    assert migrate({"format_version": 2, "seen": []}, migrations=steps) == {"format_version": 3, "seen": [2]}
+    with pytest.raises(AnalysisFileError, match="'f.json': no migration from format version 2"):
+        migrate({"format_version": 2}, "f.json", migrations={1: steps[1]})
+
+
+def _write(tmp_path: Path, content: str | bytes) -> Path:
+    p = tmp_path / "bad.json"
+    p.write_bytes(content.encode() if isinstance(content, str) else content)
+    return p
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", r"is not valid JSON"),
+    (b"\xff\xfe\x00", r"is not valid JSON"),
+    ("[1, 2]", r"holds a JSON list, not an object"),
+    ('{"format_version": "1"}', r"format_version is '1', not a positive integer"),
+    ('{"format_version": 99, "numdiff_version": "9.0"}', r"format version 99 \(written by numdiff 9.0\) is newer.*\n.*Upgrade"),
+    ('{"format_version": 1, "numdiff_version": "0.1.0"}', r"is not a valid analysis: created_utc: Field required"),
+    ("[" * 100000, r"is not valid JSON"),
+])
+def test_bad_files_are_named_errors(tmp_path: Path, content: str | bytes, message: str) -> None:
+    with pytest.raises(AnalysisFileError, match=message) as info:
+        Analysis.load(_write(tmp_path, content))
+    assert isinstance(info.value, InputError) and "bad.json" in str(info.value)
+
+
+def test_damaged_field_is_named(tmp_path: Path) -> None:
+    data = json.loads((DATA / "analysis_v1.json").read_text())
+    data["artifacts"][0]["sha256"] = "xyz"
+    with pytest.raises(AnalysisFileError, match=r"artifacts\.0\.sha256: String should match pattern"):
+        Analysis.load(_write(tmp_path, json.dumps(data)))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(AnalysisFileError, match="cannot be read"):
+        Analysis.load(tmp_path / "nope.json")
+
+
+def test_cli_analyze_writes_a_loadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run.json"
+    assert main(["analyze", *artifact_args("xnnpack"), "--label", "device=x86", "--label", "build = 7", "-o", str(out)]) == 0
+    a = Analysis.load(out)
+    assert a.labels == {"device": "x86", "build": "7"} and a.gap is not None and a.gap.rows
+    assert "gap rows" in capsys.readouterr().err
+
+
+def test_cli_analyze_rejects_a_bad_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", *artifact_args("xnnpack"), "--label", "device", "-o", str(tmp_path / "r.json")]) != 0
+    assert "--label 'device' is not KEY=VALUE" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
