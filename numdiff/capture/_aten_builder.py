@@ -22,7 +22,9 @@ import torch
 import torch.fx
 import torch.fx.traceback as fx_traceback
 
-from numdiff.schema._graph_meta import TORCH_OPS_PREFIX, check_header, parse_nn_module_stack
+from numdiff.schema._graph_meta import ProgramLoadError, check_header, parse_nn_module_stack
+from numdiff.schema._op_allowlist import ForbiddenOperator, classify_target
+from numdiff.schema._program_guard import ORIGINAL_NAME_KEY, ProgramNames, guard_program
 
 __all__ = ["build_aten_graph_module"]
 
@@ -53,15 +55,31 @@ def _load(data: bytes) -> dict[str, Any]:
 
 
 def _op(target: str) -> Any:
-    if not target.startswith(TORCH_OPS_PREFIX):
-        raise _Unsupported(target)
-    parts = target[len(TORCH_OPS_PREFIX):].split(".")
-    if len(parts) != 3 or parts[0] == "higher_order":
-        raise _Unsupported(target)
+    """The registered torch operator a target names (allow-list only, never an attribute walk)."""
     try:
-        return getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
-    except (AttributeError, RuntimeError) as e:
+        ref = classify_target(target)
+    except ForbiddenOperator as e:
         raise _Unsupported(target) from e
+    if ref.kind != "overload":
+        raise _Unsupported(target)
+    return ref.op
+
+
+def _create(
+    graph: torch.fx.Graph,
+    names: ProgramNames,
+    op: str,
+    target: Any,
+    name: str,
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+) -> torch.fx.Node:
+    """A node named with the safe form of the file's name (the original kept in meta when they differ)."""
+    safe = names.safe(name)
+    node = graph.create_node(op, safe if op == "placeholder" else target, args, kwargs, name=safe)
+    if safe != name:
+        node.meta[ORIGINAL_NAME_KEY] = name
+    return node
 
 
 def _tensor_ref(arg: dict[str, Any], env: dict[str, torch.fx.Node]) -> torch.fx.Node:
@@ -117,12 +135,14 @@ def build_aten_graph_module(program: dict[str, Any], state_dict: bytes, constant
     """
     try:
         return _build(program, state_dict, constants)
-    except (_Unsupported, KeyError, TypeError, ValueError):
+    except (_Unsupported, ProgramLoadError, KeyError, TypeError, ValueError, RuntimeError):
+        # ProgramLoadError: refused by the guard; torch's route raises it again, with the file named.
         return None
 
 
 def _build(program: dict[str, Any], state_dict_bytes: bytes, constants_bytes: bytes) -> torch.fx.GraphModule:
     check_header(program)
+    names = guard_program(program)  # refuses forbidden operators; safe names for generated code
     gm_json = program["graph_module"]
     signature, graph_json = gm_json["signature"], gm_json["graph"]
     state, consts = _load(state_dict_bytes), _load(constants_bytes)
@@ -135,7 +155,7 @@ def _build(program: dict[str, Any], state_dict_bytes: bytes, constants_bytes: by
             if "as_tensor" not in body["arg"]:
                 raise _Unsupported("non-tensor user input")
             name = body["arg"]["as_tensor"]["name"]
-            env[name] = graph.create_node("placeholder", name, name=name)
+            env[name] = _create(graph, names, "placeholder", None, name)
         elif kind in ("parameter", "buffer", "tensor_constant"):
             key = body.get("parameter_name") or body.get("buffer_name") or body.get("tensor_constant_name")
             source = consts if kind == "tensor_constant" or key not in state else state
@@ -147,11 +167,11 @@ def _build(program: dict[str, Any], state_dict_bytes: bytes, constants_bytes: by
     for i, (name, tensor) in enumerate(lifted):
         attr = f"_lifted_{i}"
         root.register_buffer(attr, tensor, persistent=False)
-        env[name] = graph.create_node("get_attr", attr, name=name)
+        env[name] = _create(graph, names, "get_attr", attr, name)
     for node_json in graph_json["nodes"]:
         op = _op(node_json["target"])
         kwargs = {arg["name"]: _decode(arg["arg"], env) for arg in node_json["inputs"]}
-        node = graph.create_node("call_function", op, (), kwargs, name=node_json["name"])
+        node = _create(graph, names, "call_function", op, node_json["name"], (), kwargs)
         node.meta.update(_meta(node_json.get("metadata") or {}))
         outputs = node_json["outputs"]
         if len(outputs) == 1 and "as_tensor" in outputs[0]:
@@ -164,8 +184,8 @@ def _build(program: dict[str, Any], state_dict_bytes: bytes, constants_bytes: by
                 if isinstance(item, dict) and "as_none" in item:
                     continue
                 raise _Unsupported("output kind")
-            out = graph.create_node("call_function", operator.getitem, (node, index), name=ref["name"])
-            out.meta.update(node.meta)
+            out = _create(graph, names, "call_function", operator.getitem, ref["name"], (node, index))
+            out.meta.update({k: v for k, v in node.meta.items() if k != ORIGINAL_NAME_KEY})
             env[ref["name"]] = out
     results = []
     for spec in signature["output_specs"]:

@@ -11,8 +11,9 @@ nothing to torch, so before a program is handed to torch's deserializer every ta
 * ExecuTorch's dim-order ops (``dim_order_ops::_to_dim_order_copy``, ``_clone_dim_order``,
   ``_empty_dim_order``) are defined under ``numdiff_edge`` with the same schemas, implemented with
   ``aten._to_copy`` / ``clone`` / ``empty`` and the memory format the dim order names.
-* Anything else that torch cannot resolve is reported as unresolved; the caller loads it as an
-  opaque, clearly marked node.
+* Anything else that torch has not registered is reported as unresolved; the caller loads it as an
+  opaque, clearly marked node. Names the allow-list refuses (:mod:`numdiff.schema._op_allowlist`)
+  are errors; no name is ever resolved by walking attributes.
 
 The op *type* name the reference shows for a node (``target.__name__`` in the program ExecuTorch
 loads) is computed from the serialized name, so it does not depend on which torch op stands in.
@@ -27,7 +28,8 @@ from typing import Any
 
 import torch
 
-from numdiff.schema._graph_meta import BACKEND_PREFIX, EDGE_PREFIX, TORCH_OPS_PREFIX, op_type_for
+from numdiff.schema._graph_meta import EDGE_PREFIX, TORCH_OPS_PREFIX, ProgramLoadError, op_type_for
+from numdiff.schema._op_allowlist import ForbiddenOperator, classify_target, registered_overload
 
 __all__ = [
     "EDGE_PREFIX",
@@ -205,7 +207,7 @@ def ensure_ops_registered() -> None:
                 import torch.ao.quantization.fx._decomposed  # noqa: F401
             except ImportError:  # pragma: no cover - torch builds without torch.ao
                 pass
-        if not hasattr(torch.ops, NUMDIFF_NAMESPACE) or not _has_op(NUMDIFF_NAMESPACE, "_to_dim_order_copy"):
+        if not _has_op(NUMDIFF_NAMESPACE, "_to_dim_order_copy"):
             lib = torch.library.Library(NUMDIFF_NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
             for name, schema in _NUMDIFF_SCHEMAS.items():
                 lib.define(schema)  # type: ignore[no-untyped-call]
@@ -215,11 +217,7 @@ def ensure_ops_registered() -> None:
 
 
 def _has_op(namespace: str, name: str, overload: str = "default") -> bool:
-    try:
-        packet = getattr(getattr(torch.ops, namespace), name)
-        return overload in packet.overloads()
-    except (AttributeError, RuntimeError):
-        return False
+    return registered_overload(namespace, name, overload) is not None
 
 
 def _torch_target(namespace: str, name: str, overload: str) -> str | None:
@@ -236,6 +234,9 @@ def _torch_target(namespace: str, name: str, overload: str) -> str | None:
 def resolve_target(serialized: str) -> ResolvedTarget:
     """Decide how a serialized operator name is loaded and what op type the reference shows for it.
 
+    The name goes through the allow-list of :mod:`numdiff.schema._op_allowlist` only; nothing is
+    resolved by attribute access.
+
     Args:
         serialized: A node's ``target`` string from an ExecuTorch-serialized program.
 
@@ -243,24 +244,28 @@ def resolve_target(serialized: str) -> ResolvedTarget:
         The torch target to deserialize with (``None`` if this process cannot run it) and the
         reference's op type name.
 
+    Raises:
+        ProgramLoadError: The name is refused by the allow-list (see ``classify_target``).
+
     Example:
         >>> r = resolve_target("executorch.exir.dialects.edge.ops.aten.relu.default")
         >>> (r.target, r.op_type)
         ('torch.ops.aten.relu.default', 'aten.relu.default')
     """
     ensure_ops_registered()
+    try:
+        ref = classify_target(serialized)
+    except ForbiddenOperator as e:
+        raise ProgramLoadError(
+            f"refused operator name {e}",
+            "numdiff resolves only registered torch operators and a fixed list of builtins; ExecuTorch never "
+            "writes this name, so the file was modified or crafted.",
+        ) from e
     op_type = op_type_for(serialized)
-    for prefix in (EDGE_PREFIX, BACKEND_PREFIX):
-        if serialized.startswith(prefix):
-            parts = serialized[len(prefix):].split(".")
-            return ResolvedTarget(serialized, _torch_target(*parts) if len(parts) == 3 else None, op_type)
-    if serialized.startswith(TORCH_OPS_PREFIX):
-        parts = serialized[len(TORCH_OPS_PREFIX):].split(".")
-        if len(parts) == 3 and parts[0] != "higher_order":
-            return ResolvedTarget(serialized, _torch_target(*parts), op_type)
+    if ref.parts is not None and ref.kind in ("edge", "unrunnable"):
+        return ResolvedTarget(serialized, _torch_target(*ref.parts), op_type)
+    if ref.kind in ("overload", "higher_order", "builtin", "delegate"):
+        # Allow-listed names only: torch's deserializer may resolve these strings itself.
         return ResolvedTarget(serialized, serialized, op_type)
-    if serialized.startswith(("_operator.", "math.", "torch.")):
-        # operator.getitem, math.*, torch.sym_* and friends: torch's deserializer resolves these itself.
-        return ResolvedTarget(serialized, serialized, op_type)
-    # Anything else (e.g. ExecuTorch's memory.alloc): the reference names it by the full string.
+    # memory.alloc and other ExecuTorch-only names: the reference names them by the full string.
     return ResolvedTarget(serialized, None, op_type)

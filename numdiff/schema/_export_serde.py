@@ -32,6 +32,8 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
 from numdiff.schema._edge_ops import resolve_target
+from numdiff.schema._op_allowlist import is_plain_identifier
+from numdiff.schema._program_guard import ORIGINAL_NAME_KEY, ProgramNames, guard_program, prepare_for_torch
 from numdiff.schema._pickles import load_torch_artifact  # noqa: F401 - re-exported
 from numdiff.schema._graph_meta import (
     DELEGATE_TARGET,
@@ -39,6 +41,7 @@ from numdiff.schema._graph_meta import (
     ProgramLoadError,
     check_header,
     parse_nn_module_stack,
+    parse_source_fn_stack,
 )
 from numdiff.schema._export_delegate import (
     DELEGATE_CALL,
@@ -94,7 +97,7 @@ def _plan_node(node: dict[str, Any]) -> _NodePlan:
     target = node.get("target")
     if not isinstance(target, str):
         raise ProgramLoadError(f"node {node.get('name')!r} has no operator name")
-    metadata = node.get("metadata") or {}
+    metadata = dict(node.get("metadata") or {})
     if target == DELEGATE_TARGET:
         plan = _NodePlan(target, DELEGATE_OP_TYPE, "delegate", metadata)
     else:
@@ -125,6 +128,9 @@ def _restore_meta(node: torch.fx.Node, plan: _NodePlan) -> dict[str, Any]:
             inherited["debug_handle"] = int(raw_handle)
         except ValueError as e:
             raise ProgramLoadError(f"node {node.name!r} has a non-integer debug_handle {raw_handle!r}") from e
+    if raw_source := plan.metadata.get("source_fn_stack"):
+        # Kept as (name, type string): torch would resolve the strings by attribute walks.
+        node.meta["source_fn_stack"] = parse_source_fn_stack(raw_source)
     if raw_stack := plan.metadata.get("nn_module_stack"):
         inherited["nn_module_stack"] = parse_nn_module_stack(raw_stack)
     elif plan.kind == "delegate":
@@ -168,8 +174,29 @@ def _load_lowered_module(text: str, load: Callable[..., torch.export.ExportedPro
     return LoweredModule(backend_id, processed, specs, original, data.get("named_data_store"), reason)
 
 
-def _finish_graph(gm: torch.fx.GraphModule, plans: list[_NodePlan]) -> None:
+def _lowered_attr_name(gm: torch.fx.GraphModule, wanted: Any, count: int) -> str:
+    """The module attribute a delegate's lowered module is stored under (the file's name if it is plain)."""
+    if is_plain_identifier(wanted) and not hasattr(gm, wanted) and len(wanted) <= 128:
+        return str(wanted)
+    name = f"lowered_module_{count}"
+    while hasattr(gm, name):
+        name += "_"
+    return name
+
+
+def _keep_original_names(gm: torch.fx.GraphModule, names: ProgramNames) -> None:
+    if not names.original:
+        return
+    for module in gm.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if (original := names.original.get(node.name)) is not None:
+                    node.meta[ORIGINAL_NAME_KEY] = original
+
+
+def _finish_graph(gm: torch.fx.GraphModule, plans: list[_NodePlan], names: ProgramNames) -> None:
     graph = gm.graph
+    _keep_original_names(gm, names)
     main_nodes = [
         n
         for n in graph.nodes
@@ -195,7 +222,7 @@ def _finish_graph(gm: torch.fx.GraphModule, plans: list[_NodePlan]) -> None:
         if not isinstance(lowered_arg, str):
             raise ProgramLoadError(f"delegate node {node.name!r} has no lowered module argument")
         lowered = plan.lowered[0]
-        attr_name = plan.lowered[1]
+        attr_name = _lowered_attr_name(gm, plan.lowered[1], plan.lowered[2])
         gm.register_module(attr_name, lowered)
         with graph.inserting_before(node):
             attr = graph.get_attr(attr_name)
@@ -240,8 +267,10 @@ def load_program(
     check_header(program)
     if not isinstance(program, dict):  # check_header guarantees it; this narrows the type
         raise ProgramLoadError("program JSON is not an object")
+    names = guard_program(program)  # before anything resolves, imports or generates code from the JSON
     graph_json = program["graph_module"].get("graph", {})
     plans = [_plan_node(node) for node in graph_json.get("nodes", [])]
+    prepare_for_torch(program, names)
     for count, (node_json, plan) in enumerate(
         (n, p) for n, p in zip(graph_json.get("nodes", []), plans, strict=True) if p.kind == "delegate"
     ):
@@ -252,7 +281,7 @@ def load_program(
         lowered = _load_lowered_module(text, _load_nested)
         outputs = node_json.get("outputs", [])
         lowered.returns_sequence = not (len(outputs) == 1 and "as_tensor" in outputs[0])
-        plan.lowered = [lowered, first.get("name") or f"lowered_module_{count}"]
+        plan.lowered = [lowered, first.get("name") or f"lowered_module_{count}", count]
 
     weights = load_torch_artifact(state_dict, "state dict") or {}
     consts = load_torch_artifact(constants, "constants") or {}
@@ -278,7 +307,7 @@ def load_program(
     except Exception as e:
         raise ProgramLoadError(f"program does not deserialize: {type(e).__name__}: {str(e)[:400]}") from e
 
-    _finish_graph(result.graph_module, plans)
+    _finish_graph(result.graph_module, plans, names)
     if verifier is None:
         plain = all(p.kind == "op" and not p.serialized_target.startswith("executorch.") for p in plans)
         declared = [d for d in (serialized.verifiers or []) if d]
