@@ -33,6 +33,7 @@ from numdiff.errors import (
     UsageError,
 )
 from numdiff.inspector import Inspector
+from numdiff.limits import Limits, use_limits
 from numdiff.profile.events import Event, EventBlock
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale
@@ -85,6 +86,7 @@ __all__ = [
     "Inspector",
     "InternalError",
     "L1Comparator",
+    "Limits",
     "MSEComparator",
     "MaxAbsComparator",
     "MismatchedArtifactsError",
@@ -99,6 +101,7 @@ __all__ = [
     "get_comparator",
     "parse_etrecord",
     "register_comparator",
+    "use_limits",
 ]
 
 

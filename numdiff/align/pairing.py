@@ -232,8 +232,21 @@ def _pair(
                 )
             )
             continue
-        for index in range(runtime.num_outputs):
+        # Outputs past the handle's length have no id to pair with: one note for all of them, so
+        # a huge count (from a hostile file) costs nothing.
+        paired = min(runtime.num_outputs, len(runtime.handle))
+        for index in range(paired):
             pairs.extend(_pair_one(aot_by_handle, runtime, index, expand, notes))
+        if runtime.num_outputs > paired:
+            notes.append(
+                AlignmentNote(
+                    NoteKind.RUNTIME_TOO_SHORT,
+                    f"outputs {paired}..{runtime.num_outputs - 1} of {runtime.num_outputs} have no id in "
+                    f"runtime handle {runtime.handle}",
+                    aot_handle=runtime.handle,
+                    runtime_handle=runtime.handle,
+                )
+            )
     return AlignmentReport(tuple(pairs), tuple(notes))
 
 

@@ -12,6 +12,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from numdiff.errors import ETRecordError
+from numdiff.limits import current_limits, raise_hint
 from numdiff.profile.events import Event, EventBlock
 from numdiff.schema._graph_meta import OpNodeInfo
 
@@ -93,13 +95,19 @@ def resolve_debug_handles(
 ) -> list[str]:
     """Set ``debug_handles``, ``num_outputs`` and backend names on every event; return notes."""
     notes: list[str] = []
+    limit = current_limits().max_outputs_per_instruction
     for block in blocks:
         for ev in block.events:
             if ev._instruction_id is None or (iid := str(ev._instruction_id)) not in handle_map:
                 continue
             if num_outs_map is not None:
-                ev.num_outputs = num_outs_map.get(iid, 1)
+                ev.num_outputs = _checked_count(iid, num_outs_map.get(iid, 1), limit)
             meta = None if delegate_map is None else delegate_map.get(iid)
+            if meta is not None and not isinstance(meta, Mapping):
+                raise ETRecordError(
+                    None, f"delegate_map entry for instruction {iid} is a {type(meta).__name__}, not a mapping", _SHAPE_HINT
+                )
+            _check_handles(f"debug_handle_map entry for instruction {iid}", handle_map[iid])
             if ev.delegate_debug_identifier is None:
                 ev.debug_handles = handle_map[iid]
                 if ev.name == "DELEGATE_CALL" and meta is not None:
@@ -110,8 +118,38 @@ def resolve_debug_handles(
                 notes.append(f"no delegate map entry for delegated event {ev.name!r} (instruction {iid})")
                 continue
             ev.delegate_backend_name = meta.get("name", "")
-            ev.debug_handles = _delegate_handles(meta.get("delegate_map") or {}, ev.delegate_debug_identifier)
+            dmap = meta.get("delegate_map") or {}
+            if not isinstance(dmap, Mapping):
+                raise ETRecordError(None, f"delegate_map entry for instruction {iid} has a {type(dmap).__name__} "
+                                    "delegate_map, not a mapping", _SHAPE_HINT)
+            ev.debug_handles = _delegate_handles(dmap, ev.delegate_debug_identifier)
+            _check_handles(f"delegate_map entry for instruction {iid}", ev.debug_handles)
     return notes
+
+
+_SHAPE_HINT = (
+    "parse_etrecord checks these maps when it reads a file; an ETRecord built or edited in code must keep "
+    "the shapes ExecuTorch writes (see numdiff.schema._etrecord_models)."
+)
+
+
+def _checked_count(iid: str, count: Any, limit: int) -> int:
+    """An output count from ``instruction_id_to_num_outs_map``, bounded before anything loops over it."""
+    if type(count) is not int or not 0 <= count <= limit:
+        raise ETRecordError(
+            None,
+            f"instruction_id_to_num_outs_map gives instruction {iid} {count!r} outputs; "
+            f"expected an integer in [0, {limit}] (max_outputs_per_instruction)",
+            _SHAPE_HINT + " " + raise_hint("max_outputs_per_instruction"),
+        )
+    return count
+
+
+def _check_handles(what: str, handles: Any) -> None:
+    if handles is None or type(handles) is int:
+        return
+    if not isinstance(handles, (list, tuple)) or not all(type(h) is int for h in handles):
+        raise ETRecordError(None, f"{what} is {handles!r:.80}; expected a handle or a list of handles", _SHAPE_HINT)
 
 
 def _delegate_handles(dmap: Mapping[Any, Any], ident: int | str) -> Any:

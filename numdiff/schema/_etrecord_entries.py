@@ -7,14 +7,17 @@ built only when first needed; pickles are unpickled, weights only, when first ne
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import ETRecordError
+from numdiff.limits import current_limits, raise_hint
+from numdiff.schema._etrecord_models import validate_entry
 from numdiff.schema._graph_meta import ProgramLoadError, check_header
+from numdiff.schema._program_checks import check_program
+from numdiff.schema._safe_json import TooDeepError, loads_checked
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -55,30 +58,154 @@ def is_companion(name: str, present: set[str]) -> bool:
     return any(name.endswith(s) and name[: -len(s)] in present for s in COMPANION_SUFFIXES)
 
 
-def read_bytes(archive: zipfile.ZipFile, path: str | None, name: str) -> bytes:
-    try:
-        return archive.read(name)
-    except KeyError as e:
-        raise ETRecordError(path, f"entry {name!r} is missing", REGENERATE) from e
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
-        raise ETRecordError(
-            path,
-            f"entry {name!r} cannot be read ({type(e).__name__}: {e}); the file is truncated or corrupt",
-            "Copy the ETRecord again or regenerate it.",
-        ) from e
+_DAMAGED = "Copy the ETRecord again or regenerate it."
+_ALTERED = "ExecuTorch never writes an ETRecord this way: the file was altered, damaged or written by another tool. " + REGENERATE
+#: Compression methods numdiff inflates (ExecuTorch writes stored entries; zip tools default to deflate).
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_CHUNK = 1 << 20
 
 
-def read_json(archive: zipfile.ZipFile, path: str | None, name: str) -> Any:
-    data = read_bytes(archive, path, name)
+class EntryReader:
+    """Reads an ETRecord zip's entries with every size checked against :mod:`numdiff.limits`.
+
+    Entries are inflated in chunks and reading stops as soon as an entry passes
+    ``max_entry_bytes`` or all entries read so far pass ``max_entry_ratio`` times the archive's
+    size, so a zip bomb costs at most the cap, never its claimed size.
+    """
+
+    def __init__(self, archive: zipfile.ZipFile, path: str | None) -> None:
+        self.archive = archive
+        self.path = path
+        self.limits = current_limits()
+        fp = archive.fp
+        self.archive_bytes = _size_of(fp) if fp is not None else 0
+        self.inflated = 0
+
+    def check_directory(self) -> list[str]:
+        """Entry names in file order, after checking the directory: count, names, methods, sizes.
+
+        Raises:
+            ETRecordError: Too many entries, a duplicate name, an encrypted entry, a compression
+                method numdiff does not inflate, or an entry declaring a size over the limits.
+        """
+        infos = self.archive.infolist()
+        if len(infos) > self.limits.max_entries:
+            raise ETRecordError(
+                self.path,
+                f"the zip lists {len(infos)} entries, more than the limit {self.limits.max_entries} (max_entries)",
+                raise_hint("max_entries", len(infos)),
+            )
+        seen: set[str] = set()
+        declared = 0
+        for info in infos:
+            name = info.filename
+            if name in seen:
+                raise ETRecordError(self.path, f"entry {name!r} appears twice in the zip", _ALTERED)
+            seen.add(name)
+            if info.flag_bits & 0x1:
+                raise ETRecordError(
+                    self.path,
+                    f"entry {name!r} is encrypted",
+                    "ExecuTorch never encrypts ETRecords: use the file it wrote, or unzip it and zip it again "
+                    "without a password.",
+                )
+            if info.compress_type not in _METHODS:
+                raise ETRecordError(
+                    self.path,
+                    f"entry {name!r} uses zip compression method {info.compress_type}, which numdiff does not inflate",
+                    "ExecuTorch writes stored (uncompressed) entries; numdiff also reads deflate. Use the file "
+                    "ExecuTorch wrote, or zip it again with stored or deflate compression.",
+                )
+            declared += info.file_size
+            self._check_size(name, info.file_size, declared, declared=True)
+        return [info.filename for info in infos]
+
+    def _check_size(self, name: str, size: int, total: int, declared: bool) -> None:
+        says = "declares" if declared else "inflates to at least"
+        cap = self.limits.max_entry_bytes
+        if size > cap:
+            raise ETRecordError(
+                self.path,
+                f"entry {name!r} {says} {size} bytes, more than the limit {cap} bytes (max_entry_bytes)",
+                raise_hint("max_entry_bytes", size),
+            )
+        budget = int(self.limits.max_entry_ratio * self.archive_bytes)
+        if total > budget:
+            raise ETRecordError(
+                self.path,
+                f"entry {name!r} {says} {size} bytes; entries would inflate to {total} bytes, more than "
+                f"{self.limits.max_entry_ratio:g} times the archive's {self.archive_bytes} bytes (max_entry_ratio): "
+                "a zip bomb, or an unusually compressible file",
+                raise_hint("max_entry_ratio", -(-total // max(self.archive_bytes, 1)) + 1),
+            )
+
+    def read_bytes(self, name: str) -> bytes:
+        """The entry's bytes, inflated in chunks and stopped at the limits."""
+        try:
+            info = self.archive.getinfo(name)
+        except KeyError as e:
+            raise ETRecordError(self.path, f"entry {name!r} is missing", REGENERATE) from e
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            with self.archive.open(info) as stream:
+                while chunk := stream.read(_CHUNK):
+                    size += len(chunk)
+                    self._check_size(name, size, self.inflated + size, declared=False)
+                    chunks.append(chunk)
+        except ETRecordError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as e:
+            raise ETRecordError(
+                self.path,
+                f"entry {name!r} cannot be read ({type(e).__name__}: {str(e)[:200]}); the file is truncated or corrupt",
+                _DAMAGED,
+            ) from e
+        self.inflated += size
+        return b"".join(chunks)
+
+    def read_json(self, name: str) -> Any:
+        """A JSON map entry, parsed with its depth checked and its shape validated."""
+        data = self.read_bytes(name)
+        try:
+            value = loads_checked(data, self.limits.max_nesting_depth)
+        except TooDeepError as e:
+            raise ETRecordError(self.path, f"entry {name!r}: {e}", e.hint) from e
+        except ValueError as e:
+            raise ETRecordError(self.path, f"entry {name!r} is not valid JSON ({str(e)[:200]})", _ALTERED) from e
+        return validate_entry(self.path, name, value)
+
+    def read_program(self, name: str) -> Program:
+        """A program entry and its companions; the program JSON parsed and its graph checked now."""
+        state_dict, constants, example_inputs = (self.read_bytes(name + s) for s in COMPANION_SUFFIXES)
+        parts = (self.read_bytes(name), state_dict, constants, example_inputs)
+        try:
+            program = loads_checked(parts[0], self.limits.max_nesting_depth)
+        except TooDeepError as e:
+            raise ETRecordError(self.path, f"entry {name!r}: program {e}", e.hint) from e
+        except ValueError as e:
+            raise ETRecordError(self.path, f"entry {name!r}: program is not valid JSON: {str(e)[:200]}", _ALTERED) from e
+        try:
+            check_header(program)
+            check_program(program)
+        except ProgramLoadError as e:
+            raise ETRecordError(self.path, f"entry {name!r}: {e.problem}", e.hint or _ALTERED) from e
+        except RecursionError as e:  # pragma: no cover - depth is checked first; kept as a backstop
+            raise ETRecordError(self.path, f"entry {name!r}: program nested too deep", _ALTERED) from e
+        return Program(self.path, name, parts, program)
+
+
+def _size_of(fp: Any) -> int:
+    where = fp.tell()
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ETRecordError(path, f"entry {name!r} is not valid JSON ({e})", REGENERATE) from e
+        return int(fp.seek(0, io.SEEK_END))
+    finally:
+        fp.seek(where)
 
 
 @dataclass(frozen=True, slots=True)
 class PickledEntry:
-    """A ``torch.save`` entry, unpickled (weights only) when first needed."""
+    """A ``torch.save`` entry, unpickled (weights only) and checked when first needed."""
 
     path: str | None
     name: str
@@ -88,7 +215,7 @@ class PickledEntry:
         from numdiff.schema._pickles import load_torch_artifact
 
         try:
-            return load_torch_artifact(self.data, f"entry {self.name!r}")
+            return load_torch_artifact(self.data, f"entry {self.name!r}", plain=True)
         except ProgramLoadError as e:
             raise ETRecordError(self.path, e.problem, e.hint) from e
 
@@ -109,17 +236,7 @@ class Program:
             return load_program(*self.parts)
         except ProgramLoadError as e:
             raise ETRecordError(self.path, f"entry {self.name!r}: {e.problem}", e.hint or REGENERATE) from e
-
-
-def read_program(archive: zipfile.ZipFile, path: str | None, name: str) -> Program:
-    state_dict, constants, example_inputs = (read_bytes(archive, path, name + s) for s in COMPANION_SUFFIXES)
-    parts = (read_bytes(archive, path, name), state_dict, constants, example_inputs)
-    try:
-        program = json.loads(parts[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ETRecordError(path, f"entry {name!r}: program is not valid JSON: {e}", REGENERATE) from e
-    try:
-        check_header(program)
-    except ProgramLoadError as e:
-        raise ETRecordError(path, f"entry {name!r}: {e.problem}", e.hint or REGENERATE) from e
-    return Program(path, name, parts, program)
+        except RecursionError as e:
+            raise ETRecordError(
+                self.path, f"entry {self.name!r}: the program is nested too deep to build", _ALTERED
+            ) from e

@@ -11,7 +11,6 @@ Also here, because both readers share them: the program header check and the op-
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +65,10 @@ def check_header(program: Any) -> None:
             f"unknown export schema version {major}.{minor}",
             f"numdiff reads the schema ExecuTorch 1.x writes (major {SUPPORTED_SCHEMA_MAJOR}).",
         )
-    dialects = list(program.get("verifiers") or []) + [program.get("dialect") or ""]
+    verifiers, dialect = program.get("verifiers") or [], program.get("dialect") or ""
+    if not isinstance(verifiers, list) or not all(isinstance(v, str) for v in verifiers) or not isinstance(dialect, str):
+        raise ProgramLoadError(f"fields verifiers/dialect are {verifiers!r:.60}/{dialect!r:.60}, not strings")
+    dialects = [*verifiers, dialect]
     unknown = [d for d in dialects if d not in KNOWN_DIALECTS]
     if unknown:
         raise ProgramLoadError(
@@ -209,12 +211,16 @@ def _debug_handle(node: dict[str, Any], meta: dict[str, Any]) -> int | None:
 
 
 def _ancestors(raw: Any) -> tuple[tuple[str, str], ...]:
+    from numdiff.schema._safe_json import loads_checked
+
     try:
-        sources = json.loads(raw) if isinstance(raw, str) else raw
+        sources = loads_checked(raw) if isinstance(raw, str) else raw
     except ValueError as e:
-        raise ProgramLoadError(f"malformed from_node metadata: {e}") from e
+        raise ProgramLoadError(f"malformed from_node metadata: {e}", getattr(e, "hint", "")) from e
     ids: list[tuple[str, str]] = []
     while sources:
+        if not isinstance(sources, list) or not isinstance(sources[-1], dict):
+            raise ProgramLoadError(f"malformed from_node metadata: {type(sources).__name__} where a list of objects belongs")
         source = sources[-1]
         ids.append((str(source.get("name")), str(source.get("graph_id"))))
         sources = source.get("from_node") or []

@@ -45,13 +45,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from numdiff.errors import ETRecordError
 from numdiff.schema._etrecord_entries import (
     REGENERATE,
+    EntryReader,
     PickledEntry,
     Program,
     check_directory_at_end,
     is_companion,
-    read_bytes,
-    read_json,
-    read_program,
 )
 from numdiff.schema._graph_meta import (
     NodeProvenance,
@@ -182,7 +180,12 @@ class ETRecord:
         program = self._edge_json.get(method)
         if program is None and len(self._edge_json) == 1 and method == "forward":
             program = next(iter(self._edge_json.values()))
-        return None if program is None else op_nodes_from_json(program)
+        if program is None:
+            return None
+        try:
+            return op_nodes_from_json(program)
+        except ProgramLoadError as e:
+            raise ETRecordError(self.path, f"Edge program {method!r}: {e.problem}", e.hint or REGENERATE) from e
 
     def program_source(self, attribute: str = "exported_program") -> tuple[dict[str, Any], bytes, bytes] | None:
         """``(program JSON, state_dict bytes, constants bytes)`` of a program not yet built, or None.
@@ -302,21 +305,26 @@ def parse_etrecord(etrecord_path: str | os.PathLike[str] | bytes | BinaryIO) -> 
         path, source = getattr(etrecord_path, "name", None), etrecord_path
     try:
         archive = zipfile.ZipFile(source, "r")
-    except (zipfile.BadZipFile, EOFError, OSError) as e:
+    except UnicodeDecodeError as e:
         raise ETRecordError(
             path,
-            f"not a readable zip archive ({type(e).__name__}: {e}); the file is not an ETRecord or is truncated",
+            f"an entry name in the zip directory is marked UTF-8 but is not ({e.reason} at byte {e.start})",
+            "ExecuTorch writes plain ASCII entry names: the file was altered, damaged or written by another tool. "
+            + REGENERATE,
+        ) from e
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError, OverflowError) as e:
+        raise ETRecordError(
+            path,
+            f"not a readable zip archive ({type(e).__name__}: {str(e)[:200]}); the file is not an ETRecord or is truncated",
             "Check that the path points to the ETRecord (not the .pte or ETDump) and that it was copied completely.",
         ) from e
     with archive:
         check_directory_at_end(archive, path)
-        return _read_archive(archive, path)
+        return _read_archive(EntryReader(archive, path), path)
 
 
-
-
-def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
-    names = archive.namelist()
+def _read_archive(reader: EntryReader, path: str | None) -> ETRecord:
+    names = reader.check_directory()
     present = set(names)
     for spec in ENTRIES:
         if spec.required and spec.name not in present:
@@ -335,19 +343,19 @@ def _read_archive(archive: zipfile.ZipFile, path: str | None) -> ETRecord:
         known = _BY_NAME.get(name)
         if known is not None:
             if known.kind == "json":
-                setattr(record, known.attribute, read_json(archive, path, name))
+                setattr(record, known.attribute, reader.read_json(name))
             elif known.kind == "tensors":
-                record._loaders[known.attribute] = PickledEntry(path, name, read_bytes(archive, path, name))
+                record._loaders[known.attribute] = PickledEntry(path, name, reader.read_bytes(name))
         elif is_companion(name, present):
             continue
         elif name == "exported_program":
-            record._loaders["exported_program"] = record._sources["exported_program"] = read_program(archive, path, name)
+            record._loaders["exported_program"] = record._sources["exported_program"] = reader.read_program(name)
         elif name == EDGE_ENTRY:
-            edge_single = read_program(archive, path, name)
+            edge_single = reader.read_program(name)
         elif name.startswith(EDGE_ENTRY + "/"):
-            edge[name[len(EDGE_ENTRY) + 1 :]] = read_program(archive, path, name)
+            edge[name[len(EDGE_ENTRY) + 1 :]] = reader.read_program(name)
         elif f"{name}_state_dict" in present:
-            graphs[name] = read_program(archive, path, name)
+            graphs[name] = reader.read_program(name)
         else:
             unknown.append(name)
     if not edge and edge_single is not None:
