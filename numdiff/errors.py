@@ -12,7 +12,12 @@
     │   │                             representative inputs, intermediate outputs)
     │   └── AnalysisFileError         a saved analysis (numdiff analyze) is unreadable, invalid or too new
     ├── UsageError (ValueError)       an argument is wrong (unknown metric or graph, conflicting options)
+    │   ├── UsageTypeError (TypeError)      an argument has the wrong type (where the reference raises TypeError)
+    │   ├── UnknownNameError (KeyError)     a name that is not there (a graph name; the reference raises KeyError)
+    │   └── MissingDependencyError          an optional extra is not installed (names the pip extra)
     ├── ComparatorError               a comparator hook failed or returned something that is not a number
+    │   ├── ComparatorTypeError (TypeError)   the hook's result has the wrong type (e.g. not a dict)
+    │   └── ComparatorValueError (ValueError) a malformed result, or a hook raised ValueError
     ├── CaptureError                  running the reference graph failed at a node
     └── InternalError                 a bug in numdiff: please report it
 
@@ -30,6 +35,8 @@ __all__ = [
     "AnalysisFileError",
     "CaptureError",
     "ComparatorError",
+    "ComparatorTypeError",
+    "ComparatorValueError",
     "DebugBufferError",
     "ETDumpError",
     "ETRecordError",
@@ -37,8 +44,11 @@ __all__ = [
     "InternalError",
     "MismatchedArtifactsError",
     "MissingDataError",
+    "MissingDependencyError",
     "NumdiffError",
+    "UnknownNameError",
     "UsageError",
+    "UsageTypeError",
 ]
 
 
@@ -105,8 +115,37 @@ class UsageError(NumdiffError, ValueError):
     """An argument is wrong: unknown name, conflicting options, unsupported combination."""
 
 
+class UsageTypeError(UsageError, TypeError):
+    """An argument has the wrong type; also a ``TypeError``, as the reference raises there."""
+
+
+class UnknownNameError(UsageError, KeyError):
+    """A name (a graph, a block) that is not there; also a ``KeyError``, as the reference raises there."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingDependencyError(UsageError):
+    """An optional dependency is not installed; the message names the pip extra that brings it."""
+
+    def __init__(self, what: str, module: str, extra: str) -> None:
+        self.module = module
+        self.extra = extra
+        super().__init__(f"{what} needs the optional package {module!r}, which is not installed\n"
+                         f"Install it with: pip install 'numdiff[{extra}]'")
+
+
 class ComparatorError(NumdiffError):
     """A comparator hook raised or returned something that is not a real number."""
+
+
+class ComparatorTypeError(ComparatorError, TypeError):
+    """A hook returned a value of the wrong type; also a ``TypeError``, as the reference raises there."""
+
+
+class ComparatorValueError(ComparatorError, ValueError):
+    """A hook returned a malformed value, or raised ``ValueError``; also a ``ValueError``, as in the reference."""
 
 
 class CaptureError(NumdiffError):

@@ -20,7 +20,7 @@ from numdiff.align import (
     shape_relation,
 )
 from numdiff.comparators._result import CompareNote, CompareNoteKind, GapRow, GapTable
-from numdiff.errors import ComparatorError
+from numdiff.errors import ComparatorError, ComparatorTypeError, ComparatorValueError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,6 +40,15 @@ def _describe(value: Any) -> str:
     if is_sequence(value):
         return f"{type(value).__name__} of {len(value)}"
     return type(value).__name__
+
+
+def _wrapped(error: Exception) -> type[ComparatorError]:
+    """The ComparatorError class that also keeps the builtin the hook raised (TypeError, ValueError)."""
+    if isinstance(error, TypeError):
+        return ComparatorTypeError
+    if isinstance(error, ValueError):
+        return ComparatorValueError
+    return ComparatorError
 
 
 def _numel(value: Any) -> int:
@@ -154,7 +163,11 @@ class NumericalComparatorBase(ABC):
 
         Raises:
             ComparatorError: A hook raised, ``preprocessing`` returned a malformed mapping, or
-                ``element_compare`` returned something other than a real number.
+                ``element_compare`` returned something other than a real number. Where the
+                reference raises ``TypeError`` (``preprocessing`` did not return a dict) or
+                ``ValueError`` (a malformed key, value or debug handle; a hook raised
+                ``ValueError``) the error is a ``ComparatorTypeError`` / ``ComparatorValueError``,
+                so it is also that builtin, and its first sentence is the reference's.
         """
         table = self.compare_to_table(mapping, aot_debug_handle_to_op_names, runtime_debug_handle_to_op_names)
         table.warn(f"comparing with {type(self).__name__}")
@@ -231,27 +244,30 @@ class NumericalComparatorBase(ABC):
         try:
             processed = self.preprocessing(mapping)
         except Exception as e:
-            raise ComparatorError(
+            raise _wrapped(e)(
                 f"{name}.preprocessing raised {type(e).__name__}: {e}\n"
                 f"It received {len(mapping)} pairs keyed (aot_handle, aot_output) -> (runtime_handle, runtime_output)."
             ) from e
+        # The first sentence of each message is the reference's, so code matching on it keeps working.
         if not isinstance(processed, dict):
-            raise ComparatorError(
-                f"{name}.preprocessing must return a dict, got {type(processed).__name__}\n"
-                "Expected {(aot_handle, aot_output): (runtime_handle, runtime_output)}."
+            raise ComparatorTypeError(
+                f"preprocessing() must return a dict, got {type(processed).__name__}. "
+                f"Expected format: Dict[Tuple[DebugHandle, Any], Tuple[DebugHandle, Any]]\n"
+                f"{name}.preprocessing should return {{(aot_handle, aot_output): (runtime_handle, runtime_output)}}."
             )
         for key, value in processed.items():
             for side, item in (("key", key), ("value", value)):
                 if not (isinstance(item, tuple) and len(item) == 2):
-                    raise ComparatorError(
-                        f"{name}.preprocessing returned an invalid {side} format: {item!r:.100}\n"
-                        "Expected a 2-tuple (debug_handle, output) with debug_handle a tuple of ints."
+                    raise ComparatorValueError(
+                        f"Invalid {side} format in preprocessed mapping: {item!r:.100}. "
+                        "Expected Tuple[DebugHandle, Any] where DebugHandle is Tuple[int, ...]\n"
+                        f"{name}.preprocessing must map 2-tuples (debug_handle, output) to 2-tuples."
                     )
                 if not _is_handle(item[0]):
-                    which = "AOT" if side == "key" else "runtime"
-                    raise ComparatorError(
-                        f"{name}.preprocessing returned an invalid {which} debug handle {item[0]!r}\n"
-                        "Expected a tuple of ints, e.g. (3,) or (3, 4)."
+                    which, where = ("AOT", "key") if side == "key" else ("runtime", "value")
+                    raise ComparatorValueError(
+                        f"Invalid {which} debug handle in {where}: {item[0]!r:.100}. Expected Tuple[int, ...]\n"
+                        f"{name}.preprocessing must keep debug handles as tuples of ints, e.g. (3,) or (3, 4)."
                     )
         return processed
 
@@ -341,7 +357,7 @@ class NumericalComparatorBase(ABC):
         try:
             value = self.element_compare(a, b)
         except Exception as e:
-            raise ComparatorError(
+            raise _wrapped(e)(
                 f"{name}.element_compare failed on {where}: {type(e).__name__}: {e}\n"
                 "Fix the comparator, or transform the outputs in preprocessing()."
             ) from e

@@ -72,19 +72,36 @@ class Bad(NumericalComparatorBase):
 
 
 @pytest.mark.parametrize(
-    ("result", "message"),
+    ("result", "message", "builtin"),
     [
-        ("invalid", "must return a dict, got str"),
-        ({"invalid_key": ((0,), 1)}, "invalid key format"),
-        ({(("x",), 1): ((0,), 1)}, "invalid AOT debug handle"),
-        ({((0,), 1): "invalid"}, "invalid value format"),
-        ({((0,), 1): (("x",), 1)}, "invalid runtime debug handle"),
-        (KeyError("k"), "preprocessing raised KeyError"),
+        # The reference's first sentences (ExecuTorch 1.5.1 raises TypeError / ValueError with these).
+        ("invalid", r"preprocessing\(\) must return a dict, got str", TypeError),
+        ({"invalid_key": ((0,), 1)}, "Invalid key format in preprocessed mapping", ValueError),
+        ({(("x",), 1): ((0,), 1)}, "Invalid AOT debug handle in key", ValueError),
+        ({((0,), 1): "invalid"}, "Invalid value format in preprocessed mapping", ValueError),
+        ({((0,), 1): (("x",), 1)}, "Invalid runtime debug handle in value", ValueError),
+        (KeyError("k"), "preprocessing raised KeyError", None),
+        (ValueError("bad scale"), "preprocessing raised ValueError: bad scale", ValueError),
+        (TypeError("not a tensor"), "preprocessing raised TypeError: not a tensor", TypeError),
     ],
 )
-def test_bad_preprocessing_raises_comparator_error(result: Any, message: str) -> None:
-    with pytest.raises(ComparatorError, match=message):
+def test_bad_preprocessing_raises_comparator_error(result: Any, message: str, builtin: type[Exception] | None) -> None:
+    with pytest.raises(ComparatorError, match=message) as info:
         Bad(result).compare(one_pair(), {}, {})
+    if builtin is not None:
+        assert isinstance(info.value, builtin)  # `except TypeError/ValueError` written for the reference still works
+    else:
+        assert not isinstance(info.value, (TypeError, ValueError))
+
+
+def test_element_compare_value_error_stays_a_value_error() -> None:
+    class Strict(NumericalComparatorBase):
+        def element_compare(self, a: Any, b: Any) -> float:
+            raise ValueError("Error computing custom difference between tensors")
+
+    with pytest.raises(ValueError, match="element_compare failed on AOT handle .*custom difference") as info:
+        Strict().compare(one_pair(), AOT_NAMES, RT_NAMES)
+    assert isinstance(info.value, ComparatorError)
 
 
 def test_hook_order_preprocessing_once_then_element_compare_per_element() -> None:
