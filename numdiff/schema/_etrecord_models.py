@@ -77,8 +77,9 @@ def validate_entry(path: str | None, name: str, value: Any) -> Any:
     try:
         checked = adapter.validate_python(value)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = " → ".join(str(part) for part in first["loc"]) or "(top level)"
+        errors = [(_data_path(value, err["loc"]), err) for err in e.errors(include_url=False)]
+        path_in_data, first = max(errors, key=lambda pair: len(pair[0]))  # the deepest, most specific one
+        where = " → ".join(str(part) for part in path_in_data) or "(top level)"
         found = repr(first.get("input"))
         found = found if len(found) <= 80 else found[:77] + "..."
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
@@ -90,6 +91,20 @@ def validate_entry(path: str | None, name: str, value: Any) -> Any:
     if name == "instruction_id_to_num_outs_map":
         _check_counts(path, checked)
     return value  # strict validation coerced nothing: hand back the file's own values
+
+
+def _data_path(value: Any, loc: tuple[int | str, ...]) -> list[int | str]:
+    """The parts of a pydantic error location that index the data (union branch names dropped)."""
+    out: list[int | str] = []
+    for part in loc:
+        if isinstance(value, dict) and isinstance(part, str) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            continue
+        out.append(part)
+    return out
 
 
 def _check_counts(path: str | None, counts: dict[str, dict[str, int]]) -> None:
