@@ -150,7 +150,7 @@ def _iter_arguments(value: Any) -> Iterator[tuple[str, Any]]:
                 yield from _iter_arguments(item)
 
 
-def _check_graph(graph: Any, depth: int, bad: dict[str, str]) -> None:
+def _check_graph(graph: Any, depth: int, bad: dict[str, str], problems: list[str]) -> None:
     if depth > MAX_SUBGRAPH_DEPTH:
         raise _fail(f"subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} levels")
     if not isinstance(graph, dict):
@@ -165,15 +165,10 @@ def _check_graph(graph: Any, depth: int, bad: dict[str, str]) -> None:
             bad.setdefault(e.target, e.reason)
             continue
         allowed = _schema_arguments(ref.serialized) if ref.kind in ("overload", "edge") else None
-        for named in node.get("inputs") or []:
-            name = named.get("name") if isinstance(named, dict) else None
-            if name != "" and not is_plain_identifier(name):
-                raise _fail(f"node {str(node.get('name'))[:80]!r}: argument name {str(name)[:80]!r} is not a plain identifier")
-            if allowed is not None and name not in allowed:
-                raise _fail(
-                    f"node {str(node.get('name'))[:80]!r}: operator {target!r} has no argument {name!r} "
-                    f"(its arguments: {sorted(allowed)})"
-                )
+        inputs = node.get("inputs") or []
+        for named in inputs:
+            if not isinstance(named, dict):
+                raise _fail(f"node {str(node.get('name'))[:80]!r}: an argument is not a JSON object")
             for kind, payload in _iter_arguments(named.get("arg")):
                 if kind == "as_operator":
                     try:
@@ -182,7 +177,16 @@ def _check_graph(graph: Any, depth: int, bad: dict[str, str]) -> None:
                     except ForbiddenOperator as e:
                         bad.setdefault(e.target, e.reason)
                 elif kind == "as_graph" and isinstance(payload, dict):
-                    _check_graph(payload.get("graph"), depth + 1, bad)
+                    _check_graph(payload.get("graph"), depth + 1, bad, problems)
+        for named in inputs:
+            name = named.get("name")
+            if name != "" and not is_plain_identifier(name):
+                problems.append(f"node {str(node.get('name'))[:80]!r}: argument name {str(name)[:80]!r} is not a plain identifier")
+            elif allowed is not None and name not in allowed:
+                problems.append(
+                    f"node {str(node.get('name'))[:80]!r}: operator {target!r} has no argument {name!r} "
+                    f"(its arguments: {sorted(allowed)})"
+                )
 
 
 def _value_name_slots(program: dict[str, Any]) -> Iterator[tuple[Any, Any, bool]]:
@@ -246,11 +250,14 @@ def guard_program(program: dict[str, Any]) -> ProgramNames:
     if not isinstance(graph_module, dict):
         raise _fail("program has no graph_module object")
     bad: dict[str, str] = {}
-    _check_graph(graph_module.get("graph"), 0, bad)
+    problems: list[str] = []
+    _check_graph(graph_module.get("graph"), 0, bad, problems)
     if bad:
         listed = "; ".join(f"{t[:120]!r} ({why})" for t, why in list(bad.items())[:MAX_REPORTED])
         more = f" and {len(bad) - MAX_REPORTED} more" if len(bad) > MAX_REPORTED else ""
         raise _fail(f"refused {len(bad)} operator name(s) numdiff will not resolve: {listed}{more}")
+    if problems:
+        raise _fail(problems[0] + (f" (and {len(problems) - 1} more such arguments)" if len(problems) > 1 else ""))
     _check_strings(program)
     names = ProgramNames()
     taken = {key if is_dict else container[key] for container, key, is_dict in _value_name_slots(program)}
