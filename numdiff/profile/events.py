@@ -3,6 +3,12 @@
 These two stay ordinary (mutable) dataclasses because the reference's are, and code written
 against ``executorch.devtools.inspector`` assigns to their fields; everything else in numdiff is
 frozen. Field names, defaults and DataFrame columns match the reference.
+
+Equality is by value, as for the reference's dataclasses, and, like them (``eq=True``, not
+frozen), the records are unhashable. Where the reference's generated ``__eq__`` would raise
+("Boolean value of Tensor with more than one value is ambiguous") on logged tensors, numdiff
+compares them by value: same type, dtype, shape and elements (NaN never equals NaN, unless it is
+the same tensor object, as in a tuple comparison). numdiff's own per-run loaders are not compared.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
+import numpy as np
 import pandas as pd
 
 from numdiff._types import ProgramOutput
@@ -27,7 +34,34 @@ DelegateTimeScaleConverter = Callable[[Union[int, str], Union[int, float]], Unio
 _PERF_COLUMNS = ("p10", "p50", "p90", "avg", "min", "max")
 
 
-@dataclass(eq=False)
+def _same(a: Any, b: Any) -> bool:
+    """Value equality that also works for tensors and arrays held in lists, tuples and dicts."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return bool(_is_number(a) and _is_number(b) and a == b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    if type(a).__module__.startswith("torch") and hasattr(a, "dtype") and hasattr(a, "shape"):
+        import torch  # already imported: a tensor exists
+
+        return bool(a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b))
+    return bool(a == b)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fields_equal(a: Any, b: Any, names: tuple[str, ...]) -> bool:
+    return all(_same(getattr(a, name), getattr(b, name)) for name in names)
+
+
+@dataclass
 class Event:
     """One runtime event (an instruction, a delegate-internal op, or a framework step) across runs.
 
@@ -61,7 +95,16 @@ class Event:
     _delegate_metadata_parser: DelegateMetadataParser | None = None
     _delegate_time_scale_converter: DelegateTimeScaleConverter | None = None
     _start_time: list[int | float] | None = None
-    _run_debug_data: tuple[Callable[[], ProgramOutput], ...] | None = dataclasses.field(default=None, repr=False)
+    _run_debug_data: tuple[Callable[[], ProgramOutput], ...] | None = dataclasses.field(
+        default=None, repr=False, compare=False)
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, by value (tensors included); the per-run loaders are not compared."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _fields_equal(self, other, _EVENT_COMPARED)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value, as the reference's
 
     def debug_data_for_run(self, run: int) -> ProgramOutput:
         """The values logged in the ``run``-th run of the block (``debug_data`` holds run 0's).
@@ -111,7 +154,7 @@ class Event:
         return pd.DataFrame(self.asdict(_units=_units))
 
 
-@dataclass(eq=False)
+@dataclass
 class EventBlock:
     """The events of one kind of run (model loading, or executions of a method with one signature).
 
@@ -124,6 +167,10 @@ class EventBlock:
         bundled_input_index: Bundled input index the runs used (-1 from plain runs).
         run_output: Program outputs the runtime logged.
         reference_output: Expected outputs from the ETRecord, if any.
+        method_name: The program method the runs executed (``"forward"``, ``"encode"``...), or
+            None when it cannot be told (no ETRecord). numdiff addition: the runtime names every
+            execution block ``"Execute"``, so ``name`` alone cannot tell the methods of a
+            multi-method program apart.
     """
 
     name: str
@@ -133,6 +180,15 @@ class EventBlock:
     bundled_input_index: int | None = None
     run_output: ProgramOutput | None = None
     reference_output: ProgramOutput | None = None
+    method_name: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, by value (events, outputs and tensors included)."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _fields_equal(self, other, _BLOCK_COMPARED)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def to_dataframe(self, include_units: bool = False, include_delegate_debug_data: bool = False) -> pd.DataFrame:
         """One row per event, prefixed with ``event_block_name``.
@@ -162,6 +218,9 @@ def _set_reference_output(self: EventBlock, value: ProgramOutput | None) -> None
     self.__dict__.pop("_reference_loader", None)
     self.__dict__["_reference_output"] = value
 
+
+_EVENT_COMPARED = tuple(f.name for f in dataclasses.fields(Event) if f.compare)
+_BLOCK_COMPARED = tuple(f.name for f in dataclasses.fields(EventBlock) if f.compare)
 
 # A property over the dataclass field: the generated __init__ assigns through the setter, and the
 # Inspector can install a loader so that building the profiling view never unpickles tensors.

@@ -13,7 +13,9 @@ __all__ = ["PerfData"]
 class PerfData:
     """Durations of one event, one sample per run, in the Inspector's target time scale.
 
-    Percentiles use numpy's linear interpolation, as the reference does.
+    Percentiles use numpy's linear interpolation, as the reference does. Two ``PerfData`` are
+    equal when their samples are; like the reference's, they are unhashable. (The reference's
+    dataclass has no fields, so there any two compare equal; numdiff compares the samples.)
 
     Example:
         >>> p = PerfData([1.0, 2.0, 3.0, 4.0])
@@ -22,6 +24,8 @@ class PerfData:
     """
 
     raw: list[float]
+
+    __hash__ = None  # type: ignore[assignment]  # a list of samples: unhashable, as the reference's
 
     @property
     def p10(self) -> float:
