@@ -1,0 +1,34 @@
+"""Find the culprit: each op's own (local) error, separated from the error it inherits.
+
+``Inspector.find_culprits(distance="SNR")`` replays every aligned op (or debug-handle group, or
+whole delegate) of the reference graph on the runtime's own values of its inputs and compares
+that with the runtime's output (*local* error), next to the usual AOT-from-the-start comparison
+(*accumulated* error). Each local error is judged against a noise model (quantization step,
+floating-point epsilon × reduction length): ``ok``, ``expected-noise``, ``suspicious``,
+``broken``. A **culprit** is a row whose local error is beyond noise while none of the rows it
+consumes is.
+
+Modules: :mod:`~numdiff.culprits.find` (orchestration), :mod:`~numdiff.culprits._replay` (the
+replay interpreter), :mod:`~numdiff.culprits._noise` (noise models, thresholds, verdicts),
+:mod:`~numdiff.culprits.report` (rows, report, roll-ups), :mod:`~numdiff.culprits._matching`.
+Imports torch.
+"""
+
+from __future__ import annotations
+
+from numdiff.culprits._noise import DEFAULT_QUANTIZED_THRESHOLDS, DEFAULT_THRESHOLDS, Thresholds, Verdict
+from numdiff.culprits.find import find_culprits
+from numdiff.culprits.report import CulpritReport, CulpritRow, MatchRecord, NonFinite
+
+__all__ = [
+    "DEFAULT_QUANTIZED_THRESHOLDS",
+    "DEFAULT_QUANTIZED_THRESHOLDS",
+    "DEFAULT_THRESHOLDS",
+    "CulpritReport",
+    "CulpritRow",
+    "MatchRecord",
+    "NonFinite",
+    "Thresholds",
+    "Verdict",
+    "find_culprits",
+]

@@ -1,0 +1,238 @@
+"""How much error an op may show before it is wrong: noise models and verdicts.
+
+A row's *local error* (replay on the runtime's inputs vs the runtime's output) is measured in
+**noise units**: ``rms(error / sigma)`` where ``sigma`` is the error an honest kernel may make:
+
+* **quantized values** (the output of a quantize op, an integer tensor: one step is 1; the output
+  of a dequantize op: its scale, per tensor or per channel): ``sigma_q = step / sqrt(12)``, the
+  standard deviation of rounding to the grid;
+* **floating-point values**: ``sigma_f = eps(dtype) * sqrt(K) * max|replay|``, where ``K`` is the
+  op's reduction length (inner dimension of a matmul, ``C_in/groups * kernel`` of a convolution,
+  the reduced size of a softmax, norm, mean or sum; 1 for element-wise ops) summed over the nodes
+  the row replays (a whole delegate, or nodes sharing a debug handle);
+* both combine as ``sqrt(sigma_q**2 + sigma_f**2)``.
+
+The verdict compares the noise units with :class:`Thresholds` (documented defaults, overridable
+per op type): ``ok`` (at most ``ok``), ``expected-noise`` (at most ``expected``), ``suspicious``
+(at most ``broken``), ``broken`` (above). A runtime output with NaN/Inf where the replay has none
+is ``broken``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from enum import Enum
+from typing import Any
+
+import torch
+
+from numdiff.errors import UsageError
+
+__all__ = ["DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds"]
+
+
+class Verdict(str, Enum):
+    """What a row's local error says about the op."""
+
+    OK = "ok"
+    """At most ``Thresholds.ok`` noise units (bit-exact rows are 0)."""
+    EXPECTED_NOISE = "expected-noise"
+    """Beyond ``ok`` but within what rounding and kernel differences explain."""
+    SUSPICIOUS = "suspicious"
+    """Beyond expected noise: the op computes something measurably different."""
+    BROKEN = "broken"
+    """Far beyond noise, or NaN/Inf the replay does not have."""
+    UNMATCHED = "unmatched"
+    """The two sides cannot be compared (see the row's note)."""
+
+    @property
+    def beyond_noise(self) -> bool:
+        """Whether this verdict means the op itself is wrong."""
+        return self in (Verdict.SUSPICIOUS, Verdict.BROKEN)
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Verdict limits in noise units (see the module docstring).
+
+    Attributes:
+        ok: Up to this many noise units a row is ``ok``. Defaults to 1.
+        expected: Up to this, ``expected-noise``. Defaults to 64: kernels that accumulate in
+            another order, fuse ops or use other transcendental approximations stay within it.
+        broken: Up to this, ``suspicious``; above, ``broken``. Defaults to 4096.
+    """
+
+    ok: float = 1.0
+    expected: float = 64.0
+    broken: float = 4096.0
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.ok <= self.expected <= self.broken):
+            raise UsageError(f"thresholds must satisfy 0 <= ok <= expected <= broken, got {self}\n"
+                             "Pass e.g. Thresholds(ok=1, expected=64, broken=4096).")
+
+    def verdict(self, units: float) -> Verdict:
+        """The verdict for a local error of ``units`` noise units (NaN → ``unmatched``)."""
+        if math.isnan(units):
+            return Verdict.UNMATCHED
+        if units <= self.ok:
+            return Verdict.OK
+        if units <= self.expected:
+            return Verdict.EXPECTED_NOISE
+        return Verdict.SUSPICIOUS if units <= self.broken else Verdict.BROKEN
+
+
+#: Used for floating-point rows of every op type without an override (key ``"default"``).
+DEFAULT_THRESHOLDS = Thresholds()
+#: Used for quantized rows (a quantization step is known) without an op override (key
+#: ``"quantized"``): an honest quantized kernel is off by at most a step or two per element
+#: (one step everywhere is sqrt(12) ≈ 3.5 units).
+DEFAULT_QUANTIZED_THRESHOLDS = Thresholds(ok=1.0, expected=8.0, broken=512.0)
+
+ThresholdsArg = Thresholds | Mapping[str, "Thresholds | Mapping[str, float]"] | None
+
+
+def resolve_thresholds(arg: ThresholdsArg) -> dict[str, Thresholds]:
+    """``{op type or "default": Thresholds}`` from the user's ``thresholds=`` argument.
+
+    Accepts one :class:`Thresholds` (for every op), or a mapping from op type (``"softmax"``,
+    ``"linear"``, ``"quantize_per_tensor"``, ..., ``"quantized"`` for every quantized row, or
+    ``"default"`` for every floating-point row) to a :class:`Thresholds` or
+    to a dict of its fields (``{"expected": 256}``; missing fields keep the defaults).
+
+    Example:
+        >>> resolve_thresholds({"softmax": {"expected": 256}})["softmax"].expected
+        256
+    """
+    if arg is None:
+        return {"default": DEFAULT_THRESHOLDS, "quantized": DEFAULT_QUANTIZED_THRESHOLDS}
+    if isinstance(arg, Thresholds):
+        return {"default": arg, "quantized": arg}
+    if not isinstance(arg, Mapping):
+        raise UsageError(f"thresholds must be a Thresholds or a mapping of op type to Thresholds, "
+                         f"not {type(arg).__name__}\nExample: thresholds={{'softmax': {{'expected': 256}}}}.")
+    names = {f.name for f in fields(Thresholds)}
+
+    def one(key: str, value: Any, base: Thresholds) -> Thresholds:
+        if isinstance(value, Thresholds):
+            return value
+        if isinstance(value, Mapping):
+            unknown = set(value) - names
+            if unknown:
+                raise UsageError(f"thresholds[{key!r}] has unknown field(s) {sorted(unknown)}\n"
+                                 f"Known fields: {sorted(names)}.")
+            return replace(base, **{k: float(v) for k, v in value.items()})
+        raise UsageError(f"thresholds[{key!r}] must be a Thresholds or a dict, not {type(value).__name__}\n"
+                         "Example: thresholds={'softmax': {'expected': 256}}.")
+
+    default = one("default", arg["default"], DEFAULT_THRESHOLDS) if "default" in arg else DEFAULT_THRESHOLDS
+    quantized = one("quantized", arg["quantized"], DEFAULT_QUANTIZED_THRESHOLDS) if "quantized" in arg \
+        else DEFAULT_QUANTIZED_THRESHOLDS
+    out = {"default": default, "quantized": quantized}
+    for key, value in arg.items():
+        if key not in ("default", "quantized"):
+            out[str(key)] = one(str(key), value, default)
+    return out
+
+
+def op_type(target: Any) -> str:
+    """Short op type of a node target: ``aten.linear.default`` → ``"linear"``."""
+    name = getattr(target, "_opname", None) or getattr(target, "__name__", None) or str(target)
+    return str(name).split(".")[0]
+
+
+_MATMULS = frozenset({"linear", "mm", "bmm", "matmul", "addmm", "baddbmm"})
+_CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose2d", "conv_transpose1d"})
+_DIM_REDUCTIONS = frozenset({"softmax", "_softmax", "log_softmax", "_log_softmax", "cumsum", "cumprod"})
+_MULTI_DIM_REDUCTIONS = frozenset({"mean", "sum", "var", "var_mean", "std", "amax", "amin", "logsumexp"})
+_NORMS = frozenset({"layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "rms_norm"})
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+
+def reduction_length(target: Any, args: Sequence[Any], kwargs: Mapping[str, Any], output: Any) -> int:
+    """How many terms each output element of this op sums (1 for element-wise ops)."""
+    kind = op_type(target)
+    values = list(args) + list(kwargs.values())
+    tensors = [_shape(v) for v in values if isinstance(v, torch.Tensor)]
+    try:
+        if kind in _MATMULS and tensors:
+            first = 1 if kind in ("addmm", "baddbmm") and len(tensors) > 2 else 0
+            shape = tensors[first]
+            return max(1, int(shape[-1])) if shape else 1
+        if kind in _CONVS and len(tensors) >= 2:
+            weight = tensors[1]
+            return max(1, math.prod(weight[1:])) if weight else 1
+        if kind in _DIM_REDUCTIONS and tensors and tensors[0]:
+            dim = int(kwargs.get("dim", args[1] if len(args) > 1 else -1))
+            return max(1, int(tensors[0][dim]))
+        if kind in _MULTI_DIM_REDUCTIONS and tensors and tensors[0]:
+            out_shape = _shape(output[0] if isinstance(output, (list, tuple)) and output else output) or ()
+            return max(1, math.prod(tensors[0]) // max(1, math.prod(out_shape)))
+        if kind in _NORMS and tensors and tensors[0]:
+            normalized = args[1] if len(args) > 1 else kwargs.get("normalized_shape", [1])
+            return max(1, math.prod(int(s) for s in normalized)) if isinstance(normalized, (list, tuple)) else 1
+        if kind.startswith("avg_pool") and len(args) > 1 and isinstance(args[1], (list, tuple)):
+            return max(1, math.prod(int(s) for s in args[1]))
+    except (IndexError, TypeError, ValueError):
+        return 1
+    return 1
+
+
+_EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float64: 2.0**-52}
+
+
+@dataclass(frozen=True, slots=True)
+class Noise:
+    """The noise model of one row: where its sigma comes from.
+
+    Attributes:
+        reduction: Summed reduction length ``K`` of the replayed nodes.
+        quant_step: Quantization step of the output (a float, a per-channel tensor, or None).
+        quant_axis: Channel axis of a per-channel step.
+    """
+
+    reduction: int = 1
+    quant_step: float | torch.Tensor | None = None
+    quant_axis: int | None = None
+
+    def quantized(self, runtime_dtype: torch.dtype) -> bool:
+        """Whether the row is judged as quantized (a step is known, or the output is an integer grid)."""
+        return self.quant_step is not None or not runtime_dtype.is_floating_point
+
+    def describe(self) -> str:
+        parts = [f"K={self.reduction}"]
+        if isinstance(self.quant_step, torch.Tensor):
+            parts.append(f"per-channel step (axis {self.quant_axis})")
+        elif self.quant_step is not None:
+            parts.append(f"step {self.quant_step:.4g}")
+        return ", ".join(parts)
+
+    def sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
+        """Per-element (broadcastable) sigma for a float64 ``reference``."""
+        eps = _EPS.get(runtime_dtype, _EPS.get(reference.dtype, 2.0**-23))
+        if not runtime_dtype.is_floating_point and self.quant_step is None:
+            eps = 0.0
+        peak = float(reference.abs().max()) if reference.numel() else 0.0
+        sigma_f = eps * math.sqrt(self.reduction) * peak
+        step = self.quant_step
+        if step is None and not runtime_dtype.is_floating_point:
+            step = 1.0  # an integer tensor: one step of its own grid
+        if isinstance(step, torch.Tensor) and self.quant_axis is not None and reference.dim() > 0:
+            shape = [1] * reference.dim()
+            axis = self.quant_axis % reference.dim()
+            if step.numel() == reference.shape[axis]:
+                shape[axis] = -1
+                per_channel = step.double().reshape(shape) / math.sqrt(12)
+                return torch.sqrt(per_channel**2 + sigma_f**2).clamp_min(_TINY)
+        scalar = float(step.abs().max()) if isinstance(step, torch.Tensor) else step
+        sigma_q = 0.0 if scalar is None else float(scalar) / math.sqrt(12)
+        return torch.tensor(max(math.sqrt(sigma_q**2 + sigma_f**2), _TINY), dtype=torch.float64)
+
+
+#: Floor of sigma: below this the reference is all zeros and any difference counts.
+_TINY = 1e-30

@@ -1,0 +1,140 @@
+"""Replay the reference graph on the runtime's values: one pass, streaming.
+
+:class:`ReplayInterpreter` is a ``torch.fx.Interpreter`` that overrides ``run_node``. Every node
+runs on the *substituted* values of its arguments: a node the runtime logged (a *paired* node) is
+replaced, after it has run, by the runtime's output; any other node keeps what it computed. So the
+value a paired node computes is its own computation (together with the unlogged nodes between it
+and its paired producers: the rest of its debug-handle group, or the whole delegate) on the
+runtime's inputs — its *replay*. ``on_paired(node, replay, args, kwargs, noise)`` scores it and
+returns the value to substitute. Weights and constants come from the graph; graph inputs are the
+representative inputs (the runtime's are not logged).
+
+Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.fx import Interpreter
+
+from numdiff.culprits._noise import Noise, op_type, reduction_length
+from numdiff.errors import CaptureError, NumdiffError
+
+__all__ = ["Lineage", "ReplayInterpreter", "lineage", "quant_noise"]
+
+OnPaired = Callable[[torch.fx.Node, Any, tuple[Any, ...], dict[str, Any], Noise], Any]
+
+_QUANTIZE = frozenset({"quantize_per_tensor", "quantize_per_channel"})
+_DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel"})
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """Where a paired node's inputs come from, found by walking back through unlogged nodes.
+
+    Attributes:
+        producers: Paired nodes it consumes, as ``(node name, element index or None)``.
+        graph_inputs: Graph inputs (placeholders) it consumes, directly or through unlogged nodes.
+        replayed: Unlogged call nodes replayed with it (the rest of its group or delegate).
+    """
+
+    producers: tuple[tuple[str, int | None], ...] = ()
+    graph_inputs: tuple[str, ...] = ()
+    replayed: tuple[str, ...] = field(default=())
+
+
+def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
+    """The :class:`Lineage` of every paired node of ``graph``."""
+    out: dict[str, Lineage] = {}
+    for node in graph.nodes:
+        if node.name not in paired:
+            continue
+        producers: list[tuple[str, int | None]] = []
+        inputs: list[str] = []
+        replayed: list[str] = []
+        seen: set[str] = set()
+        stack: list[tuple[torch.fx.Node, int | None]] = [(a, None) for a in node.all_input_nodes]
+        while stack:
+            arg, element = stack.pop()
+            key = f"{arg.name}/{element}"
+            if key in seen:
+                continue
+            seen.add(key)
+            if arg.name in paired:
+                producers.append((arg.name, element))
+            elif arg.op == "placeholder":
+                inputs.append(arg.name)
+            elif arg.op == "call_function":
+                if "getitem" in str(getattr(arg.target, "__name__", arg.target)) and len(arg.args) == 2 \
+                        and isinstance(arg.args[0], torch.fx.Node) and isinstance(arg.args[1], int):
+                    stack.append((arg.args[0], arg.args[1]))
+                    continue
+                replayed.append(arg.name)
+                stack.extend((a, None) for a in arg.all_input_nodes)
+        out[node.name] = Lineage(tuple(dict.fromkeys(producers)), tuple(dict.fromkeys(inputs)),
+                                 tuple(dict.fromkeys(replayed)))
+    return out
+
+
+def quant_noise(target: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, int | None]:
+    """``(step, axis)`` of a dequantize op's output (quantize outputs are integers: step 1)."""
+    kind = op_type(target)
+    if kind not in _DEQUANTIZE:
+        return None, None
+    scale = args[1] if len(args) > 1 else kwargs.get("scale", kwargs.get("scales"))
+    if isinstance(scale, torch.Tensor):
+        if scale.numel() == 1:
+            return float(scale), None
+        axis = args[3] if len(args) > 3 else kwargs.get("axis", 0)
+        return scale.detach(), int(axis)
+    return (float(scale), None) if isinstance(scale, (int, float)) else (None, None)
+
+
+class ReplayInterpreter(Interpreter):
+    """Runs a reference graph with the runtime's values substituted at every paired node.
+
+    Args:
+        module: The reference graph module.
+        paired: Names of the nodes the runtime logged.
+        on_paired: ``on_paired(node, replay, args, kwargs, noise) -> value to substitute``.
+    """
+
+    def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired) -> None:
+        super().__init__(module, garbage_collect_values=True)
+        self.extra_traceback = False
+        self._paired = paired
+        self._on_paired = on_paired
+        self._reduction: dict[str, int] = {}
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
+        self._reduction = {}
+        with torch.no_grad():
+            return super().run(*args, **kwargs)
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        """Run one node on substituted arguments; hand paired nodes to ``on_paired``."""
+        if n.op != "call_function":
+            return super().run_node(n)
+        try:
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            result = self.call_function(n.target, args, kwargs)
+        except NumdiffError:
+            raise
+        except Exception as e:
+            raise CaptureError(
+                f"replaying node {n.name!r} (target {n.target}) on the runtime's values failed: "
+                f"{type(e).__name__}: {e}\nThe runtime's outputs of its producers may have another shape or "
+                "dtype than the graph expects; see find_culprits' matching table."
+            ) from e
+        inner = max((self._reduction.get(a.name, 0) for a in n.all_input_nodes), default=0)
+        length = reduction_length(n.target, args, kwargs, result) + inner
+        if n.name not in self._paired:
+            self._reduction[n.name] = length
+            return result
+        step, axis = quant_noise(n.target, args, kwargs)
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis))

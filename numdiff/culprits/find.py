@@ -1,0 +1,329 @@
+"""``find_culprits``: which op is wrong by itself, and which only inherits its inputs' error.
+
+Stages, reusing the gap's: :func:`numdiff.gap.gather` (reference graph run from the start, the
+runtime's outputs) → :func:`numdiff.align.align_intermediate_outputs` (pairs, notes) → one replay
+pass (:class:`~numdiff.culprits._replay.ReplayInterpreter`) that, node by node, scores the replay
+on the runtime's inputs (*local*) and the AOT output (*accumulated*) against the runtime's output
+with the chosen comparator, judges the local error against its noise model, and lets go of both
+values once the row is written. Culprit: local error beyond noise while no producer's is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from numdiff._types import DebugHandle
+from numdiff.align import AlignedPair, AlignmentReport, EventLike, MatchKind, align_intermediate_outputs, find_op_names
+from numdiff.comparators import NumericalComparatorBase
+from numdiff.culprits._matching import explain_matching
+from numdiff.culprits._noise import Noise, Thresholds, ThresholdsArg, Verdict, op_type, resolve_thresholds
+from numdiff.culprits._replay import Lineage, ReplayInterpreter, lineage
+from numdiff.culprits.report import CulpritReport, CulpritRow, NonFinite
+from numdiff.gap import gather, stack_traces_for
+from numdiff.present.gap_table import HIGHER_IS_BETTER, user_frame
+
+__all__ = ["find_culprits"]
+
+
+@dataclass(slots=True)
+class _Planned:
+    """One aligned pair waiting for its node to run."""
+
+    pair: AlignedPair
+    element: int | None
+
+
+def find_culprits(
+    etrecord: Any,
+    events: Iterable[EventLike],
+    comparator: NumericalComparatorBase,
+    *,
+    reference_graph: str | None = None,
+    thresholds: ThresholdsArg = None,
+    disable_debug_handle_validation: bool = False,
+    etdump_path: str | None = None,
+    release: Callable[[Any], None] | None = None,
+) -> CulpritReport:
+    """Local vs accumulated error for every aligned pair, verdicts and culprits.
+
+    Args:
+        etrecord: The parsed ETRecord.
+        events: The Inspector's events (all blocks).
+        comparator: The metric for ``local_gap`` and ``accumulated_gap``.
+        reference_graph: As in ``calculate_numeric_gap``.
+        thresholds: A :class:`Thresholds` or ``{op type: Thresholds | dict}`` (see
+            :func:`~numdiff.culprits._noise.resolve_thresholds`).
+        disable_debug_handle_validation: As in ``calculate_numeric_gap``.
+        etdump_path: For messages.
+        release: Called with each runtime output once its row is written.
+
+    Raises:
+        MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
+        CaptureError: The graph failed on the runtime's values.
+    """
+    from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
+    from numdiff.capture.nodes import DEBUG_HANDLE_KEY
+
+    limits = resolve_thresholds(thresholds)
+    events = list(events)
+    inputs = gather(etrecord, events, reference_graph=reference_graph,
+                    disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
+    graph_module, _ = resolve_reference_graph(etrecord, inputs.graph_name if reference_graph is None else reference_graph,
+                                              disable_debug_handle_validation)
+    alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
+    owner: dict[int, tuple[DebugHandle, int | None]] = {}
+    for handle, value in inputs.aot_outputs.items():
+        if isinstance(value, (list, tuple)):
+            owner.update({id(v): (handle, k) for k, v in enumerate(value)})
+        owner[id(value)] = (handle, None)
+    plan: dict[str, list[_Planned]] = {}
+    for pair in alignment.pairs:
+        found = owner.get(id(pair.aot_output))
+        if found is None or found[0] not in keeper:
+            continue
+        plan.setdefault(keeper[found[0]], []).append(_Planned(pair, found[1]))
+    inputs.aot_outputs.clear()  # the plan holds what is still needed; each row lets go of its own
+    lineages = lineage(graph_module.graph, set(plan))
+    scorer = _Scorer(comparator, inputs.aot_op_names, inputs.runtime_op_names, limits, lineages,
+                     inputs.stack_traces, inputs.module_paths, _latencies(events), plan, release)
+    replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired)
+    replay.run(*_as_args(etrecord))
+    matching = explain_matching(graph_module.graph, alignment, inputs.runtime_outputs, keeper,
+                                {r.node: r.index for r in scorer.rows}, scorer.transforms)
+    return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
+                         matching, HIGHER_IS_BETTER.get(type(comparator).__name__, False),
+                         inputs.notes + tuple(n.detail for n in alignment.notes))
+
+
+def _as_args(etrecord: Any) -> list[Any]:
+    from numdiff.gap import _representative_inputs
+
+    return [_representative_inputs(etrecord)]
+
+
+def _latencies(events: list[EventLike]) -> dict[int, list[tuple[frozenset[int], float, int]]]:
+    """Event durations indexed by debug-handle id: ``id -> [(handle ids, avg, event id)]``."""
+    out: dict[int, list[tuple[frozenset[int], float, int]]] = {}
+    for ev in events:
+        perf = getattr(ev, "perf_data", None)
+        handles = ev.debug_handles
+        if perf is None or handles is None or ev.name == "OPERATOR_CALL":
+            continue
+        ids = frozenset([handles] if isinstance(handles, int) else handles)
+        for item in ids:
+            out.setdefault(item, []).append((ids, float(perf.avg), id(ev)))
+    return out
+
+
+def _as_runtime_layout(runtime: Any, like: Any) -> tuple[Any, str]:
+    """The runtime value in the AOT value's shape and dtype, and the transform; (None, reason) if impossible."""
+    if not isinstance(runtime, torch.Tensor) or not isinstance(like, torch.Tensor):
+        return None, f"not tensors (runtime {type(runtime).__name__}, AOT {type(like).__name__})"
+    value, steps = runtime, []
+    if value.dtype != like.dtype:
+        if not (value.dtype.is_floating_point and like.dtype.is_floating_point):
+            return None, f"runtime dtype {value.dtype} vs AOT {like.dtype}: not substituted"
+        value, steps = value.to(like.dtype), [f"cast {runtime.dtype}->{like.dtype}"]
+    if tuple(value.shape) != tuple(like.shape):
+        if value.numel() != like.numel():
+            return None, f"runtime shape {tuple(value.shape)} vs AOT {tuple(like.shape)}: not substituted"
+        nhwc = value.dim() == 4 and tuple(value.permute(0, 3, 1, 2).shape) == tuple(like.shape)
+        if nhwc and value.shape[1] != like.shape[1]:
+            value, step = value.permute(0, 3, 1, 2), "NHWC->NCHW"
+        else:
+            value, step = value.reshape(like.shape), f"reshape {tuple(runtime.shape)}->{tuple(like.shape)}"
+        steps.append(step)
+    return value, ", ".join(steps) or "identity"
+
+
+class _Scorer:
+    """Scores each paired node as the replay reaches it and decides what to substitute."""
+
+    def __init__(self, comparator: NumericalComparatorBase, aot_names: Mapping[DebugHandle, list[str]],
+                 runtime_names: Mapping[DebugHandle, list[str]], limits: dict[str, Thresholds],
+                 lineages: dict[str, Lineage], stack_traces: Mapping[DebugHandle, Mapping[str, str | None]],
+                 module_paths: Mapping[str, str], latencies: dict[int, list[tuple[frozenset[int], float, int]]],
+                 plan: dict[str, list[_Planned]], release: Callable[[Any], None] | None) -> None:
+        self.comparator, self.aot_names, self.runtime_names = comparator, aot_names, runtime_names
+        self.limits, self.lineages, self.stack_traces = limits, lineages, stack_traces
+        self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
+        self.rows: list[CulpritRow] = []
+        self.by_node: dict[tuple[str, int | None], list[int]] = {}
+        self.substituted: dict[tuple[str, int | None], bool] = {}
+        self.transforms: dict[str, str] = {}
+        self.acc_rel: dict[int, float] = {}
+        self.runtime_nonfinite: set[str] = set()
+        self.first_nonfinite: NonFinite | None = None
+
+    def on_paired(self, node: torch.fx.Node, replay: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  noise: Noise) -> Any:
+        planned = self.plan.pop(node.name)
+        out = list(replay) if isinstance(replay, (list, tuple)) else None
+        for item in planned:
+            element = item.element
+            value = replay if out is None or element is None else out[element]
+            runtime_value, transform = _as_runtime_layout(item.pair.runtime_output, value)
+            self.transforms[f"{node.name}/{element}"] = transform
+            self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
+            ok = runtime_value is not None
+            self.substituted[(node.name, element)] = ok
+            if ok and out is not None and element is not None:
+                out[element] = runtime_value
+            elif ok and out is None:
+                replay = runtime_value
+            if self.release is not None:
+                self.release(item.pair.runtime_output)
+        if out is not None:
+            return type(replay)(out) if isinstance(replay, tuple) else out
+        return replay
+
+    def _producer_rows(self, lin: Lineage) -> list[int]:
+        rows: list[int] = []
+        for name, element in lin.producers:
+            rows += self.by_node.get((name, element), []) or (
+                [i for (n, _), idx in self.by_node.items() if n == name for i in idx] if element is None else [])
+        return sorted(set(rows))
+
+    def _row(self, node: torch.fx.Node, item: _Planned, replay: Any, runtime: Any, transform: str, noise: Noise,
+             args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        pair, index = item.pair, len(self.rows)
+        notes: list[str] = []
+        lin = self.lineages.get(node.name, Lineage())
+        compare_runtime = runtime if runtime is not None else pair.runtime_output
+        local = self._gap(pair, replay, compare_runtime, notes, "local")
+        accumulated = self._gap(pair, pair.aot_output, compare_runtime, notes, "accumulated")
+        units, acc_rel, nonfinite, replay_nonfinite = math.nan, math.nan, 0, 0
+        if runtime is None:
+            notes.append(transform)
+        else:
+            units, nonfinite, replay_nonfinite, why = _noise_units(replay, runtime, noise)
+            acc_rel = _relative(pair.aot_output, runtime)
+            if why:
+                notes.append(why)
+        kind = op_type(node.target)
+        quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
+        verdict = self.limits.get(kind, self.limits["quantized" if quantized else "default"]).verdict(units)
+        if nonfinite and not replay_nonfinite:
+            verdict = Verdict.BROKEN
+        producers = self._producer_rows(lin)
+        culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
+        amplification = self._amplification(acc_rel, producers, notes)
+        source = self._source(lin, node, notes)
+        if nonfinite and self.first_nonfinite is None:
+            self.first_nonfinite = NonFinite(index, node.name, nonfinite, _any_nonfinite(args, kwargs), replay_nonfinite)
+        aot_ops = find_op_names(pair.aot_handle, self.aot_names)
+        traces = stack_traces_for(aot_ops, self.stack_traces)
+        self.acc_rel[index] = acc_rel
+        self.by_node.setdefault((node.name, item.element), []).append(index)
+        self.rows.append(CulpritRow(
+            index=index, aot_handle=pair.aot_handle, aot_ops=aot_ops,
+            runtime_ops=find_op_names(pair.runtime_handle, self.runtime_names), runtime_handle=pair.runtime_handle,
+            node=node.name, element=item.element, op_type=kind, local_gap=local, accumulated_gap=accumulated,
+            local_noise_units=units, accumulated_rel=acc_rel, amplification=amplification, verdict=verdict,
+            is_culprit=culprit, noise=noise.describe(), input_source=source, producers=tuple(producers),
+            replayed_ops=lin.replayed, transform=transform, match=pair.match.value,
+            module_path=self.module_paths.get(node.name),
+            source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
+            stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
+            note="; ".join(notes) or None))
+
+    def _gap(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str], what: str) -> float:
+        single = AlignmentReport((AlignedPair(pair.aot_handle, aot, pair.runtime_handle, runtime,
+                                              pair.match if pair.match is not None else MatchKind.DIRECT),))
+        table = self.comparator.compare_aligned(single, self.aot_names, self.runtime_names)
+        if not table.rows:
+            notes.append(f"{what} gap not computed: " + "; ".join(n.detail for n in table.notes))
+            return math.nan
+        row = table.rows[0]
+        if row.note:
+            notes.append(f"{what}: {row.note}")
+        value = float(row.gap[0]) if row.gap else math.nan
+        return value
+
+    def _amplification(self, acc_rel: float, producers: list[int], notes: list[str]) -> float:
+        upstream = [self.acc_rel[p] for p in producers if not math.isnan(self.acc_rel[p])]
+        if math.isnan(acc_rel):
+            return math.nan
+        if not upstream:
+            notes.append("amplification: no producer row (inputs are graph inputs)")
+            return math.nan
+        worst = max(upstream)
+        if worst == 0:
+            if acc_rel:
+                notes.append("amplification: producers carry no accumulated error, this row creates it")
+            return math.nan if acc_rel else 1.0
+        return acc_rel / worst
+
+    def _source(self, lin: Lineage, node: torch.fx.Node, notes: list[str]) -> str:
+        from_runtime = [p for p in lin.producers if self.substituted.get(p, self.substituted.get((p[0], None), False))]
+        from_aot = [f"{p[0]}" for p in lin.producers if p not in from_runtime] + list(lin.graph_inputs)
+        if lin.graph_inputs:
+            notes.append(f"graph inputs {', '.join(lin.graph_inputs)} taken from the representative inputs "
+                         "(the runtime does not log them)")
+        missing = [p[0] for p in lin.producers if p not in from_runtime]
+        if missing:
+            notes.append(f"producers {', '.join(missing)} not substituted: replayed values used")
+        if not from_aot:
+            return "runtime"
+        return "runtime+aot" if from_runtime else "aot"
+
+    def _latency(self, handle: DebugHandle) -> float | None:
+        ids = set(handle)
+        seen: dict[int, float] = {}
+        for item in ids:
+            for ev_ids, avg, key in self.latencies.get(item, ()):
+                if ev_ids <= ids:
+                    seen[key] = avg
+        return sum(seen.values()) if seen else None
+
+
+def _any_nonfinite(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    values = list(args) + list(kwargs.values())
+    flat = [v for item in values for v in (item if isinstance(item, (list, tuple)) else [item])]
+    return any(isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all())
+               for v in flat)
+
+
+def _noise_units(replay: Any, runtime: torch.Tensor, noise: Noise) -> tuple[float, int, int, str | None]:
+    """``(noise units, runtime NaN/Inf count, replay NaN/Inf count, why-not)``."""
+    if not isinstance(replay, torch.Tensor):
+        return math.nan, 0, 0, "noise units not computed: the output is not a tensor"
+    ref, got = replay.detach().double(), runtime.detach().double()
+    if ref.numel() == 0:
+        return 0.0, 0, 0, None
+    ref_ok, got_ok = torch.isfinite(ref), torch.isfinite(got)
+    nonfinite, replay_nonfinite = int((~got_ok).sum()), int((~ref_ok).sum())
+    both = ref_ok & got_ok
+    same_special = (~ref_ok) & (~got_ok) & ((ref == got) | (torch.isnan(ref) & torch.isnan(got)))
+    why = None
+    if nonfinite or replay_nonfinite:
+        why = f"{nonfinite} NaN/Inf in the runtime output, {replay_nonfinite} in the replay"
+        if not bool(both.any()):
+            return (0.0 if bool(same_special.all()) else math.inf), nonfinite, replay_nonfinite, why + \
+                "; no finite element to measure"
+        if not bool((both | same_special).all()):
+            return math.inf, nonfinite, replay_nonfinite, why + "; at different positions"
+    sigma = noise.sigma(torch.where(both, ref, 0), runtime.dtype)
+    scaled = torch.where(both, (ref - got) / sigma, 0)
+    count = int(both.sum())
+    return float(torch.sqrt((scaled**2).sum() / count)), nonfinite, replay_nonfinite, why
+
+
+def _relative(aot: Any, runtime: torch.Tensor) -> float:
+    if not isinstance(aot, torch.Tensor) or aot.numel() != runtime.numel():
+        return math.nan
+    a, b = aot.detach().double().reshape(-1), runtime.detach().double().reshape(-1)
+    ok = torch.isfinite(a) & torch.isfinite(b)
+    if not bool(ok.any()):
+        return math.nan
+    signal = float(torch.sqrt((a[ok] ** 2).mean()))
+    noise = float(torch.sqrt(((a[ok] - b[ok]) ** 2).mean()))
+    if signal == 0:
+        return 0.0 if noise == 0 else math.inf
+    return noise / signal

@@ -1,0 +1,250 @@
+"""What ``find_culprits`` returns: one typed row per aligned pair, the culprits, roll-ups, matching."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from numdiff._types import DebugHandle
+from numdiff.culprits._noise import Verdict
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["CulpritReport", "CulpritRow", "MatchRecord", "NonFinite"]
+
+
+@dataclass(frozen=True, slots=True)
+class CulpritRow:
+    """One aligned AOT/runtime pair, in execution order.
+
+    Attributes:
+        index: Position in execution order.
+        aot_handle: Handle the row is reported under (as in ``calculate_numeric_gap``).
+        aot_ops: AOT op names, named as in ``calculate_numeric_gap``.
+        runtime_ops: Runtime op names.
+        runtime_handle: The runtime's (merged) handle.
+        node: The AOT node whose output is compared (the last of its group).
+        element: Element of a multi-output op, else None.
+        op_type: Short op type of ``node`` (the key for per-op ``thresholds``).
+        local_gap: The metric between the replay on the runtime's inputs and the runtime's output.
+        accumulated_gap: The metric between the AOT run from the start and the runtime's output.
+        local_noise_units: Local error in noise units (see :mod:`numdiff.culprits._noise`).
+        accumulated_rel: ``rms(aot - runtime) / rms(aot)``.
+        amplification: ``accumulated_rel`` over the worst ``accumulated_rel`` of its producers;
+            NaN when it cannot be computed (``note`` says why).
+        verdict: The local verdict.
+        is_culprit: Local error beyond noise while no producer's is.
+        noise: How sigma was made (reduction length, quantization step).
+        input_source: ``runtime`` (all inputs are runtime values), ``aot`` (none are: graph inputs
+            or producers that could not be substituted) or ``runtime+aot``.
+        producers: Indices of the rows this row consumes.
+        replayed_ops: Unlogged nodes replayed with this one (rest of its group or delegate).
+        transform: How the runtime value was brought to the AOT layout (identity, reshape, ...).
+        match: How alignment chose the runtime value.
+        module_path: Innermost ``nn.Module`` path of ``node``.
+        source_line: The model's own source line of ``node``.
+        stack_traces: ``{op: stack trace}`` for ``aot_ops``.
+        latency: Average duration of the runtime events of this row (target time unit), or None.
+        nonfinite: NaN/Inf count in the runtime output.
+        note: Everything else worth knowing (fallbacks, why a metric is missing).
+    """
+
+    index: int
+    aot_handle: DebugHandle
+    aot_ops: list[str]
+    runtime_ops: list[str]
+    runtime_handle: DebugHandle
+    node: str
+    element: int | None
+    op_type: str
+    local_gap: float
+    accumulated_gap: float
+    local_noise_units: float
+    accumulated_rel: float
+    amplification: float
+    verdict: Verdict
+    is_culprit: bool
+    noise: str
+    input_source: str
+    producers: tuple[int, ...]
+    replayed_ops: tuple[str, ...]
+    transform: str
+    match: str
+    module_path: str | None
+    source_line: str | None
+    stack_traces: dict[str, str | None]
+    latency: float | None
+    nonfinite: int
+    note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NonFinite:
+    """The first row (execution order) whose runtime output holds NaN or Inf."""
+
+    row: int
+    node: str
+    count: int
+    inputs_nonfinite: bool
+    replay_nonfinite: int
+
+    def __str__(self) -> str:
+        where = "its inputs already did" if self.inputs_nonfinite else "its inputs were finite"
+        replay = ("the replay on the same inputs has them too" if self.replay_nonfinite
+                  else "the replay on the same inputs has none")
+        return f"first non-finite runtime output: row {self.row} ({self.node}), {self.count} NaN/Inf; {where}; {replay}"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """How one AOT node or runtime output was accounted for."""
+
+    side: str
+    name: str
+    handle: DebugHandle | None
+    status: str
+    detail: str
+
+
+_ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
+                "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
+                "input_source", "replayed_ops", "transform", "match", "module_path", "source_line",
+                "latency", "nonfinite", "note", "stack_traces")
+
+
+@dataclass(frozen=True, slots=True)
+class CulpritReport:
+    """Local vs inherited error for every aligned pair (``Inspector.find_culprits``).
+
+    Attributes:
+        rows: One :class:`CulpritRow` per aligned pair, in execution order.
+        metric: Comparator class name of ``local_gap`` / ``accumulated_gap``.
+        graph_name: The reference graph.
+        first_nonfinite: The first non-finite runtime output, or None.
+        matching: How every AOT node and runtime output was accounted for.
+        higher_is_better: How to read the metric.
+        notes: Remarks from capture and alignment.
+    """
+
+    rows: tuple[CulpritRow, ...]
+    metric: str
+    graph_name: str
+    first_nonfinite: NonFinite | None = None
+    matching: tuple[MatchRecord, ...] = ()
+    higher_is_better: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __bool__(self) -> bool:
+        """True when no culprit was found."""
+        return not self.culprits
+
+    @property
+    def culprits(self) -> list[CulpritRow]:
+        """The culprit rows, in execution order."""
+        return [r for r in self.rows if r.is_culprit]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per aligned pair in execution order (columns: see :class:`CulpritRow`)."""
+        import pandas as pd
+
+        records = [{
+            "aot_debug_handle": r.aot_handle, "aot_ops": r.aot_ops, "runtime_ops": r.runtime_ops,
+            "runtime_debug_handle": r.runtime_handle, "local_gap": r.local_gap,
+            "accumulated_gap": r.accumulated_gap, "amplification": r.amplification, "verdict": r.verdict.value,
+            "is_culprit": r.is_culprit, "local_noise_units": r.local_noise_units, "noise": r.noise,
+            "input_source": r.input_source, "replayed_ops": list(r.replayed_ops), "transform": r.transform,
+            "match": r.match, "module_path": r.module_path, "source_line": r.source_line, "latency": r.latency,
+            "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
+        } for r in self.rows]
+        frame = pd.DataFrame(records, columns=list(_ROW_COLUMNS))
+        frame.attrs["metric"] = self.metric
+        return frame
+
+    def matching_dataframe(self) -> pd.DataFrame:
+        """Every AOT node and runtime output: matched (and how) or unmatched (and why)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
+                              "detail": m.detail} for m in self.matching],
+                            columns=["side", "name", "handle", "status", "detail"])
+
+    def by_module(self) -> pd.DataFrame:
+        """Roll-up per ``nn.Module`` path (and every enclosing path): rows, culprits, worst
+        local and accumulated gap, worst noise units, summed latency, first source line."""
+        import pandas as pd
+
+        groups: dict[str, list[CulpritRow]] = {}
+        for r in self.rows:
+            if not r.module_path:
+                continue
+            parts = r.module_path.split(".")
+            for depth in range(1, len(parts) + 1):
+                groups.setdefault(".".join(parts[:depth]), []).append(r)
+        worst = max if not self.higher_is_better else min
+        records = []
+        for path, rows in groups.items():
+            local = [r.local_gap for r in rows if not math.isnan(r.local_gap)]
+            acc = [r.accumulated_gap for r in rows if not math.isnan(r.accumulated_gap)]
+            latency = [r.latency for r in rows if r.latency is not None]
+            records.append({
+                "module_path": path, "rows": len(rows), "culprits": sum(r.is_culprit for r in rows),
+                "worst_local_gap": worst(local) if local else math.nan,
+                "worst_accumulated_gap": worst(acc) if acc else math.nan,
+                "worst_local_noise_units": max((r.local_noise_units for r in rows), default=math.nan),
+                "latency": sum(latency) if latency else None,
+                "source_line": next((r.source_line for r in rows if r.source_line), None),
+            })
+        return pd.DataFrame(records, columns=["module_path", "rows", "culprits", "worst_local_gap",
+                                              "worst_accumulated_gap", "worst_local_noise_units", "latency",
+                                              "source_line"])
+
+    def worst_accumulated(self) -> CulpritRow | None:
+        """The row with the worst accumulated gap (what a reader of the plain gap table would blame)."""
+        rows = [r for r in self.rows if not math.isnan(r.accumulated_gap)]
+        if not rows:
+            return None
+        key = (lambda r: r.accumulated_gap) if not self.higher_is_better else (lambda r: -r.accumulated_gap)
+        return max(rows, key=key)
+
+    def __str__(self) -> str:
+        culprits = self.culprits
+        lines = [f"find_culprits ({self.metric} on {self.graph_name}): {len(self.rows)} rows, "
+                 f"{len(culprits)} culprit{'s' if len(culprits) != 1 else ''}"]
+        if self.first_nonfinite is not None:
+            lines.append(str(self.first_nonfinite))
+        for r in culprits:
+            lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
+                         f"module {r.module_path or '?'}")
+            lines.append(f"  at {r.source_line or 'unknown source line'}")
+            lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
+                         f"accumulated {_fmt(r.accumulated_gap)}")
+        worst = self.worst_accumulated()
+        if worst is not None and not worst.is_culprit:
+            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "
+                         f"verdict {worst.verdict.value}: its error is inherited")
+        unmatched = sum(1 for m in self.matching if m.status == "unmatched")
+        if unmatched:
+            lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")
+        return "\n".join(lines)
+
+
+def _fmt(value: float) -> str:
+    return "nan" if math.isnan(value) else f"{value:.4g}"
+
+
+def jsonable(value: Any) -> Any:
+    """A cell as JSON: tuples → lists, NaN/inf → strings, enums → values."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if hasattr(value, "item") and callable(value.item):
+        return jsonable(value.item())
+    return value
