@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import zipfile
 from typing import Any
 
 from numdiff.limits import current_limits, raise_hint
@@ -40,6 +41,7 @@ def load_torch_artifact(data: bytes, what: str, plain: bool = False) -> Any:
     """
     if len(data) == 0:
         return None
+    _check_inner_zip(data, what)
     import torch
 
     try:
@@ -51,6 +53,34 @@ def load_torch_artifact(data: bytes, what: str, plain: bool = False) -> Any:
         ) from e
     check_plain_values(value, what, len(data), plain)
     return value
+
+
+def _check_inner_zip(data: bytes, what: str) -> None:
+    """A ``torch.save`` artifact is a zip: refuse other formats, and records that would inflate past the limits.
+
+    torch reads each record whole, so a deflated record would be a zip bomb inside the entry.
+    """
+    if not data.startswith(b"PK\x03\x04"):
+        raise ProgramLoadError(
+            f"{what} is not a torch.save zip archive (it starts with {data[:8]!r})",
+            "ExecuTorch writes these entries with torch.save, which writes a zip archive: the file was altered, "
+            "damaged or written by another tool. Regenerate the ETRecord with ExecuTorch.",
+        )
+    limits = current_limits()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as inner:
+            declared = sum(info.file_size for info in inner.infolist())
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeDecodeError, NotImplementedError) as e:
+        raise ProgramLoadError(
+            f"{what} is not a readable torch.save archive ({type(e).__name__}: {str(e)[:200]})", _NOT_LOADABLE_HINT
+        ) from e
+    budget = min(int(limits.max_entry_ratio * len(data)), limits.max_entry_bytes)
+    if declared > budget:
+        raise ProgramLoadError(
+            f"{what}: its records would inflate to {declared} bytes, more than {budget} bytes for a {len(data)}-byte "
+            "entry (max_entry_ratio, max_entry_bytes)",
+            raise_hint("max_entry_ratio", -(-declared // len(data)) + 1),
+        )
 
 
 def check_plain_values(value: Any, what: str, entry_bytes: int, plain: bool = True) -> None:

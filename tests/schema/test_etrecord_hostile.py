@@ -339,6 +339,24 @@ def test_from_node_of_the_wrong_shape(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- pickled entries
+def _rezip(data: bytes, edit: Callable[[str, bytes], bytes], method: int = zipfile.ZIP_STORED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", compression=method) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, edit(info.filename, src.read(info.filename)))
+    return out.getvalue()
+
+
+def _torn(data: bytes) -> bytes:
+    """A torch.save zip whose pickle stream is cut short (a raw UnpicklingError in torch.load)."""
+    return _rezip(data, lambda name, body: body[: len(body) // 2] if name.endswith("data.pkl") else body)
+
+
+def _deflated(data: bytes) -> bytes:
+    """The same torch.save zip with its records deflated: a few KiB that torch would inflate whole."""
+    return _rezip(data, lambda name, body: body, zipfile.ZIP_DEFLATED)
+
+
 def _cycle() -> list[Any]:
     loop: list[Any] = []
     loop.append(loop)
@@ -348,13 +366,15 @@ def _cycle() -> list[Any]:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (b"not a pickle at all", r"entry 'representative_inputs' cannot be loaded with torch.load\(weights_only=True\)"),
-        (b"PK\x03\x04truncated", r"cannot be loaded with torch.load"),
+        (b"not a pickle at all", r"entry 'representative_inputs' is not a torch.save zip archive \(it starts with b'not a pi'\)"),
+        (b"PK\x03\x04truncated", r"is not a readable torch.save archive \(BadZipFile"),
+        (_torn(saved([(torch.ones(3),)])), r"cannot be loaded with torch.load\(weights_only=True\): "),
+        (_deflated(saved([(torch.zeros(8 << 20, dtype=torch.uint8),)])), r"records would inflate to \d+ bytes, more than"),
         (saved([(torch.zeros(1).expand(2**40),)]), r"shape \[1099511627776\] \(strides \[0\]\) describes 4398046511104 bytes"),
         (saved([(torch.float32,)]), r"\[0\]\[0\] holds a torch.dtype; it holds only tensors"),
         (saved(_cycle()), r"entry 'representative_inputs'\[0\] contains itself"),
     ],
-    ids=["garbage", "truncated-zip", "stride-0", "dtype", "cycle"],
+    ids=["garbage", "truncated-zip", "bad-pickle", "inner-bomb", "stride-0", "dtype", "cycle"],
 )
 def test_bad_pickled_representative_inputs(tmp_path: Path, data: bytes, match: str) -> None:
     rec = parse_etrecord(rewrite(tmp_path, {"representative_inputs": data}))
