@@ -179,10 +179,24 @@ def _tests_root(arg: Path, oracle: Path) -> Path:
     return arg
 
 
+def _numdiff_deps(oracle: Path, root: Path) -> Path:
+    """numdiff's dependencies the oracle venv lacks (pydantic), installed beside the tests, not into the venv."""
+    site = root / "site"
+    probe = subprocess.run([str(oracle), "-c", "import pydantic"], capture_output=True)
+    if probe.returncode == 0 or (site / "pydantic").is_dir():
+        return site
+    subprocess.run([str(oracle), "-m", "pip", "install", "-q", "--target", str(site), "pydantic"], check=True)
+    # keep the venv's own typing_extensions (torch's), not a second copy ahead of it on the path
+    for p in site.glob("typing_extensions*"):
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    return site
+
+
 def _run(oracle: Path, root: Path, out: Path, shim: bool, only: list[str]) -> dict[str, dict[str, object]]:
     env = dict(os.environ)
     if shim:
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        parts = [str(REPO), str(_numdiff_deps(oracle, root)), env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
     cmd = [str(oracle), str(WORKER), str(root), str(out)] + (["--shim"] if shim else [])
     for s in only:
         cmd += ["--only", s]
@@ -200,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", type=Path, default=Path("/tmp/et-tests"))
     parser.add_argument("--oracle", type=Path, default=ORACLE)
     parser.add_argument("--json", type=Path, default=None, help="also write the per-test outcomes here")
-    parser.add_argument("--reuse", action="store_true", help="reuse plain.json/shim.json in --tests if present")
+    parser.add_argument("--reuse", action="append", default=[], choices=("plain", "shim"),
+                        help="reuse <tests>/<run>.json from an earlier run instead of running again (repeatable)")
     parser.add_argument("--only", action="append", default=[], help="run tests whose id contains this")
     args = parser.parse_args(argv)
 
@@ -208,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     for mode in ("plain", "shim"):
         out = root / f"{mode}.json"
-        runs[mode] = (json.loads(out.read_text()) if args.reuse and out.is_file()
+        runs[mode] = (json.loads(out.read_text()) if mode in args.reuse and out.is_file()
                       else _run(args.oracle, root, out, mode == "shim", args.only))
     src = _Source(sorted(p for d in TEST_DIRS for p in (root / d).glob("*.py")))
 
@@ -235,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(app_pass)}/{len(applicable)} pass ({100 * len(app_pass) / max(len(applicable), 1):.0f}%)")
     missing = runs["shim"].get("<shim>", {}).get("detail")
     if missing:
-        print(f"public names numdiff lacks (served as placeholders): {', '.join(missing)}")
+        print("public names numdiff lacks (served as placeholders):")
+        for name, why in dict(missing).items():
+            print(f"  {name}: {why}")
     if args.json:
         args.json.write_text(json.dumps(
             [{"test": k, "reference": p, "numdiff": s, "applicable": j.applicable, "reason": j.reason,

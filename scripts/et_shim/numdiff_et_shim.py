@@ -27,22 +27,8 @@ _INSPECTOR = "executorch.devtools.inspector"
 _NC = "executorch.devtools.inspector.numerical_comparator"
 _VGF_NAMES = ("parse_vgf_neural_statistics_metadata", "parse_vgf_neural_statistics_delegate_metadata")
 
-#: numdiff's public objects, by the public name the reference uses -> "module:attribute" in numdiff.
-SOURCES: dict[str, str] = {
-    "Inspector": "numdiff:Inspector",
-    "Event": "numdiff:Event",
-    "EventBlock": "numdiff:EventBlock",
-    "PerfData": "numdiff:PerfData",
-    "TimeScale": "numdiff:TimeScale",
-    "compare_results": "numdiff.comparators:compare_results",
-    "L1Comparator": "numdiff.comparators:L1Comparator",
-    "MSEComparator": "numdiff.comparators:MSEComparator",
-    "SNRComparator": "numdiff.comparators:SNRComparator",
-    "NumericalComparatorBase": "numdiff.comparators:NumericalComparatorBase",
-    "parse_etrecord": "numdiff:parse_etrecord",
-    "parse_vgf_neural_statistics_metadata": "numdiff:parse_vgf_neural_statistics_metadata",
-    "parse_vgf_neural_statistics_delegate_metadata": "numdiff:parse_vgf_neural_statistics_delegate_metadata",
-}
+#: Where numdiff's public objects are looked up, in order (the first module that has the name wins).
+NUMDIFF_MODULES = ("numdiff", "numdiff.inspector", "numdiff.comparators", "numdiff.schema.etrecord")
 
 #: ExecuTorch module -> the names in it that are served from numdiff.
 REDIRECTS: dict[str, tuple[str, ...]] = {
@@ -59,18 +45,19 @@ REDIRECTS: dict[str, tuple[str, ...]] = {
     f"{_NC}.numerical_comparator_base": ("NumericalComparatorBase",),
 }
 
-#: Names served as placeholders because numdiff has no such public object (filled by install()).
-MISSING: set[str] = set()
+#: Names served as placeholders because numdiff has no such public object -> why (filled on import).
+MISSING: dict[str, str] = {}
 
 
 class _Missing:
     """Stands in for a public reference name numdiff lacks; any use raises NotImplementedError."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, why: str) -> None:
         self._name = name
+        self._why = why
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"numdiff provides no public {self._name!r} (shim placeholder)")
+        raise NotImplementedError(f"numdiff provides no public {self._name!r} ({self._why})")
 
     __call__ = _fail
 
@@ -84,12 +71,15 @@ class _Missing:
 
 
 def resolve(name: str) -> Any:
-    module, _, attr = SOURCES[name].partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        MISSING.add(name)
-        return _Missing(name)
+    """numdiff's object for a public reference name, or a placeholder saying why there is none."""
+    problems = []
+    for module in NUMDIFF_MODULES:
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            problems.append(f"{module}: {type(e).__name__}: {e}")
+    MISSING[name] = "; ".join(problems)
+    return _Missing(name, MISSING[name])
 
 
 def _patch(module: ModuleType) -> None:

@@ -133,7 +133,7 @@ def main() -> int:
             results[test.id()] = outcome
             print(f"{outcome['status']:5} {test.id()}", file=sys.stderr, flush=True)
     if args.shim:
-        results["<shim>"] = {"status": "info", "detail": sorted(numdiff_et_shim.MISSING)}
+        results["<shim>"] = {"status": "info", "detail": dict(sorted(numdiff_et_shim.MISSING.items()))}
     args.out.write_text(json.dumps(results, indent=1))
     return 0
 
