@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         get_comparator,
         register_comparator,
     )
+    from numdiff.culprits import CulpritReport, Thresholds
     from numdiff.gap import GapReport
     from numdiff.schema.etrecord import ETRecord, parse_etrecord
 
@@ -67,6 +68,8 @@ _LAZY = {
     "get_comparator": "numdiff.comparators",
     "register_comparator": "numdiff.comparators",
     "GapReport": "numdiff.gap",
+    "CulpritReport": "numdiff.culprits",
+    "Thresholds": "numdiff.culprits",
     "ETRecord": "numdiff.schema.etrecord",
     "parse_etrecord": "numdiff.schema.etrecord",
 }
@@ -75,6 +78,7 @@ __all__ = [
     "CaptureError",
     "ComparatorError",
     "CosineSimilarityComparator",
+    "CulpritReport",
     "DebugBufferError",
     "ETDumpError",
     "ETRecord",
@@ -95,6 +99,7 @@ __all__ = [
     "NumericalComparatorBase",
     "PerfData",
     "SNRComparator",
+    "Thresholds",
     "TimeScale",
     "UsageError",
     "compare_results",

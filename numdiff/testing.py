@@ -27,7 +27,7 @@ from numdiff.present.gap_table import render_gap_table, worst_rows
 if TYPE_CHECKING:
     from numdiff.inspector import Inspector
 
-__all__ = ["assert_snr_at_least", "layer_snr"]
+__all__ = ["assert_no_culprits", "assert_snr_at_least", "layer_snr"]
 
 
 def _gap_frame(source: Inspector | pd.DataFrame, reference_graph: str | None) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -100,3 +100,42 @@ def assert_snr_at_least(
     out = df.copy()
     out["snr_db"] = snr
     return out
+
+
+def assert_no_culprits(
+    inspector: Inspector,
+    *,
+    distance: str = "SNR",
+    reference_graph: str | None = None,
+    thresholds: Any = None,
+    ignore_ops: Iterable[str] = (),
+) -> Any:
+    """Fail when some op is wrong by itself (see ``Inspector.find_culprits``).
+
+    Args:
+        inspector: The Inspector of the run to check.
+        distance: Metric shown for local and accumulated error. Defaults to "SNR".
+        reference_graph: Passed to ``find_culprits``. Defaults to None (auto).
+        thresholds: Verdict limits (``Thresholds`` or ``{op type: dict}``). Defaults to None.
+        ignore_ops: AOT op names whose culprit rows are tolerated.
+
+    Returns:
+        The ``CulpritReport``, for further checks.
+
+    Raises:
+        AssertionError: One line per culprit: ops, verdict, local and accumulated error, module
+            and the model's own source line.
+    """
+    report = inspector.find_culprits(distance, reference_graph=reference_graph, thresholds=thresholds)
+    ignored = set(ignore_ops)
+    culprits = [r for r in report.culprits if not ignored.intersection(r.aot_ops)]
+    if culprits:
+        lines = [f"{len(culprits)} culprit op(s) ({report.metric}; local = replayed on the runtime's inputs):"]
+        for r in culprits:
+            lines.append(f"- {', '.join(r.aot_ops)} [{r.verdict.value}] local {r.local_gap:.4g} "
+                         f"({r.local_noise_units:.3g} noise units), accumulated {r.accumulated_gap:.4g}; "
+                         f"module {r.module_path or '?'}; {r.source_line or 'no source line'}")
+        if report.first_nonfinite is not None:
+            lines.append(str(report.first_nonfinite))
+        raise AssertionError("\n".join(lines))
+    return report

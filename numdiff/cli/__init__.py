@@ -23,6 +23,7 @@ def _commands() -> dict[str, ModuleType]:
 
     return {"profile": profile, "gap": gap, "example": example,
             "analyze": import_module("numdiff.cli.analyze"),
+            "culprits": import_module("numdiff.cli.culprits"),
             }
 
 

@@ -1,0 +1,99 @@
+"""Find the op that is wrong by itself: each op replayed on the runtime's own inputs.
+
+For every aligned op (or debug-handle group, or whole delegate) the reference graph's computation
+is run on the values the runtime logged for its inputs and compared with the runtime's output
+(local error), next to the usual comparison with the AOT run from the start (accumulated error).
+A culprit is an op whose local error is beyond its noise (quantization step, float epsilon x
+reduction length) while the ops it consumes are fine.
+
+exit status: 0 no culprit, 1 at least one culprit, 2 bad arguments, 3 bad or missing input.
+
+example:
+  numdiff culprits --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin
+  numdiff culprits ... --threshold softmax:expected=256 --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from numdiff.cli._options import add_artifacts, add_time_scales
+from numdiff.errors import UsageError
+
+FORMATS = ("table", "csv", "json")
+_SHOWN = ("aot_ops", "runtime_ops", "local_gap", "accumulated_gap", "amplification", "verdict", "is_culprit",
+          "input_source", "module_path", "source_line")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_artifacts(parser, etrecord_required=True, debug_buffer_required=True)
+    add_time_scales(parser)
+    g = parser.add_argument_group("comparison")
+    g.add_argument("--metric", default="SNR",
+                   help="metric of local_gap/accumulated_gap: SNR, MSE, L1, cosine or max_abs (default: SNR)")
+    g.add_argument("--reference-graph", default=None, metavar="NAME",
+                   help="exported_program, edge_dialect_exported_program or a graph_map name (default: auto)")
+    g.add_argument("--threshold", action="append", default=[], metavar="OP:FIELD=VALUE",
+                   help="override a verdict limit in noise units for an op type ('default', 'quantized' or an "
+                   "op such as softmax); FIELD is ok, expected or broken. Repeatable.")
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+
+
+def parse_thresholds(items: list[str]) -> dict[str, dict[str, float]] | None:
+    """``["softmax:expected=256"]`` → ``{"softmax": {"expected": 256.0}}``."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        op, _, rest = item.partition(":")
+        field, _, value = rest.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not op or field not in ("ok", "expected", "broken") or number != number:
+            raise UsageError(f"--threshold {item!r} is not OP:FIELD=VALUE\n"
+                             "Example: --threshold softmax:expected=256 (FIELD is ok, expected or broken).")
+        out.setdefault(op, {})[field] = number
+    return out or None
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return "CULPRIT" if value else ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from numdiff.culprits.report import jsonable
+    from numdiff.inspector import Inspector
+
+    thresholds = parse_thresholds(args.threshold)
+    inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
+                          source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
+    report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds)
+    df = report.to_dataframe()
+    if args.format == "table":
+        shown = [[_cell(v) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
+        print(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40))
+        print()
+        print(report)
+    elif args.format == "csv":
+        out = df.drop(columns=["stack_traces"]).copy()
+        for col in ("aot_ops", "runtime_ops", "replayed_ops"):
+            out[col] = [", ".join(v) for v in out[col]]
+        out.to_csv(sys.stdout, index=False)
+    else:
+        records = [{k: jsonable(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
+        json.dump({"metric": report.metric, "graph": report.graph_name,
+                   "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
+                   "culprits": [r.index for r in report.culprits], "rows": records}, sys.stdout, indent=1)
+        print()
+    return 1 if report.culprits else 0
