@@ -9,6 +9,11 @@ graph (same node names, targets, arguments and ``stack_trace`` / ``nn_module_sta
 custom objects, mutated buffers, non-tensor inputs) returns ``None`` and the caller falls back to
 torch's deserializer. ``tests/capture/test_aten_builder.py`` checks both routes capture the same
 values on every fixture.
+
+The JSON is untrusted: :func:`~numdiff.schema._program_guard.guard_program` checks it first,
+operators come only from the allow-list (:mod:`numdiff.schema._op_allowlist`), and nodes are
+named with the guard's safe names (the file's name kept in ``meta["numdiff_original_name"]``).
+A program the guard refuses returns ``None`` here; torch's route then raises the named error.
 """
 
 from __future__ import annotations

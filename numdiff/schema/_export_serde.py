@@ -4,6 +4,9 @@ ExecuTorch writes programs with its own copy of the torch.export serializer: an 
 (major version 5), Edge operator names, ``debug_handle``/``from_node`` metadata and delegate calls
 whose first argument is a JSON-encoded lowered module. This module
 
+0. checks the JSON with :func:`~numdiff.schema._program_guard.guard_program` before anything
+   resolves, imports or generates code from it (allow-listed operators only, safe value names,
+   no evaluable expressions),
 1. rewrites the JSON so torch's own deserializer can read it (operator names → runnable torch ops,
    delegate calls and unknown ops → a placeholder read without a schema),
 2. loads the pickled companions itself with ``torch.load(weights_only=True)`` only (torch's
