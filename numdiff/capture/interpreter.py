@@ -19,8 +19,12 @@ Behaviour decisions, each reproducing the reference's *result* and making its qu
   in the order of those nodes, not of the handles' first nodes) — and, unless
   ``keep_outputs=True``, not held afterwards, so graphs whose intermediates would not fit in memory
   at once can still be compared.
-* **Autograd**: the graph runs under ``torch.no_grad()`` (the reference does not); values are the
-  same, but no autograd graph keeps intermediates alive.
+* **Grad mode**: the graph runs with grad mode *enabled*, as the reference runs it, because some
+  ATen kernels pick another implementation under ``torch.no_grad()`` (``aten.lstm`` on CPU takes
+  its oneDNN inference path there and gives slightly different numbers). Unlike the reference,
+  every node's output (parameters and placeholders included) is detached as soon as it is
+  produced, so no input of any op requires grad and no autograd graph is ever built: the kernel
+  choice is the reference's, the memory is that of an inference run.
 * **Failures** in a node become :class:`~numdiff.errors.CaptureError` naming the node, its target
   and debug handle, chained to the original exception.
 
@@ -145,7 +149,7 @@ class IntermediateOutputCapturer(Interpreter):
         self._recording = _Recording(keeper=self._keepers())
         self._last_result = None
         try:
-            with torch.no_grad():
+            with torch.enable_grad():  # the reference's mode; run_node detaches, so nothing is recorded
                 graph_output = super().run(*args, **kwargs)
             self._last_result = self._result(self._recording, graph_output)
         finally:
@@ -164,6 +168,7 @@ class IntermediateOutputCapturer(Interpreter):
                 f"{n.meta.get(DEBUG_HANDLE_KEY)!r}) failed: {type(e).__name__}: {e}{_origin(n)}\n"
                 "Check that the inputs match the graph's placeholders (count, shapes, dtypes)."
             ) from e
+        result = _without_autograd(result)
         recording = self._recording
         if recording is not None and is_captured_node(n):
             key = handle_key(n.meta[DEBUG_HANDLE_KEY])
@@ -273,6 +278,19 @@ def _may_mutate(node: torch.fx.Node) -> bool:
         return False
     schema = getattr(target, "_schema", None)
     return schema is None or bool(schema.is_mutable)
+
+
+def _without_autograd(value: Any) -> Any:
+    """``value`` with every tensor (also inside a tuple or list) detached, containers kept as they are."""
+    if isinstance(value, torch.Tensor):
+        return value.detach() if value.requires_grad else value
+    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) and v.requires_grad for v in value):
+        items = [v.detach() if isinstance(v, torch.Tensor) else v for v in value]
+        if type(value) in (tuple, list) or type(value).__module__ == "torch.return_types":
+            return type(value)(items)
+        if hasattr(value, "_fields"):  # a namedtuple
+            return type(value)(*items)
+    return value
 
 
 def _detached(value: Any) -> Any:
