@@ -1,21 +1,29 @@
 """``numdiff`` command line: a thin layer of commands over the library.
 
 Each command is a module with a docstring (its help), ``add_arguments(parser)`` and
-``run(args) -> int``. ``main(argv)`` is callable from tests and returns the exit status.
+``run(args) -> int``. ``main(argv)`` is callable from tests and returns the exit status
+(the table is in ``numdiff.cli._exit`` and in ``numdiff --help``). Every error is one line on
+stderr; ``--debug`` (alias ``--verbose``) adds the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from importlib import import_module
 from types import ModuleType
 
-from numdiff.errors import NumdiffError
+from numdiff.cli import _exit
+from numdiff.errors import InternalError, NumdiffError
 
 __all__ = ["main"]
+
+REPORT_HINT = ("this is a bug in numdiff: please report it to the numdiff maintainers with the command line, "
+               "the numdiff version and (if you can share them) the input files; "
+               "re-run with --debug for the traceback")
 
 
 def _commands() -> dict[str, ModuleType]:
@@ -23,8 +31,14 @@ def _commands() -> dict[str, ModuleType]:
 
     return {"profile": profile, "gap": gap, "example": example,
             "analyze": import_module("numdiff.cli.analyze"),
+            "report": import_module("numdiff.cli.report"),
             "culprits": import_module("numdiff.cli.culprits"),
             }
+
+
+def _add_debug(parser: argparse.ArgumentParser, *, default: object) -> None:
+    parser.add_argument("--debug", "--verbose", dest="debug", action="store_true", default=default,
+                        help="print the full traceback with an error (--verbose is an alias)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,28 +46,75 @@ def build_parser() -> argparse.ArgumentParser:
         prog="numdiff",
         description="Where do my model's numbers go wrong, and what does each op cost? "
         "Reads ExecuTorch's ETDump, debug buffer and ETRecord (ExecuTorch not needed).",
+        epilog=_exit.EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--verbose", action="store_true", help="show the full traceback on errors")
+    _add_debug(parser, default=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in _commands().items():
         doc = (module.__doc__ or "").strip()
         p = sub.add_parser(name, help=doc.splitlines()[0], description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
+        _add_debug(p, default=argparse.SUPPRESS)  # `numdiff gap ... --debug` works too
         p.set_defaults(_run=module.run)
     return parser
 
 
+_MAX_DETAIL = 500  # characters of an unexpected exception's message shown on the one line
+
+
+def _one_line(text: str) -> str:
+    return " | ".join(line for line in text.splitlines() if line.strip())
+
+
+def _short(error: BaseException) -> str:
+    try:
+        line = _one_line(str(error))
+    except Exception:  # noqa: BLE001 - an exception whose message cannot even be built
+        line = "(message unavailable)"
+    return line if len(line) <= _MAX_DETAIL else line[:_MAX_DETAIL] + " ..."
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a file descriptor
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 success, 1 numdiff error, 2 usage error)."""
+    """Run the CLI; returns the exit status (see ``numdiff.cli._exit``). Bad arguments exit with 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = f"numdiff {args.command}"
+    debug = bool(getattr(args, "debug", False))
     try:
         return int(args._run(args))
-    except NumdiffError as e:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"numdiff {args.command}: error: " + " | ".join(str(e).splitlines()), file=sys.stderr)
-        return 1
     except BrokenPipeError:
-        return 0
+        _silence_stdout()
+        return _exit.OK
+    except KeyboardInterrupt:
+        if debug:
+            traceback.print_exc()
+        print(f"{command}: interrupted", file=sys.stderr)
+        return _exit.INTERRUPTED
+    except NumdiffError as e:
+        if debug:
+            traceback.print_exc()
+        code = _exit.exit_code_for(e)
+        if isinstance(e, InternalError):
+            print(f"{command}: internal error: {_one_line(str(e))} ({REPORT_HINT})", file=sys.stderr)
+        else:
+            print(f"{command}: error: {_one_line(str(e))}", file=sys.stderr)
+        return code
+    except Exception as e:  # noqa: BLE001 - anything else is a bug; say so in one line
+        if debug:
+            traceback.print_exc()
+        detail = _short(e)
+        print(f"{command}: internal error: {type(e).__name__}{': ' + detail if detail else ''} ({REPORT_HINT})",
+              file=sys.stderr)
+        return _exit.INTERNAL

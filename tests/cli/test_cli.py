@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from numdiff.cli import build_parser, main
+from numdiff.cli._exit import BAD_INPUT, USAGE
 from tests.conftest import FIXTURES, load_expected
 
 MLP = FIXTURES / "mlp_fp32"
@@ -59,18 +60,19 @@ def test_example_shows_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "code", "message"),
     [
-        (["profile", "--etdump", "/nonexistent.etdp"], "nonexistent.etdp.*cannot be read"),
-        (["profile", "--etdump", str(MLP / "etrecord.bin")], "not an ETDump"),
+        (["profile", "--etdump", "/nonexistent.etdp"], BAD_INPUT, "nonexistent.etdp.*cannot be read"),
+        (["profile", "--etdump", str(MLP / "etrecord.bin")], BAD_INPUT, "not an ETDump"),
         (["gap", "--etdump", str(MLP / "etdump.etdp"), "--etrecord", str(FIXTURES / "cnn_nested" / "etrecord.bin"),
-          "--debug-buffer", str(MLP / "debug_buffer.bin")], "do not describe the same model"),
-        (["gap", *_artifacts("mlp_fp32"), "--metric", "psnr"], "unknown.*psnr.*snr"),
-        (["gap", *_artifacts("mlp_fp32"), "--reference-graph", "nope"], "nope"),
+          "--debug-buffer", str(MLP / "debug_buffer.bin")], BAD_INPUT, "do not describe the same model"),
+        (["gap", *_artifacts("mlp_fp32"), "--metric", "psnr"], USAGE, "unknown.*psnr.*snr"),
+        (["gap", *_artifacts("mlp_fp32"), "--reference-graph", "nope"], USAGE, "nope"),
     ],
 )
-def test_errors_are_one_line_on_stderr(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 1
+def test_errors_are_one_line_on_stderr(argv: list[str], code: int, message: str,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == code
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert "\n" not in err and "Traceback" not in err
