@@ -90,10 +90,12 @@ _RESERVED = (
 class ForbiddenOperator(Exception):
     """An operator name numdiff refuses; ``reason`` says why (collected into one ETRecord error)."""
 
-    def __init__(self, target: str, reason: str) -> None:
+    def __init__(self, target: str, reason: str, *, well_formed: bool = False) -> None:
         super().__init__(f"{target[:120]!r} ({reason})")
         self.target = target
         self.reason = reason
+        #: True for a plausible name numdiff merely does not support (an unlisted higher-order op).
+        self.well_formed = well_formed
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,10 +213,12 @@ def classify_target(target: object) -> OpRef:
             if rest[1] == DELEGATE_HOP:
                 return OpRef("delegate", target)
             if rest[1] not in HIGHER_ORDER_OPS:
-                raise ForbiddenOperator(target, f"higher-order operator not in {sorted(HIGHER_ORDER_OPS)}")
+                raise ForbiddenOperator(
+                    target, f"higher-order operator not in {sorted(HIGHER_ORDER_OPS)}", well_formed=True
+                )
             hop = torch._ops._higher_order_ops.get(rest[1])
             if hop is None:
-                raise ForbiddenOperator(target, "higher-order operator not registered in this process")
+                raise ForbiddenOperator(target, "higher-order operator not registered in this process", well_formed=True)
             return OpRef("higher_order", target, op=hop)
         if len(rest) != 3:
             raise ForbiddenOperator(target, "torch.ops.<namespace>.<op>.<overload> expected")

@@ -69,8 +69,15 @@ class ProgramNames:
         return self.renamed.get(name, name) if isinstance(name, str) else str(name)
 
 
-def _fail(problem: str) -> ProgramLoadError:
-    return ProgramLoadError(problem, _HINT)
+_HOP_HINT = (
+    "numdiff runs only the higher-order operators cond, map_impl and while_loop (it never resolves other "
+    "operator names from a file). If ExecuTorch wrote this file, please report the operator to numdiff; "
+    "meanwhile use a reference graph without it (e.g. reference_graph='edge_dialect_exported_program')."
+)
+
+
+def _fail(problem: str, hint: str = _HINT) -> ProgramLoadError:
+    return ProgramLoadError(problem, hint)
 
 
 def _check_fqn(value: Any, what: str) -> None:
@@ -150,7 +157,7 @@ def _iter_arguments(value: Any) -> Iterator[tuple[str, Any]]:
                 yield from _iter_arguments(item)
 
 
-def _check_graph(graph: Any, depth: int, bad: dict[str, str], problems: list[str]) -> None:
+def _check_graph(graph: Any, depth: int, bad: dict[str, str], problems: list[str], crafted: list[bool]) -> None:
     if depth > MAX_SUBGRAPH_DEPTH:
         raise _fail(f"subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} levels")
     if not isinstance(graph, dict):
@@ -163,6 +170,7 @@ def _check_graph(graph: Any, depth: int, bad: dict[str, str], problems: list[str
             ref = classify_target(target)
         except ForbiddenOperator as e:
             bad.setdefault(e.target, e.reason)
+            crafted[0] = crafted[0] or not e.well_formed
             continue
         allowed = _schema_arguments(ref.serialized) if ref.kind in ("overload", "edge") else None
         inputs = node.get("inputs") or []
@@ -174,10 +182,12 @@ def _check_graph(graph: Any, depth: int, bad: dict[str, str], problems: list[str
                     try:
                         if classify_target(payload).kind not in ("overload", "builtin", "higher_order"):
                             bad.setdefault(str(payload), "operator argument is not a runnable torch operator")
+                            crafted[0] = True
                     except ForbiddenOperator as e:
                         bad.setdefault(e.target, e.reason)
+                        crafted[0] = True
                 elif kind == "as_graph" and isinstance(payload, dict):
-                    _check_graph(payload.get("graph"), depth + 1, bad, problems)
+                    _check_graph(payload.get("graph"), depth + 1, bad, problems, crafted)
         for named in inputs:
             name = named.get("name")
             if name != "" and not is_plain_identifier(name):
@@ -251,11 +261,13 @@ def guard_program(program: dict[str, Any]) -> ProgramNames:
         raise _fail("program has no graph_module object")
     bad: dict[str, str] = {}
     problems: list[str] = []
-    _check_graph(graph_module.get("graph"), 0, bad, problems)
+    crafted = [False]
+    _check_graph(graph_module.get("graph"), 0, bad, problems, crafted)
     if bad:
         listed = "; ".join(f"{t[:120]!r} ({why})" for t, why in list(bad.items())[:MAX_REPORTED])
         more = f" and {len(bad) - MAX_REPORTED} more" if len(bad) > MAX_REPORTED else ""
-        raise _fail(f"refused {len(bad)} operator name(s) numdiff will not resolve: {listed}{more}")
+        problem = f"refused {len(bad)} operator name(s) numdiff will not resolve: {listed}{more}"
+        raise _fail(problem, _HINT if crafted[0] else _HOP_HINT)
     if problems:
         raise _fail(problems[0] + (f" (and {len(problems) - 1} more such arguments)" if len(problems) > 1 else ""))
     _check_strings(program)

@@ -139,3 +139,15 @@ def test_fixture_is_left_untouched(tmp_path: Path) -> None:
     assert source.read_bytes() == before
     with zipfile.ZipFile(tmp_path / "hostile_mlp_fp32.etrecord") as z:
         assert "x y" in z.read(ATEN).decode()
+
+
+def test_pytree_type_that_is_not_a_dotted_name_is_refused(tmp_path: Path) -> None:
+    canary = tmp_path / "CANARY"
+
+    def mutate(program: Program) -> None:
+        signature = program["graph_module"]["module_call_graph"][0]["signature"]
+        spec = {"type": canary_payload(canary), "context": "null", "children_spec": []}
+        signature["out_spec"] = json.dumps([1, spec])
+
+    path = craft(tmp_path, ATEN, mutate)
+    assert_refused(path, ATEN, canary, match=r"out spec: pytree type .*__import__.* is not a dotted attribute path")

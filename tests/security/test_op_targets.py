@@ -114,3 +114,11 @@ def test_names_executorch_writes_are_allowed(target: str) -> None:
 def test_allow_list_refuses(target: str) -> None:
     with pytest.raises(ForbiddenOperator):
         classify_target(target)
+
+
+def test_unlisted_higher_order_op_gets_a_true_hint(tmp_path: Path) -> None:
+    canary = tmp_path / "CANARY"
+    path = craft(tmp_path, ATEN, _with_target("torch.ops.higher_order.scan", "x"))  # type: ignore[arg-type]
+    assert_refused(path, ATEN, canary, match=r"(?s)'torch\.ops\.higher_order\.scan'.*please report the operator")
+    path = craft(tmp_path, ATEN, _with_target("os.system", "x"))  # type: ignore[arg-type]
+    assert_refused(path, ATEN, canary, match=r"(?s)'os\.system'.*the file was modified or crafted")
