@@ -1,0 +1,126 @@
+"""find_culprits on hand-made runtime values: replay semantics, non-finite first, noise models."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from numdiff.comparators import get_comparator
+from numdiff.culprits import Thresholds, Verdict, find_culprits
+from numdiff.culprits._noise import Noise, reduction_length, resolve_thresholds
+from numdiff.culprits._replay import ReplayInterpreter, lineage, quant_noise
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x)) * 2.0
+
+
+def _setup() -> tuple[Any, torch.Tensor, dict[str, torch.Tensor]]:
+    torch.manual_seed(0)
+    model = _Tiny().eval()
+    x = torch.randn(2, 4)
+    ep = torch.export.export(model, (x,))
+    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
+    for handle, node in enumerate(calls, start=1):
+        node.meta["debug_handle"] = handle
+    etrecord = SimpleNamespace(exported_program=None, export_graph_id=None, edge_dialect_program=ep,
+                               graph_map={}, _representative_inputs=[(x,)])
+    with torch.no_grad():
+        lin = model.fc(x)
+        outs = {"linear": lin, "relu": torch.relu(lin), "mul": torch.relu(lin) * 2.0}
+    return etrecord, x, outs
+
+
+def _event(name: str, handle: int, data: Any) -> SimpleNamespace:
+    return SimpleNamespace(name=name, op_types=[name], debug_handles=handle, _instruction_id=handle,
+                           debug_data=[data], num_outputs=1, is_delegated_op=False, delegate_backend_name=None,
+                           perf_data=None)
+
+
+def _run(runtime: dict[str, torch.Tensor], **kwargs: Any) -> Any:
+    etrecord, _, _ = _setup()
+    events = [_event(f"native_call_{name}", h, runtime[name]) for h, name in enumerate(("linear", "relu", "mul"), 1)]
+    return find_culprits(etrecord, events, get_comparator("SNR"), reference_graph="edge_dialect_exported_program",
+                         **kwargs)
+
+
+def test_an_op_that_only_inherits_is_not_blamed() -> None:
+    _, _, aot = _setup()
+    wrong_linear = aot["linear"] + 0.5
+    runtime = {"linear": wrong_linear, "relu": torch.relu(wrong_linear), "mul": torch.relu(wrong_linear) * 2.0}
+    rep = _run(runtime)
+    assert [r.is_culprit for r in rep.rows] == [True, False, False]
+    assert [r.verdict for r in rep.rows][1:] == [Verdict.OK, Verdict.OK]
+    assert rep.rows[1].local_gap == math.inf and rep.rows[2].accumulated_gap < 30
+
+
+def test_the_first_non_finite_output_is_reported_and_blamed() -> None:
+    _, _, aot = _setup()
+    relu = aot["relu"].clone()
+    relu[0, 0] = float("nan")
+    rep = _run({"linear": aot["linear"], "relu": relu, "mul": relu * 2.0})
+    first = rep.first_nonfinite
+    assert first is not None and first.row == 1 and first.count == 1 and not first.inputs_nonfinite
+    assert "first non-finite runtime output: row 1 (relu)" in str(rep)
+    assert rep.rows[1].verdict is Verdict.BROKEN and rep.rows[1].is_culprit
+    mul = rep.rows[2]  # NaN inherited: the replay on the runtime's inputs has it too
+    assert not mul.is_culprit and mul.nonfinite == 1 and "1 NaN/Inf in the runtime output, 1 in the replay" in mul.note
+
+
+def test_replay_interpreter_substitutes_runtime_values_of_paired_producers() -> None:
+    gm = torch.fx.symbolic_trace(lambda x: torch.neg(torch.exp(x) + 1))
+    seen: dict[str, torch.Tensor] = {}
+
+    def on_paired(node: torch.fx.Node, replay: Any, args: Any, kwargs: Any, noise: Noise) -> Any:
+        seen[node.name] = replay
+        return torch.full_like(replay, 10.0) if node.name == "exp" else replay
+
+    paired = {"exp", "neg"}
+    ReplayInterpreter(gm, paired, on_paired).run(torch.zeros(2))
+    assert torch.equal(seen["neg"], torch.full((2,), -11.0))  # add (unlogged) replayed on exp's runtime value
+    lin = lineage(gm.graph, paired)
+    assert lin["neg"].producers == (("exp", None),) and lin["neg"].replayed == ("add",)
+    assert lin["exp"].graph_inputs == ("x",)
+
+
+def test_reduction_lengths() -> None:
+    x, w = torch.zeros(2, 16), torch.zeros(4, 16)
+    assert reduction_length(torch.ops.aten.linear.default, (x, w), {}, None) == 16
+    conv_w = torch.zeros(8, 3, 3, 3)
+    assert reduction_length(torch.ops.aten.conv2d.default, (torch.zeros(1, 3, 8, 8), conv_w), {}, None) == 27
+    assert reduction_length(torch.ops.aten._softmax.default, (torch.zeros(2, 5), -1, False), {}, None) == 5
+    assert reduction_length(torch.ops.aten.mean.dim, (torch.zeros(2, 6, 4),), {}, torch.zeros(2)) == 24
+    assert reduction_length(torch.ops.aten.relu.default, (x,), {}, x) == 1
+
+
+def test_noise_sigma_float_quantized_and_per_channel() -> None:
+    ref = torch.tensor([[1.0, -2.0], [0.5, 0.25]], dtype=torch.float64)
+    float_sigma = float(Noise(reduction=16).sigma(ref, torch.float32))
+    assert float_sigma == pytest.approx(2.0**-23 * 4 * 2.0)
+    assert float(Noise(quant_step=0.1).sigma(ref, torch.float32)) == pytest.approx(0.1 / math.sqrt(12), rel=1e-6)
+    assert float(Noise().sigma(ref, torch.int8)) == pytest.approx(1 / math.sqrt(12))
+    per_channel = Noise(quant_step=torch.tensor([0.1, 1.0]), quant_axis=1).sigma(ref, torch.float32)
+    assert per_channel.shape == (1, 2) and float(per_channel[0, 1]) == pytest.approx(1 / math.sqrt(12), rel=1e-6)
+    step, axis = quant_noise(torch.ops.quantized_decomposed.dequantize_per_channel.default,
+                             (torch.zeros(2, 2), torch.tensor([0.1, 1.0]), torch.zeros(2), 1, -128, 127, torch.int8), {}) \
+        if hasattr(torch.ops, "quantized_decomposed") and hasattr(torch.ops.quantized_decomposed, "dequantize_per_channel") \
+        else (torch.tensor([0.1, 1.0]), 1)
+    assert axis == 1 and isinstance(step, torch.Tensor)
+
+
+def test_thresholds_and_verdicts() -> None:
+    limits = Thresholds(ok=1, expected=10, broken=100)
+    assert [limits.verdict(u).value for u in (0, 5, 50, 500, math.nan)] == \
+        ["ok", "expected-noise", "suspicious", "broken", "unmatched"]
+    resolved = resolve_thresholds({"default": {"expected": 32}, "softmax": {"broken": 9000}})
+    assert resolved["default"].expected == 32 and resolved["softmax"].expected == 32
+    assert resolved["softmax"].broken == 9000 and resolved["quantized"].expected == 8
