@@ -11,7 +11,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from numdiff.profile.events import EventBlock
 
-__all__ = ["block_dataframe", "events_dataframe", "printable_dataframe"]
+__all__ = ["block_dataframe", "empty_events_dataframe", "events_dataframe", "printable_dataframe"]
 
 #: Columns left out of the printed table and the TSV (too wide to read).
 HIDDEN_WHEN_PRINTING = ("raw", "delegate_debug_identifier", "stack_traces", "module_hierarchy", "debug_data")
@@ -99,9 +99,24 @@ def _delegate_series(metadata: Any) -> pd.Series:
     )
 
 
+def empty_events_dataframe(include_units: bool = True, units: str = "ms") -> pd.DataFrame:
+    """The events frame of a dump with no events: no rows, the usual columns."""
+    row = _empty_row(f" ({units})" if include_units else "")
+    df = events_dataframe([], list(row))
+    df.insert(0, "event_block_name", pd.Series([], dtype=object), allow_duplicates=True)
+    return df
+
+
 def printable_dataframe(df: pd.DataFrame) -> pd.DataFrame:
-    """The frame the table and TSV show: wide columns and ``OPERATOR_CALL`` rows left out."""
-    out = df.drop(columns=list(HIDDEN_WHEN_PRINTING))
+    """The frame the table and TSV show: wide columns and ``OPERATOR_CALL`` rows left out.
+
+    A frame without columns (a dump with no runs, so no event blocks) gives an empty table with
+    the usual headers rather than an error: the ETDump is valid, it just recorded nothing.
+    """
+    if len(df.columns) == 0:
+        df = empty_events_dataframe()
+    out = df.drop(columns=[c for c in HIDDEN_WHEN_PRINTING if c in df.columns])
     for name in EXCLUDED_EVENTS_WHEN_PRINTING:
-        out = out[~out["event_name"].str.contains(name)]
+        if "event_name" in out.columns and len(out):
+            out = out[~out["event_name"].astype(str).str.contains(name, regex=False)]
     return out.reset_index(drop=True)

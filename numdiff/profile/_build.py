@@ -32,7 +32,7 @@ from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConv
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale, time_scale_factor
 from numdiff.schema.debug_buffer import DebugBuffer, inflate_value
-from numdiff.schema.etdump import ETDump, EventColumns, EventKind, RunData, Value, read_value
+from numdiff.schema.etdump import ETDump, EventColumns, EventKind, RunData, Tensor, Value, read_value
 
 __all__ = ["build_event_blocks"]
 
@@ -139,6 +139,7 @@ class _Options:
     parser: DelegateMetadataParser | None
     converter: DelegateTimeScaleConverter | None  # None: the default (divide by the scale factor)
     notes: list[str]
+    logged: list[tuple[Tensor, str]] = field(default_factory=list)  # every tensor read, for the overlap check
 
 
 def build_event_blocks(
@@ -164,7 +165,15 @@ def build_event_blocks(
         s = structures[fp]
         key = (run.name, s.slots, run.bundled_input_index)
         groups.setdefault(key, _Group(run.name, run.bundled_input_index)).members.append((run, s))
-    return [_block(dump, g, opts) for g in groups.values()], opts.notes
+    try:
+        blocks = [_block(dump, g, opts) for g in groups.values()]
+        if buffer is not None:
+            buffer.check_no_overlap(opts.logged)
+    except ETDumpError as e:
+        if e.path is not None:
+            raise
+        raise ETDumpError(dump.buffer.path, e.problem, e.hint, e.offset) from e
+    return blocks, opts.notes
 
 
 def _block(dump: ETDump, group: _Group, opts: _Options) -> EventBlock:
@@ -224,8 +233,15 @@ def _durations(ev: Event, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uin
     return [float(x) for x in _elapsed(conv_start, conv_end, dump, what)]
 
 
-def _values(dump: ETDump, run: RunData, rows: tuple[int, ...]) -> list[Value | None]:
-    return [None if (p := int(run.columns.value[r])) < 0 else read_value(dump.buffer, p) for r in rows]
+def _values(dump: ETDump, run: RunData, rows: tuple[int, ...], opts: _Options, where: str) -> list[Value | None]:
+    values = [None if (p := int(run.columns.value[r])) < 0 else read_value(dump.buffer, p) for r in rows]
+    for i, v in enumerate(values):
+        if v is not None:
+            if v.tensor is not None:
+                opts.logged.append((v.tensor, f"{where} value {i}"))
+            for k, t in enumerate(v.tensor_list or ()):
+                opts.logged.append((t, f"{where} value {i} tensor {k}"))
+    return values
 
 
 def _inflate(values: list[Value | None], opts: _Options, where: str) -> ProgramOutput:
@@ -248,8 +264,8 @@ def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:
 
 
 def _attach_debug_data(ev: Event, dump: ETDump, group: _Group, j: int, opts: _Options) -> None:
-    per_run = [_values(dump, r, s.debug_rows[j]) for r, s in group.members]
     where = f"event {ev.name!r} of run {group.name!r}"
+    per_run = [_values(dump, r, s.debug_rows[j], opts, f"{where} #{i}") for i, (r, s) in enumerate(group.members)]
     ev.debug_data = _inflate(per_run[0], opts, where)
     differing = [i for i, vals in enumerate(per_run[1:], start=1)
                  if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0]))]
@@ -275,7 +291,8 @@ class _Loader:
 
 
 def _program_outputs(dump: ETDump, group: _Group, opts: _Options) -> ProgramOutput:
-    per_run = [_values(dump, r, s.output_rows) for r, s in group.members]
+    per_run = [_values(dump, r, s.output_rows, opts, f"program output of run {group.name!r} #{i}")
+               for i, (r, s) in enumerate(group.members)]
     out = _inflate(per_run[0], opts, f"program outputs of run {group.name!r}")
     for i, vals in enumerate(per_run[1:], start=1):
         if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0])):

@@ -21,6 +21,7 @@ from numdiff.schema.etdump import (
     EventColumns,
     EventKind,
     RunData,
+    ScalarType,
     Tensor,
     Value,
     ValueType,
@@ -29,9 +30,18 @@ from numdiff.schema.etdump import (
 __all__ = ["read_etdump", "read_value"]
 
 
+_SCALAR_TYPES = frozenset(int(t) for t in ScalarType)
+
+
 def _read_tensor(t: Table) -> Tensor:
+    scalar_type = int(t.scalar(0, "i8", 0))
+    if scalar_type not in _SCALAR_TYPES:
+        known = ", ".join(f"{x.value} ({x.name})" for x in ScalarType)
+        raise ETDumpError(t.buf.path, f"Tensor.scalar_type is {scalar_type}, not a known scalar type",
+                          f"Known types: {known}. The ETDump is corrupt, or written by a newer runtime "
+                          "than numdiff knows.", offset=t.pos)
     return Tensor(
-        scalar_type=int(t.scalar(0, "i8", 0)),
+        scalar_type=scalar_type,
         sizes=tuple(t.scalar_vector(1, "i64", "Tensor.sizes")),
         strides=tuple(t.scalar_vector(2, "i64", "Tensor.strides")),
         offset=int(t.scalar(3, "i64", 0)),
@@ -77,7 +87,7 @@ def _opt_float(v: int | float | bool | None) -> float | None:
 
 
 def _locate_root(data: bytes, path: str | None) -> tuple[int, bool]:
-    """Root table position and whether the file is size-prefixed; checks identifier and size."""
+    """Root table position, and whether the file has exactly the size its prefix declares."""
 
     def fail(problem: str, hint: str) -> ETDumpError:
         return ETDumpError(path, problem, hint)
@@ -93,7 +103,7 @@ def _locate_root(data: bytes, path: str | None) -> tuple[int, bool]:
                 f"truncated: the size prefix says {declared} bytes follow but only {len(data) - 4} do",
                 "Re-copy the file from the device: it was cut short.",
             )
-        return 4 + int.from_bytes(data[4:8], "little"), True
+        return 4 + int.from_bytes(data[4:8], "little"), declared == len(data) - 4
     if data[4:8] == FILE_IDENTIFIER:
         return int.from_bytes(data[0:4], "little"), False
     found = data[8:12] if len(data) >= 12 else data[4:8]
@@ -126,24 +136,33 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
                 data = f.read()
         except OSError as e:
             raise ETDumpError(name, f"cannot be read: {e.strerror or e}", "Check the path.") from e
-    root_pos, _prefixed = _locate_root(data, name)
-    buf = Buffer.of(data, name)
+    root_pos, intact = _locate_root(data, name)
+    buf = Buffer.of(data, name, intact=intact)
     root = buf.table(root_pos, "ETDump root")
     strings: dict[bytes, int] = {}
     dump = ETDump(version=int(root.scalar(0, "u32", 0)), run_data=[], strings=[], buffer=buf)
-    for run in root.table_vector(1, "ETDump.run_data"):
-        allocators = tuple(Allocator(a.string(0)) for a in run.table_vector(2, "RunData.allocators"))
-        dump.run_data.append(
-            RunData(
-                name=run.string(0),
-                bundled_input_index=int(run.scalar(1, "i32", -1)),
-                allocators=allocators,
-                columns=_read_event_columns(buf, run.table_positions(3, "RunData.events"), strings),
-                _dump=dump,
-            )
-        )
-    decoded = list(strings)
-    dump.strings.extend(_decode(buf, decoded))
+    heads: list[tuple[str | None, int, tuple[Allocator, ...]]] = []
+    events: list[npt.NDArray[np.int64]] = []
+    seen: dict[int, int] = {}  # run table position -> its index in heads/events (a repeated run is read once)
+    order = []
+    for pos in root.table_positions(1, "ETDump.run_data").tolist():
+        i = seen.get(pos)
+        if i is None:
+            run = buf.table(pos, "RunData")
+            allocators = tuple(Allocator(a.string(0)) for a in run.table_vector(2, "RunData.allocators"))
+            i = seen[pos] = len(heads)
+            heads.append((run.string(0), int(run.scalar(1, "i32", -1)), allocators))
+            events.append(run.table_positions(3, "RunData.events"))
+        order.append(i)
+    # All runs' events are read in one column-wise pass, then split back per run (views, no copies).
+    columns = _read_event_columns(buf, np.concatenate(events) if events else np.zeros(0, np.int64), strings)
+    bounds = np.cumsum([0, *(e.size for e in events)]).tolist()
+    per_run = [columns.slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    for i in order:
+        name_, bundled, allocators = heads[i]
+        dump.run_data.append(RunData(name=name_, bundled_input_index=bundled, allocators=allocators,
+                                     columns=per_run[i], _dump=dump))
+    dump.strings.extend(_decode(buf, list(strings)))
     return dump
 
 

@@ -40,28 +40,51 @@ SCALARS: dict[str, tuple[struct.Struct, npt.DTypeLike, int]] = {
 }
 
 
+#: Hint for a file whose declared size does not match (it may have been cut short in transfer).
+_HINT_DAMAGED = "The file looks truncated or corrupt: re-copy it from the device, or regenerate it."
+#: Hint for a file that has exactly its declared size, so it was not cut short.
+_HINT_INCONSISTENT = (
+    "The file has exactly the size it declares, so it was not cut short in transfer: it was written "
+    "inconsistently or altered afterwards. Regenerate it; if the error persists, report it with the "
+    "ExecuTorch version that wrote it."
+)
+#: The 1.5.1 runtime's half-precision failure (REFERENCE-NOTES note 19), see ``Buffer.null_references``.
+_HALF_PROBLEM = (
+    "{what} ends with {count} null reference(s) (offset 0). This is how ExecuTorch's runtime (1.5.1) "
+    "writes the ETDump when it fails to log a tensor of a type its ETDump writer does not support, "
+    "such as float16 or bfloat16: it then prints 'This ScalarType = 5 is not yet supported in ETDump' "
+    "(5 is float16, 15 is bfloat16) and the dump cannot be read, not even by ExecuTorch's own Inspector"
+)
+_HALF_HINT = (
+    "The runtime, not the transfer, broke this file. To get numerics, log float32 copies: cast to float32 "
+    "before the outputs you want to inspect, or run the float32 model. To profile the half-precision "
+    "model, run it without intermediate-output logging (no debug buffer). If the model logs no "
+    "half-precision tensors, the file is corrupt instead: regenerate it."
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Buffer:
-    """A FlatBuffer held in memory, with the file it came from for error messages."""
+    """A FlatBuffer held in memory, with the file it came from for error messages.
+
+    ``intact`` says the file has exactly the size its size prefix declares (so it was not cut
+    short or padded in transfer); error hints depend on it.
+    """
 
     data: bytes | memoryview
     path: str | None
     u8: npt.NDArray[np.uint8]
+    intact: bool = False
 
     @classmethod
-    def of(cls, data: bytes | memoryview, path: str | None) -> Buffer:
-        return cls(data, path, np.frombuffer(data, dtype=np.uint8))
+    def of(cls, data: bytes | memoryview, path: str | None, *, intact: bool = False) -> Buffer:
+        return cls(data, path, np.frombuffer(data, dtype=np.uint8), intact)
 
     def __len__(self) -> int:
         return len(self.data)
 
     def fail(self, problem: str, offset: int | None = None) -> ETDumpError:
-        return ETDumpError(
-            self.path,
-            problem,
-            "The file looks truncated or corrupt: re-copy it from the device, or regenerate it.",
-            offset=offset,
-        )
+        return ETDumpError(self.path, problem, _HINT_INCONSISTENT if self.intact else _HINT_DAMAGED, offset=offset)
 
     def check(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > len(self.data):
@@ -71,6 +94,13 @@ class Buffer:
         self.check(pos, 4, what)
         return int(_U32.unpack_from(self.data, pos)[0])
 
+    def uoffset(self, pos: int, what: str) -> int:
+        """The target of the uoffset at ``pos`` (a zero offset, pointing at itself, is an error)."""
+        off = self.u32(pos, what)
+        if off == 0:
+            raise self.fail(f"{what} is a null reference (offset 0)", pos)
+        return pos + off
+
     def table(self, pos: int, what: str) -> Table:
         """The table at absolute position ``pos``, with its vtable checked."""
         self.check(pos, 4, what)
@@ -79,9 +109,11 @@ class Buffer:
         vt_size, table_size = _U16.unpack_from(self.data, vtable)[0], _U16.unpack_from(self.data, vtable + 2)[0]
         if vt_size < 4 or vt_size % 2:
             raise self.fail(f"vtable of {what} has an invalid size {vt_size}", vtable)
+        if table_size < 4:
+            raise self.fail(f"vtable of {what} gives the table an invalid size {table_size}", vtable)
         self.check(vtable, vt_size, f"vtable of {what}")
         self.check(pos, table_size, what)
-        return Table(self, pos, vtable, vt_size, what)
+        return Table(self, pos, vtable, vt_size, table_size, what)
 
     # --- vectorised helpers -------------------------------------------------------------------
 
@@ -100,8 +132,29 @@ class Buffer:
         return out
 
     def follow(self, pos: IntArray, what: str) -> IntArray:
-        """Targets of the uoffsets stored at ``pos``."""
-        return pos + self.gather(pos, "u32", what).astype(np.int64)
+        """Targets of the uoffsets stored at ``pos`` (none may be zero)."""
+        off = self.gather(pos, "u32", what).astype(np.int64)
+        if off.size and not off.all():
+            first = int(np.argmin(off != 0))
+            raise self.fail(f"{what} holds a null reference (offset 0)", int(pos[first]))
+        return pos + off
+
+    def follow_elements(self, start: int, n: int, what: str) -> IntArray:
+        """Targets of the ``n`` table offsets of the vector whose elements begin at ``start``.
+
+        Null references are an error; trailing ones, in a file that has its full declared size,
+        are the signature of the 1.5.1 runtime's failure to log half-precision tensors.
+        """
+        pos = start + 4 * np.arange(n, dtype=np.int64)
+        off = self.gather(pos, "u32", what).astype(np.int64)
+        if off.size and not off.all():
+            nulls = np.nonzero(off == 0)[0]
+            trailing = int(nulls[0]) == n - nulls.size
+            if self.intact and trailing:
+                problem = _HALF_PROBLEM.format(what=what, count=nulls.size)
+                raise ETDumpError(self.path, problem, _HALF_HINT, offset=int(pos[nulls[0]]))
+            raise self.fail(f"{what} holds a null reference (offset 0) at element {int(nulls[0])}", int(pos[nulls[0]]))
+        return pos + off
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,31 +165,38 @@ class Table:
     pos: int
     vtable: int
     vt_size: int
+    table_size: int
     what: str
 
-    def _field(self, index: int) -> int:
+    def _field(self, index: int, size: int) -> int:
+        """Offset of field ``index`` in the table (0: absent), checked to fit ``size`` bytes in it."""
         slot = 4 + 2 * index
         if slot >= self.vt_size:
             return 0
-        return int(_U16.unpack_from(self.buf.data, self.vtable + slot)[0])
+        off = int(_U16.unpack_from(self.buf.data, self.vtable + slot)[0])
+        if off and (off < 4 or off + size > self.table_size):
+            raise self.buf.fail(
+                f"field {index} of {self.what} at table offset {off} does not fit in the {self.table_size}-byte table",
+                self.pos,
+            )
+        return off
 
     def has(self, index: int) -> bool:
-        return self._field(index) != 0
+        return self._field(index, 1) != 0
 
     def scalar(self, index: int, kind: str, default: int | float | bool) -> int | float | bool:
-        off = self._field(index)
+        fmt, _, size = SCALARS[kind]
+        off = self._field(index, size)
         if off == 0:
             return default
-        fmt, _, size = SCALARS[kind]
-        self.buf.check(self.pos + off, size, f"field {index} of {self.what}")
         value: int | float | bool = fmt.unpack_from(self.buf.data, self.pos + off)[0]
         return value
 
     def _indirect(self, index: int) -> int | None:
-        off = self._field(index)
+        off = self._field(index, 4)
         if off == 0:
             return None
-        return self.pos + off + self.buf.u32(self.pos + off, f"field {index} of {self.what}")
+        return self.buf.uoffset(self.pos + off, f"field {index} of {self.what}")
 
     def string(self, index: int) -> str | None:
         target = self._indirect(index)
@@ -157,12 +217,12 @@ class Table:
         return None if target is None else self.buf.table(target, what)
 
     def vector(self, index: int, elem_size: int, what: str) -> tuple[int, int] | None:
-        """(start, length) of a vector field, checked to fit in the buffer."""
+        """(start, length) of a vector field, checked to fit in the buffer (so length <= size / elem_size)."""
         target = self._indirect(index)
         if target is None:
             return None
         n = self.buf.u32(target, f"length of {what}")
-        self.buf.check(target + 4, n * elem_size, what)
+        self.buf.check(target + 4, n * elem_size, f"{what} of {n} elements")
         return target + 4, n
 
     def scalar_vector(self, index: int, kind: str, what: str) -> list[int]:
@@ -174,11 +234,7 @@ class Table:
         return [int(v) for v in self.buf.gather(positions, kind, what)]
 
     def table_vector(self, index: int, what: str) -> list[Table]:
-        found = self.vector(index, 4, what)
-        if found is None:
-            return []
-        start, n = found
-        return [self.buf.table(start + 4 * i + self.buf.u32(start + 4 * i, what), what) for i in range(n)]
+        return [self.buf.table(int(p), what) for p in self.table_positions(index, what)]
 
     def table_positions(self, index: int, what: str) -> IntArray:
         """Absolute positions of every table in a vector-of-tables field, vectorised."""
@@ -186,7 +242,7 @@ class Table:
         if found is None:
             return np.zeros(0, dtype=np.int64)
         start, n = found
-        return self.buf.follow(start + 4 * np.arange(n, dtype=np.int64), what)
+        return self.buf.follow_elements(start, n, what)
 
 
 def read_string(buf: Buffer, target: int, what: str) -> str:
@@ -208,18 +264,27 @@ class TableVector:
     what: str
     vtable: IntArray
     vt_size: npt.NDArray[np.uint16]
+    table_size: IntArray
 
     @classmethod
     def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
         vtable = pos - buf.gather(pos, "i32", f"{what} tables").astype(np.int64)
         sizes = buf.gather(vtable, "u16", f"vtables of {what}").astype(np.uint16)
-        if sizes.size and (int(sizes.min()) < 4 or np.any(sizes % 2)):
-            raise buf.fail(f"a vtable of {what} has an invalid size")
+        tsize = buf.gather(vtable + 2, "u16", f"vtables of {what}").astype(np.int64)
         if sizes.size:
+            bad = np.nonzero((sizes < 4) | (sizes % 2 == 1))[0]
+            if bad.size:
+                raise buf.fail(f"a vtable of {what} has an invalid size {int(sizes[bad[0]])}", int(vtable[bad[0]]))
+            small = np.nonzero(tsize < 4)[0]
+            if small.size:
+                raise buf.fail(f"a vtable of {what} gives the table an invalid size {int(tsize[small[0]])}",
+                               int(vtable[small[0]]))
             buf.gather(vtable + sizes.astype(np.int64) - 2, "u8", f"vtables of {what}")
-        return cls(buf, pos, what, vtable, sizes)
+            buf.gather(pos + tsize - 1, "u8", f"{what} tables")
+        return cls(buf, pos, what, vtable, sizes, tsize)
 
-    def field_offsets(self, index: int) -> IntArray:
+    def field_offsets(self, index: int, size: int) -> IntArray:
+        """Each table's offset of field ``index`` (0: absent), checked to fit ``size`` bytes in it."""
         slot = 4 + 2 * index
         present = self.vt_size > slot
         out = np.zeros(self.pos.size, dtype=np.int64)
@@ -227,11 +292,17 @@ class TableVector:
             where = np.nonzero(present)[0]
             raw = self.buf.gather(self.vtable[where] + slot, "u16", f"vtable slot {index} of {self.what}")
             out[where] = raw.astype(np.int64)
+            bad = np.nonzero((out != 0) & ((out < 4) | (out + size > self.table_size)))[0]
+            if bad.size:
+                i = int(bad[0])
+                raise self.buf.fail(
+                    f"field {index} of a {self.what} table at table offset {int(out[i])} does not fit in the "
+                    f"{int(self.table_size[i])}-byte table", int(self.pos[i]))
         return out
 
     def scalar(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
-        off = self.field_offsets(index)
-        dtype = SCALARS[kind][1]
+        dtype, size = SCALARS[kind][1], SCALARS[kind][2]
+        off = self.field_offsets(index, size)
         out = np.full(self.pos.size, default, dtype=dtype)
         has = np.nonzero(off)[0]
         if has.size:
@@ -240,7 +311,7 @@ class TableVector:
 
     def indirect(self, index: int) -> IntArray:
         """Targets of an offset field (string, vector, table); -1 where the field is absent."""
-        off = self.field_offsets(index)
+        off = self.field_offsets(index, 4)
         out = np.full(self.pos.size, -1, dtype=np.int64)
         has = np.nonzero(off)[0]
         if has.size:

@@ -18,6 +18,7 @@ import math
 import mmap
 import os
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import DebugBufferError, ETDumpError, MissingDataError
@@ -26,7 +27,7 @@ from numdiff.schema.etdump import ScalarType, Tensor, Value, ValueType
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DTYPES", "DebugBuffer", "MissingTensor", "inflate_value", "torch_dtype"]
+__all__ = ["DTYPES", "MAX_DIMS", "DebugBuffer", "Layout", "MissingTensor", "inflate_value", "tensor_layout", "torch_dtype"]
 
 #: ScalarType → (torch dtype attribute name, bytes per element). Quantized types are given as
 #: their integer representation (the dump carries no scale or zero point); the packed
@@ -58,16 +59,94 @@ DTYPES: dict[ScalarType, tuple[str, int]] = {
 }
 
 
+#: Most dimensions a logged tensor may have (ExecuTorch's runtime allows 16; torch allows 64).
+MAX_DIMS = 64
+
+
 def torch_dtype(scalar_type: int) -> tuple[torch.dtype, int]:
     """The torch dtype and element size of an ETDump scalar type."""
     import torch
 
+    name, size = _dtype_entry(scalar_type)
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ETDumpError(None, f"tensor has scalar type {ScalarType(scalar_type).name}, which this torch "
+                          f"({torch.__version__}) has no dtype for", "Upgrade torch to read this tensor.")
+    return dtype, size
+
+
+def _dtype_entry(scalar_type: int) -> tuple[str, int]:
     try:
-        name, size = DTYPES[ScalarType(scalar_type)]
+        return DTYPES[ScalarType(scalar_type)]
     except ValueError as e:
         raise ETDumpError(None, f"tensor has unknown scalar type {scalar_type}",
-                          f"Known types: {', '.join(t.name for t in ScalarType)}.") from e
-    return getattr(torch, name), size
+                          f"Known types: {', '.join(f'{t.value} ({t.name})' for t in ScalarType)}. "
+                          "The ETDump is corrupt, or written by a newer runtime than numdiff knows.") from e
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where a logged tensor's bytes are: ``nbytes`` dense bytes from ``offset`` (Python ints)."""
+
+    offset: int
+    nbytes: int
+    itemsize: int
+    numel: int
+    strides: tuple[int, ...]  # the strides to view the bytes with (contiguous when the dump gave none)
+
+
+def tensor_layout(t: Tensor, *, path: str | None = None, where: str = "") -> Layout:
+    """Check ``t``'s sizes and strides and say which bytes it occupies.
+
+    The runtime copies every logged tensor densely (in its dim order) into the buffer, so a tensor
+    occupies exactly ``numel * itemsize`` bytes from its offset, and its strides must be a
+    permutation of a dense layout. Everything is computed with Python integers: no overflow.
+
+    Raises:
+        DebugBufferError: negative or too many sizes, strides that are not a dense layout, or a
+            negative offset for a tensor that has bytes.
+        ETDumpError: unknown scalar type.
+    """
+    _, itemsize = _dtype_entry(t.scalar_type)
+    label = f"{where}: " if where else ""
+    sizes, strides = tuple(int(n) for n in t.sizes), tuple(int(s) for s in t.strides)
+
+    def bad(problem: str) -> DebugBufferError:
+        return DebugBufferError(path, f"{label}tensor at offset {t.offset} {problem}",
+                                "The ETDump is corrupt: the runtime logs dense tensors of sizes >= 0 that fit in the debug buffer.")
+
+    if len(sizes) > MAX_DIMS:
+        raise bad(f"has {len(sizes)} dimensions (at most {MAX_DIMS} are supported)")
+    if any(n < 0 for n in sizes):
+        raise bad(f"has negative sizes {list(sizes)}")
+    if any(s < 0 for s in strides):
+        raise bad(f"has negative strides {list(strides)}")
+    numel = math.prod(sizes)
+    if math.prod(max(n, 1) for n in sizes) * itemsize >= 2**63:
+        raise bad(f"has sizes {list(sizes)} whose byte count overflows 64 bits")
+    contiguous = tuple(_contiguous_strides(list(sizes)))
+    if not strides:
+        strides = contiguous
+    elif len(strides) != len(sizes):
+        raise bad(f"has {len(strides)} strides {list(strides)} for {len(sizes)} sizes {list(sizes)}")
+    elif strides != contiguous and numel and not _is_dense(sizes, strides):
+        raise bad(f"has strides {list(strides)} that do not lay out sizes {list(sizes)} densely "
+                  "(negative, overlapping or gapped)")
+    nbytes = numel * itemsize
+    if nbytes and t.offset < 0:
+        raise bad(f"has a negative offset for {nbytes} bytes")
+    return Layout(int(t.offset), nbytes, itemsize, numel, strides)
+
+
+def _is_dense(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether the strides are some permutation of a dense (gap-free, non-overlapping) layout."""
+    dims = sorted((s, n) for n, s in zip(sizes, strides, strict=True) if n != 1)
+    expected = 1
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +247,7 @@ class DebugBuffer:
         return memoryview(self._map)[offset : offset + nbytes]
 
     def _check(self, offset: int, nbytes: int, what: str) -> None:
-        if offset < 0 or offset + nbytes > self.size:
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
             raise DebugBufferError(
                 self.path,
                 f"{what} at offset {offset} needs {nbytes} bytes, past the end of the {self.size}-byte buffer",
@@ -176,41 +255,74 @@ class DebugBuffer:
                 "written in the same run, and make the runtime's debug buffer large enough.",
             )
 
-    def tensor(self, t: Tensor) -> torch.Tensor:
-        """The tensor ``t`` describes, as a zero-copy view honouring its sizes and strides."""
+    def tensor(self, t: Tensor, where: str = "") -> torch.Tensor:
+        """The tensor ``t`` describes, as a zero-copy view honouring its sizes and strides.
+
+        Raises:
+            DebugBufferError: the tensor's bytes lie outside the buffer, or its layout is invalid.
+            ETDumpError: unknown scalar type.
+        """
         import torch
 
-        dtype, itemsize = torch_dtype(t.scalar_type)
+        dtype, _ = torch_dtype(t.scalar_type)
+        lay = self.layout(t, where)
         sizes = list(t.sizes)
-        if any(s < 0 for s in sizes):
-            raise DebugBufferError(self.path, f"tensor at offset {t.offset} has negative sizes {sizes}",
-                                   "The ETDump is corrupt.")
-        numel = math.prod(sizes)
-        if numel == 0:
+        if lay.numel == 0:
             return torch.empty(sizes, dtype=dtype)
-        strides = list(t.strides)
-        contiguous = _contiguous_strides(sizes)
-        if len(strides) != len(sizes) or strides == contiguous:
-            strides, extent = contiguous, numel
-        elif any(s < 0 for s in strides):
-            raise DebugBufferError(self.path, f"tensor at offset {t.offset} has negative strides {strides}",
-                                   "The ETDump is corrupt.")
-        else:
-            extent = 1 + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
-        what = f"{dtype} tensor of shape {tuple(sizes)}"
-        self._check(t.offset, extent * itemsize, what)
-        flat = torch.frombuffer(self._map, dtype=dtype, count=extent, offset=t.offset)
-        if strides is contiguous:
+        flat = torch.frombuffer(self._map, dtype=dtype, count=lay.numel, offset=lay.offset)
+        if list(lay.strides) == _contiguous_strides(sizes):
             return flat.view(sizes)
-        return flat.as_strided(sizes, strides)
+        return flat.as_strided(sizes, list(lay.strides))
+
+    def layout(self, t: Tensor, where: str = "") -> Layout:
+        """``t``'s checked layout, its bytes checked to lie inside this buffer."""
+        lay = tensor_layout(t, path=self.path, where=where)
+        if lay.nbytes:
+            what = f"{where + ': ' if where else ''}{ScalarType(t.scalar_type).name} tensor of shape {tuple(t.sizes)}"
+            self._check(lay.offset, lay.nbytes, what)
+        return lay
+
+    def check_no_overlap(self, tensors: Iterable[tuple[Tensor, str]]) -> None:
+        """Check that no two logged tensors partially share bytes.
+
+        The runtime copies each tensor it logs to a fresh, aligned place in the buffer, so two
+        tensors' byte ranges are either disjoint or (the same bytes described twice) identical
+        with the same type. Anything else means the ETDump does not describe this buffer.
+
+        Raises:
+            DebugBufferError: two tensors overlap, naming both (or a tensor is invalid on its own).
+        """
+        spans: list[tuple[int, int, int, str]] = []
+        for t, where in tensors:
+            lay = self.layout(t, where)
+            if lay.nbytes:
+                spans.append((lay.offset, lay.offset + lay.nbytes, t.scalar_type, where))
+        spans.sort(key=lambda x: (x[0], x[1]))
+        widest: tuple[int, int, int, str] | None = None
+        for span in spans:
+            if widest is not None and span[0] < widest[1] and span[:3] != widest[:3]:
+                raise DebugBufferError(
+                    self.path,
+                    f"two logged tensors overlap: {_describe(widest)} and {_describe(span)}",
+                    "The runtime gives every logged tensor its own bytes, so the ETDump does not describe "
+                    "this buffer (or one of them is corrupt): pass the debug buffer written in the same "
+                    "run as the ETDump.",
+                )
+            if widest is None or span[1] > widest[1]:
+                widest = span
 
     def tensors_equal(self, a: Tensor, b: Tensor) -> bool:
         """Whether two logged tensors have the same type, shape and bytes (no tensor is built)."""
         if (a.scalar_type, a.sizes, a.strides) != (b.scalar_type, b.sizes, b.strides):
             return False
-        _, itemsize = torch_dtype(a.scalar_type)
-        n = math.prod(a.sizes) * itemsize
-        return n == 0 or self.view(a.offset, n) == self.view(b.offset, n)
+        la, lb = self.layout(a), self.layout(b)
+        return la.nbytes == 0 or self.view(la.offset, la.nbytes) == self.view(lb.offset, lb.nbytes)
+
+
+def _describe(span: tuple[int, int, int, str]) -> str:
+    start, end, scalar_type, where = span
+    name = ScalarType(scalar_type).name
+    return f"{where + ' ' if where else ''}({name}, bytes {start}..{end})"
 
 
 #: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
@@ -251,9 +363,9 @@ def inflate_value(value: Value, buffer: DebugBuffer | None, *, where: str = "") 
     if kind == ValueType.TENSOR:
         if value.tensor is None:
             raise ETDumpError(None, f"{where}: Value says Tensor but carries none", "The ETDump is corrupt.")
-        return _tensor(value.tensor, buffer)
+        return _tensor(value.tensor, buffer, where)
     if kind == ValueType.TENSOR_LIST:
-        return [_tensor(t, buffer) for t in value.tensor_list or ()]
+        return [_tensor(t, buffer, f"{where} tensor {i}") for i, t in enumerate(value.tensor_list or ())]
     if kind == ValueType.INT:
         return value.int_value
     if kind == ValueType.BOOL:
@@ -267,11 +379,11 @@ def inflate_value(value: Value, buffer: DebugBuffer | None, *, where: str = "") 
     return None
 
 
-def _tensor(t: Tensor, buffer: DebugBuffer | None) -> Any:
+def _tensor(t: Tensor, buffer: DebugBuffer | None, where: str) -> Any:
     if buffer is None:
-        name = DTYPES.get(ScalarType(t.scalar_type), (f"scalar_type_{t.scalar_type}", 0))[0]
-        return MissingTensor(name, tuple(t.sizes))
-    return buffer.tensor(t)
+        tensor_layout(t, where=where)  # the same checks as with a buffer: no silent garbage
+        return MissingTensor(_dtype_entry(t.scalar_type)[0], tuple(t.sizes))
+    return buffer.tensor(t, where)
 
 
 def require_buffer(buffer: DebugBuffer | None, etdump_path: str | None) -> DebugBuffer:

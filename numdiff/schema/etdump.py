@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 
 import numpy as np
@@ -206,6 +206,10 @@ class EventColumns:
 
     def __len__(self) -> int:
         return int(self.kind.size)
+
+    def slice(self, start: int, stop: int) -> EventColumns:
+        """Rows ``start:stop`` of every column (views, not copies)."""
+        return EventColumns(*(getattr(self, f.name)[start:stop] for f in fields(self)))
 
 
 @dataclass(frozen=True, slots=True)

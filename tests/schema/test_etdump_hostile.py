@@ -1,0 +1,331 @@
+"""Hostile ETDumps: every malformed table, offset, vector, string or enum is a named ``ETDumpError``.
+
+Dumps are crafted with ``etdump_writer`` and then patched at the byte the test is about, located
+with the reader's own table access; real fixtures are mutated byte by byte; the half-precision
+dump written by ExecuTorch 1.5.1's runtime (``tests/fixtures/fp16_debug``) is read for real.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import struct
+import warnings
+from pathlib import Path
+
+import pytest
+
+from numdiff.errors import ETDumpError, NumdiffError
+from numdiff.inspector import Inspector
+from numdiff.schema._flatbuf import Buffer, Table
+from numdiff.schema.etdump import (
+    DebugEvent,
+    ETDumpDoc,
+    Event,
+    ProfileEvent,
+    RunDoc,
+    ScalarType,
+    Tensor,
+    Value,
+    ValueType,
+    read_etdump,
+)
+from numdiff.schema.etdump_writer import write_etdump
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FP16 = FIXTURES / "fp16_debug"
+
+
+def _profile(name: str = "op", instruction: int = 0) -> Event:
+    return Event(profile_event=ProfileEvent(name, 0, instruction, -1, None, None, 10, 20))
+
+
+def _debug(tensor: Tensor, instruction: int = 0) -> Event:
+    value = Value(ValueType.TENSOR, tensor=tensor, output=False)
+    return Event(debug_event=DebugEvent(0, instruction, value, -1, None, "op"))
+
+
+def _dump(*runs: RunDoc) -> bytearray:
+    return bytearray(write_etdump(ETDumpDoc(run_data=list(runs))))
+
+
+def _root(data: bytes | bytearray) -> Table:
+    buf = Buffer.of(bytes(data), None)
+    return buf.table(4 + struct.unpack_from("<I", data, 4)[0], "root")
+
+
+def _field_pos(t: Table, index: int) -> int:
+    """Absolute byte position of field ``index`` of table ``t``."""
+    off = int(struct.unpack_from("<H", t.buf.data, t.vtable + 4 + 2 * index)[0])
+    assert off, "field absent"
+    return t.pos + off
+
+
+def _runs(data: bytes | bytearray) -> tuple[int, int]:
+    """(position of the run_data vector's first element, its length)."""
+    found = _root(data).vector(1, 4, "runs")
+    assert found is not None
+    return found
+
+
+def _first_run(data: bytes | bytearray) -> Table:
+    start, _ = _runs(data)
+    return Buffer.of(bytes(data), None).table(start + struct.unpack_from("<I", data, start)[0], "run")
+
+
+def _read(data: bytes | bytearray) -> None:
+    read_etdump(bytes(data), path="hostile.etdp")
+
+
+# --- tables and vtables ------------------------------------------------------------------------
+
+
+def test_root_soffset_pointing_outside_the_file() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    root = _root(data)
+    struct.pack_into("<i", data, root.pos, -(2**30))
+    with pytest.raises(ETDumpError, match=r"hostile\.etdp.*vtable of ETDump root \(4 bytes\) lies outside the \d+-byte file"):
+        _read(data)
+
+
+@pytest.mark.parametrize(("vt_size", "message"), [(3, "invalid size 3"), (0, "invalid size 0"), (7, "invalid size 7")])
+def test_vtable_with_an_invalid_size(vt_size: int, message: str) -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    struct.pack_into("<H", data, _root(data).vtable, vt_size)
+    with pytest.raises(ETDumpError, match=rf"vtable of ETDump root has an {message}"):
+        _read(data)
+
+
+def test_table_size_smaller_than_its_soffset() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    struct.pack_into("<H", data, _root(data).vtable + 2, 2)
+    with pytest.raises(ETDumpError, match="vtable of ETDump root gives the table an invalid size 2"):
+        _read(data)
+
+
+def test_field_outside_its_table() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    run = _first_run(data)
+    struct.pack_into("<H", data, run.vtable + 4 + 2 * 1, 200)  # bundled_input_index far past the table
+    with pytest.raises(ETDumpError, match=r"field 1 of RunData at table offset 200 does not fit in the \d+-byte table"):
+        _read(data)
+
+
+def test_event_field_outside_its_table_in_the_column_reader() -> None:
+    data = _dump(RunDoc("Execute", [_profile(), _profile("b", 1)]))
+    run = _first_run(data)
+    events = run.table_positions(3, "events")
+    event = run.buf.table(int(events[0]), "Event")
+    struct.pack_into("<H", data, event.vtable + 4, 0xFFF0)
+    with pytest.raises(ETDumpError, match=r"field 0 of a Event table at table offset 65520 does not fit"):
+        _read(data)
+
+
+def test_event_vtable_with_an_invalid_size_in_the_column_reader() -> None:
+    data = _dump(RunDoc("Execute", [_profile(), _profile("b", 1)]))
+    run = _first_run(data)
+    event = run.buf.table(int(run.table_positions(3, "events")[1]), "Event")
+    struct.pack_into("<H", data, event.vtable, 5)
+    with pytest.raises(ETDumpError, match="a vtable of Event has an invalid size 5"):
+        _read(data)
+
+
+# --- offsets and vectors -------------------------------------------------------------------------
+
+
+def test_null_offset_field() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    run = _first_run(data)
+    struct.pack_into("<I", data, _field_pos(run, 0), 0)  # the run's name
+    with pytest.raises(ETDumpError, match=r"field 0 of RunData is a null reference \(offset 0\)"):
+        _read(data)
+
+
+def test_vector_longer_than_the_file() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    start, _ = _runs(data)
+    struct.pack_into("<I", data, start - 4, 0xFFFF_FFFF)
+    with pytest.raises(ETDumpError, match=r"ETDump\.run_data of 4294967295 elements \(17179869180 bytes\) lies outside"):
+        _read(data)
+
+
+def test_events_vector_longer_than_the_file() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    run = _first_run(data)
+    target = _field_pos(run, 3) + struct.unpack_from("<I", data, _field_pos(run, 3))[0]
+    struct.pack_into("<I", data, target, 10**6)
+    with pytest.raises(ETDumpError, match=r"RunData\.events of 1000000 elements"):
+        _read(data)
+
+
+def test_string_longer_than_the_file() -> None:
+    data = _dump(RunDoc("Execute", [_profile()]))
+    run = _first_run(data)
+    target = _field_pos(run, 0) + struct.unpack_from("<I", data, _field_pos(run, 0))[0]
+    struct.pack_into("<I", data, target, 2**31)
+    with pytest.raises(ETDumpError, match=r"string field 0 of RunData \(2147483648 bytes\) lies outside"):
+        _read(data)
+
+
+def test_string_that_is_not_utf8() -> None:
+    data = _dump(RunDoc("Execute", [_profile("abcdef")]))
+    at = bytes(data).index(b"abcdef")
+    data[at : at + 2] = b"\xff\xfe"
+    with pytest.raises(ETDumpError, match=r"an event name is not valid UTF-8: b'\\xff\\xfecdef'"):
+        _read(data)
+
+
+def test_run_name_that_is_not_utf8() -> None:
+    data = _dump(RunDoc("Exec_run", [_profile()]))
+    at = bytes(data).index(b"Exec_run")
+    data[at] = 0xC3  # a lead byte without its continuation
+    with pytest.raises(ETDumpError, match="string field 0 of RunData is not valid UTF-8"):
+        _read(data)
+
+
+def test_a_run_table_listed_many_times_is_read_once() -> None:
+    data = _dump(*[RunDoc(f"run{i}", [_profile()]) for i in range(50)])
+    start, n = _runs(data)
+    first = start + struct.unpack_from("<I", data, start)[0]
+    for i in range(1, n):  # every element now points at the first run's table
+        struct.pack_into("<I", data, start + 4 * i, first - (start + 4 * i))
+    dump = read_etdump(bytes(data))
+    assert [r.name for r in dump.run_data] == ["run0"] * 50
+    assert all(r.columns.kind is dump.run_data[0].columns.kind for r in dump.run_data)
+
+
+# --- enums and typed values ------------------------------------------------------------------------
+
+
+def _value_table(data: bytearray) -> Table:
+    dump = read_etdump(bytes(data))
+    cols = dump.run_data[0].columns
+    return dump.buffer.table(int(cols.value[cols.value >= 0][0]), "Value")
+
+
+def test_unknown_value_type_tag() -> None:
+    data = _dump(RunDoc("Execute", [_profile(), _debug(Tensor(int(ScalarType.FLOAT), (1,), (1,), 0))]))
+    struct.pack_into("<B", data, _field_pos(_value_table(data), 0), 200)
+    with pytest.raises(ETDumpError, match=r"Value has unknown type tag 200"):
+        Inspector(etdump_data=bytes(data))
+
+
+def test_unknown_tensor_scalar_type() -> None:
+    data = _dump(RunDoc("Execute", [_profile(), _debug(Tensor(int(ScalarType.FLOAT), (1,), (1,), 0))]))
+    tensor = _value_table(data).subtable(1, "Tensor")
+    assert tensor is not None
+    struct.pack_into("<b", data, _field_pos(tensor, 0), 99)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ETDumpError, match=r"Tensor\.scalar_type is 99, not a known scalar type\n.*6 \(FLOAT\)"):
+            Inspector(etdump_data=bytes(data))
+
+
+# --- the 1.5.1 runtime's half-precision dumps ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["etdump.etdp", "bf16_etdump.etdp"])
+def test_real_half_precision_dump_names_the_runtime_limitation(name: str) -> None:
+    expected = json.loads((FP16 / "reference.json").read_text())
+    assert expected["reference_with_debug_buffer"]["error_type"] == "CalledProcessError"  # the reference fails too
+    with pytest.raises(ETDumpError, match=r"ETDump\.run_data ends with 2 null reference.*ScalarType = 5 is not yet "
+                                          r"supported in ETDump(.|\n)*log float32 copies(.|\n)*no debug buffer") as info:
+        Inspector(etdump_path=FP16 / name, debug_buffer_path=FP16 / "debug_buffer.bin")
+    assert "re-copy" not in str(info.value)
+
+
+def test_runtime_messages_recorded_with_the_fixture() -> None:
+    lines = set((FP16 / "runtime_stderr.txt").read_text().split("\n"))
+    assert any("This ScalarType = 5 is not yet supported in ETDump" in line for line in lines)
+    assert any("This ScalarType = 15 is not yet supported in ETDump" in line for line in lines)
+
+
+def test_real_half_precision_model_profiled_without_debug_buffer_loads() -> None:
+    assert json.loads((FP16 / "reference.json").read_text())["reference_profile_only"]["error_type"] is None
+    inspector = Inspector(etdump_path=FP16 / "profile_only.etdp")
+    names = [e.name for b in inspector.event_blocks for e in b.events]
+    assert "native_call_addmm.out" in names and "Method::execute" in names
+
+
+def test_signature_needs_the_declared_size() -> None:
+    """Padding the real dump breaks the 'exactly its declared size' condition: generic message."""
+    with pytest.raises(ETDumpError, match=r"null reference \(offset 0\) at element 4\n.*truncated or corrupt"):
+        read_etdump((FP16 / "etdump.etdp").read_bytes() + b"\0" * 8)
+
+
+def test_signature_needs_trailing_nulls() -> None:
+    data = _dump(RunDoc("a", [_profile()]), RunDoc("b", [_profile()]), RunDoc("c", [_profile()]))
+    start, n = _runs(data)
+    assert n == 3
+    struct.pack_into("<I", data, start + 4, 0)  # the middle run
+    with pytest.raises(ETDumpError, match=r"null reference \(offset 0\) at element 1\n.*exactly the size it declares"):
+        _read(data)
+    struct.pack_into("<I", data, start + 4, 8)
+    struct.pack_into("<I", data, start + 8, 0)  # now the last one: the runtime's signature
+    with pytest.raises(ETDumpError, match=r"ends with 1 null reference.*not yet supported"):
+        _read(data)
+
+
+# --- dumps with nothing in them -------------------------------------------------------------------
+
+
+def test_dump_with_no_runs_gives_an_empty_table() -> None:
+    inspector = Inspector(etdump_data=write_etdump(ETDumpDoc(run_data=[])))
+    df = inspector.to_dataframe()
+    assert len(df) == 0 and list(df.columns[:3]) == ["event_block_name", "event_name", "raw"]
+    assert "avg (ms)" in df.columns
+    out = io.StringIO()
+    inspector.print_data_tabular(file=out)
+    assert "event_name" in out.getvalue() and "raw" not in out.getvalue()
+    tsv = io.StringIO()
+    inspector.save_data_to_tsv(tsv)
+    assert tsv.getvalue().startswith("\tevent_block_name\tevent_name")
+
+
+def test_dump_with_only_empty_runs_gives_an_empty_table() -> None:
+    inspector = Inspector(etdump_data=write_etdump(ETDumpDoc(run_data=[RunDoc("Execute", [])])),
+                          target_time_scale="us")
+    assert inspector.event_blocks == []
+    assert "avg (us)" in inspector.to_dataframe().columns
+
+
+# --- byte-level mutations of the real fixtures --------------------------------------------------------
+
+
+def _mutants(seed: int, count: int) -> list[tuple[str, bytes]]:
+    rng = random.Random(seed)
+    sources = sorted(p for p in FIXTURES.glob("*/etdump.etdp"))
+    out = []
+    for _ in range(count):
+        src = rng.choice(sources)
+        data = bytearray(src.read_bytes())
+        for _ in range(rng.choice([1, 2, 4])):
+            p = rng.randrange(len(data) - 8)
+            kind = rng.randrange(4)
+            if kind == 0:
+                data[p] ^= 1 << rng.randrange(8)
+            elif kind == 1:
+                data[p : p + 4] = rng.choice([0, 0xFFFF_FFFF, 0x7FFF_FFFF, 0x8000_0000, len(data)]).to_bytes(4, "little")
+            elif kind == 2:
+                data[p : p + 8] = rng.choice([0, 2**63 - 1, 2**64 - 1, 1 << 40]).to_bytes(8, "little")
+            else:
+                data[p] = rng.randrange(256)
+        out.append((src.parent.name, bytes(data)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_real_dumps_fail_only_with_numdiff_errors(seed: int) -> None:
+    for folder, data in _mutants(seed, 60):
+        buffer = FIXTURES / folder / "debug_buffer.bin"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inspector = Inspector(etdump_data=data, debug_buffer_path=buffer if buffer.exists() else None)
+                inspector.print_data_tabular(file=io.StringIO())
+                for block in inspector.event_blocks:
+                    for event in block.events:
+                        _ = event.debug_data
+        except NumdiffError as e:
+            assert str(e).strip(), "an error must say what is wrong"
