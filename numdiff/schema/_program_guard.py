@@ -86,9 +86,15 @@ def _check_fqn(value: Any, what: str) -> None:
 
 
 def _check_expr(text: Any) -> None:
-    """Refuse a symbolic expression that is anything but arithmetic on shape symbols."""
+    """Refuse a symbolic expression that is anything but small arithmetic on shape symbols.
+
+    ``sympy.sympify`` evaluates its input as Python, and exact integer powers can take forever
+    (``9**9**9``): only symbols, listed functions, short numbers and at most a few ``**`` with a
+    small or symbolic exponent pass.
+    """
     if not isinstance(text, str) or len(text) > _MAX_EXPR:
         raise _fail(f"symbolic expression {str(text)[:80]!r} is not a string of at most {_MAX_EXPR} characters")
+    tokens: list[tuple[str | None, str | None, str | None]] = []
     pos, depth = 0, 0
     while pos < len(text.rstrip()):
         match = _EXPR_TOKEN.match(text, pos)
@@ -97,10 +103,20 @@ def _check_expr(text: Any) -> None:
         number, name, op = match.groups()
         if name is not None and name not in _EXPR_FUNCTIONS and _SYMBOL.match(name) is None:
             raise _fail(f"symbolic expression {text[:80]!r} names {name[:40]!r}, which is no shape symbol or function")
+        if number is not None and len(number) > 24:
+            raise _fail(f"symbolic expression {text[:80]!r} has a number longer than 24 characters")
         depth += 1 if op == "(" else -1 if op == ")" else 0
         if depth > 64 or depth < 0:
             raise _fail(f"symbolic expression {text[:80]!r} has unbalanced or too deep parentheses")
+        tokens.append((number, name, op))
         pos = match.end()
+    powers = [i for i, token in enumerate(tokens) if token[2] == "**"]
+    for i in powers:
+        exponent = tokens[i + 1] if i + 1 < len(tokens) else (None, None, None)
+        follows = tokens[i + 2][2] if i + 2 < len(tokens) else None
+        small = exponent[0] is not None and exponent[0].isdigit() and int(exponent[0]) <= 64
+        if len(powers) > 4 or not (small or exponent[1] is not None) or follows == "**":
+            raise _fail(f"symbolic expression {text[:80]!r} has a power numdiff will not evaluate")
 
 
 def _check_treespec(text: Any, where: str) -> None:
