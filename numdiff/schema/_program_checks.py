@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from numdiff.limits import current_limits, raise_hint
-from numdiff.schema._graph_meta import ProgramLoadError, parse_nn_module_stack
+from numdiff.schema._graph_meta import ProgramLoadError
 
 __all__ = ["SCALAR_TYPES", "LAYOUTS", "MEMORY_FORMATS", "check_program"]
 
@@ -108,11 +108,6 @@ def _check_node(where: str, node: dict[str, Any]) -> None:
     if raw := meta.get("debug_handle"):
         if not (raw.isascii() and raw.strip().lstrip("-").isdigit()) or len(raw) > 20:
             raise ProgramLoadError(f"{where}: field metadata.debug_handle {raw[:40]!r} is not an integer")
-    if raw := meta.get("nn_module_stack"):
-        try:
-            parse_nn_module_stack(raw)
-        except ProgramLoadError as e:
-            raise ProgramLoadError(f"{where}: field metadata.nn_module_stack: {e.problem[:200]}") from e
 
 
 def _check_tensor_meta(where: str, meta: Any) -> None:

@@ -1,14 +1,12 @@
 """``json.loads`` for untrusted text: nesting depth checked first, so parsing cannot recurse too deep.
 
 The depth is measured with a linear scan that skips string contents (brackets inside strings do
-not count), done with regular expressions and C-level iteration so that it costs a small
-fraction of the parse itself.
+not count), done with C-level byte operations so that it costs less than the parse itself.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from itertools import accumulate
 from typing import Any
 
@@ -16,8 +14,6 @@ from numdiff.limits import current_limits, raise_hint
 
 __all__ = ["TooDeepError", "json_depth", "loads_checked"]
 
-# A JSON string (escapes included); an unterminated one runs to the end, so the scan stays linear.
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)', re.S)
 _KEEP = b"[]{}"
 _DROP = bytes(b for b in range(256) if b not in _KEEP)
 _STEP = [0] * 256
@@ -43,8 +39,11 @@ def json_depth(data: bytes | str) -> int:
         3
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    brackets = _STRING.sub(b"", raw).translate(None, _DROP)
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    # Drop escaped backslashes, then escaped quotes: every quote left opens or closes a string, so
+    # the even-numbered pieces between quotes are what lies outside strings. (Past the first
+    # backslash outside a string the text is invalid JSON, which json.loads never descends into.)
+    outside = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    return max(accumulate(map(_STEP.__getitem__, outside.translate(None, _DROP))), default=0)
 
 
 def loads_checked(data: bytes | str, limit: int | None = None) -> Any:
@@ -55,9 +54,12 @@ def loads_checked(data: bytes | str, limit: int | None = None) -> Any:
         ValueError: Not valid JSON or not UTF-8 (``json.JSONDecodeError``, ``UnicodeDecodeError``).
     """
     limit = current_limits().max_nesting_depth if limit is None else limit
-    depth = json_depth(data)
-    if depth > limit:
-        raise TooDeepError(depth, limit)
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    depth = 0
+    if raw.count(b"[") + raw.count(b"{") > limit:  # fewer openers than the limit cannot nest deeper
+        depth = json_depth(raw)
+        if depth > limit:
+            raise TooDeepError(depth, limit)
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
         return json.loads(text)

@@ -285,14 +285,13 @@ def _deep_program(program: dict[str, Any]) -> None:
         (_set_first_tensor("strides", [{"as_int": -1}]), r"field strides\[0\] is -1, not an integer in \[0, 2\^63\)"),
         (_meta("stack_trace", 5), r"node '\w+': field metadata.stack_trace is a int, not a string"),
         (_meta("nn_module_stack", ["a"]), r"field metadata.nn_module_stack is a list, not a string"),
-        (_meta("nn_module_stack", "a,b"), r"field metadata.nn_module_stack: malformed nn_module_stack item"),
         (_meta("debug_handle", "1e9"), r"field metadata.debug_handle '1e9' is not an integer"),
         (_node_field("target", ["x"]), r"field target is list, not a string"),
         (_node_field("inputs", {"a": 1}), r"field inputs is not a list of objects"),
         (_deep_program, r"program JSON nested at least 30\d deep"),
     ],
     ids=["duplicate-names", "scalar-type", "layout", "sizes-vs-strides", "big-but-fine", "negative-stride",
-         "stack-trace-type", "module-stack-type", "module-stack-text", "debug-handle", "target", "inputs", "deep"],
+         "stack-trace-type", "module-stack-type", "debug-handle", "target", "inputs", "deep"],
 )
 def test_malformed_program_graph(tmp_path: Path, edit: Callable[[dict[str, Any]], None], match: str | None) -> None:
     path = rewrite(tmp_path, edited_program(edit))
@@ -301,6 +300,12 @@ def test_malformed_program_graph(tmp_path: Path, edit: Callable[[dict[str, Any]]
         return
     with pytest.raises(ETRecordError, match=f"entry '{EDGE}': .*{match}"):
         parse_etrecord(path)
+
+
+def test_malformed_module_stack_text_is_named_when_read(tmp_path: Path) -> None:
+    rec = parse_etrecord(rewrite(tmp_path, edited_program(_meta("nn_module_stack", "a,b"))))
+    with pytest.raises(ETRecordError, match=r"Edge program 'forward': malformed nn_module_stack item 'a,b'"):
+        rec.op_nodes()
 
 
 def test_tensor_meta_overflowing_64_bits(tmp_path: Path) -> None:
