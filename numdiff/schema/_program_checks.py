@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from numdiff.limits import current_limits, raise_hint
+from numdiff.limits import Limits, current_limits, raise_hint
 from numdiff.schema._graph_meta import ProgramLoadError
+from numdiff.schema._safe_json import TooDeepError, json_depth
 
 __all__ = ["SCALAR_TYPES", "LAYOUTS", "MEMORY_FORMATS", "check_program"]
 
@@ -34,9 +35,10 @@ def check_program(program: dict[str, Any]) -> None:
     module = program["graph_module"]
     if not isinstance(module, dict):
         raise ProgramLoadError("field graph_module is not an object")
-    budget = [current_limits().max_graph_nodes]
+    limits = current_limits()
+    budget = [limits.max_graph_nodes]
     for label, graph in _graphs(module.get("graph", {}), "top-level graph"):
-        _check_graph(label, graph, budget)
+        _check_graph(label, graph, budget, limits)
 
 
 def _graphs(graph: Any, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -54,13 +56,13 @@ def _graphs(graph: Any, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
                     pending.append((f"subgraph {sub.get('name')!r} of node {node.get('name')!r}", sub.get("graph")))
 
 
-def _check_graph(label: str, graph: dict[str, Any], budget: list[int]) -> None:
+def _check_graph(label: str, graph: dict[str, Any], budget: list[int], limits: Limits) -> None:
     nodes = graph.get("nodes", [])
     if not isinstance(nodes, list):
         raise ProgramLoadError(f"{label}: field nodes is a {type(nodes).__name__}, not a list")
     budget[0] -= len(nodes)
     if budget[0] < 0:
-        limit = current_limits().max_graph_nodes
+        limit = limits.max_graph_nodes
         raise ProgramLoadError(
             f"{label}: more than {limit} nodes (max_graph_nodes)", raise_hint("max_graph_nodes", limit * 2)
         )
@@ -74,7 +76,7 @@ def _check_graph(label: str, graph: dict[str, Any], budget: list[int]) -> None:
         if name in seen:
             raise ProgramLoadError(f"{label}: two nodes are named {name!r}; node names must be unique")
         seen.add(name)
-        _check_node(f"{label}: node {name!r}", node)
+        _check_node(f"{label}: node {name!r}", node, limits)
     values = graph.get("tensor_values", {})
     if not isinstance(values, dict):
         raise ProgramLoadError(f"{label}: field tensor_values is a {type(values).__name__}, not an object")
@@ -82,7 +84,7 @@ def _check_graph(label: str, graph: dict[str, Any], budget: list[int]) -> None:
         _check_tensor_meta(f"{label}: tensor {tensor_name!r}", meta)
 
 
-def _check_node(where: str, node: dict[str, Any]) -> None:
+def _check_node(where: str, node: dict[str, Any], limits: Limits) -> None:
     target = node.get("target")
     if not isinstance(target, str):
         raise ProgramLoadError(f"{where}: field target is {type(target).__name__}, not a string")
@@ -105,6 +107,13 @@ def _check_node(where: str, node: dict[str, Any]) -> None:
     for key, value in meta.items():
         if not isinstance(value, str):
             raise ProgramLoadError(f"{where}: field metadata.{key} is a {type(value).__name__}, not a string")
+    if (raw := meta.get("from_node")) and raw.count("[") + raw.count("{") > limits.max_nesting_depth:
+        depth = json_depth(raw)  # builders parse it later: refuse what would recurse too deep now
+        if depth > limits.max_nesting_depth:
+            raise ProgramLoadError(
+                f"{where}: field metadata.from_node: {TooDeepError(depth, limits.max_nesting_depth)}",
+                raise_hint("max_nesting_depth", depth),
+            )
     if raw := meta.get("debug_handle"):
         if not (raw.isascii() and raw.strip().lstrip("-").isdigit()) or len(raw) > 20:
             raise ProgramLoadError(f"{where}: field metadata.debug_handle {raw[:40]!r} is not an integer")
