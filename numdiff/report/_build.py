@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import importlib
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -263,7 +262,8 @@ def _culprits(inspector: Any) -> CulpritSection:
             local_gap=_num(rec.get("local_gap")), accumulated_gap=_num(rec.get("accumulated_gap")),
             amplification=_num(rec.get("amplification")),
             verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
-            is_culprit=bool(rec.get("is_culprit", False)), source_line=user_frame(trace)))
+            is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
+            noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
     return CulpritSection(available=True, rows=rows)
 
 
@@ -276,4 +276,4 @@ def _num(value: Any) -> float | None:
         out = float(value)
     except (TypeError, ValueError):
         return None
-    return out if not math.isnan(out) else out
+    return out

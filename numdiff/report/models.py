@@ -155,6 +155,8 @@ class CulpritRow(_Model):
     amplification: float | None = None
     verdict: str | None = None
     is_culprit: bool = False
+    local_noise_units: float | None = Field(default=None, description="local error in units of the expected noise")
+    noise: str | None = Field(default=None, description="how the expected noise was estimated")
     source_line: str | None = None
 
 
@@ -221,3 +223,9 @@ class Analysis(_Model):
         from numdiff.report.storage import load_analysis
 
         return load_analysis(path)
+
+    def _repr_html_(self) -> str:
+        """The HTML report, for Jupyter (inside an iframe, so its styles and scripts stay its own)."""
+        from numdiff.report.html import notebook_html
+
+        return notebook_html(self)

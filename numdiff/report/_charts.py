@@ -1,0 +1,141 @@
+"""Charts of the HTML report, drawn server-side by matplotlib as inline SVG.
+
+Each chart comes with its axes geometry (where the x axis starts and ends, as fractions of the
+image width, and the data range it spans) so the page's script can map the mouse to a layer or
+event for tooltips and clicks without a JavaScript plotting library.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Chart", "error_chart", "latency_chart", "module_chart"]
+
+BLUE, RED, ORANGE, GREY, PURPLE, TEAL = "#1976d2", "#c62828", "#ef6c00", "#888888", "#8e24aa", "#00897b"
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """An SVG image and where its x axis lies (fractions of the width) and what it spans."""
+
+    svg: str
+    x0: float
+    x1: float
+    xmin: float
+    xmax: float
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _svg(fig: Any, salt: str) -> Chart:
+    import matplotlib
+
+    ax = fig.axes[0]
+    box = ax.get_position()
+    lo, hi = ax.get_xlim()
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    _pyplot().close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    return Chart(svg=text, x0=float(box.x0), x1=float(box.x1), xmin=float(lo), xmax=float(hi))
+
+
+def _integer_ticks() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
+def _finite(v: Any) -> float | None:
+    if v is None or isinstance(v, str):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _snr(v: Any, cap: float) -> float:
+    if v == "inf":
+        return cap
+    if v is None or v in ("nan", "-inf"):
+        return math.nan
+    return float(v)
+
+
+def error_chart(rows: list[dict[str, Any]]) -> Chart:
+    """SNR along execution order: accumulated (runtime vs reference), local when known, noise floor."""
+    plt = _pyplot()
+    finite = [f for r in rows for f in [_finite(r["snr"])] if f is not None]
+    floors = [r["floor"] for r in rows if r["floor"] is not None]
+    cap = max(finite + floors + [0.0]) + 10
+    x = [r["i"] for r in rows]
+    y = [_snr(r["snr"], cap) for r in rows]
+    fig, ax = plt.subplots(figsize=(12, 3.4), dpi=96)
+    ax.plot(x, y, "-", color=BLUE, lw=1.2, marker="o" if len(rows) <= 200 else None, ms=3,
+            label="accumulated SNR (runtime vs reference)")
+    if any(r["local"] is not None for r in rows):
+        ax.plot(x, [_snr(r["local"], cap) for r in rows], "-", color=ORANGE, lw=1.0,
+                label="local SNR (op on the runtime's inputs)")
+    if floors:
+        ax.step(x, [math.nan if r["floor"] is None else r["floor"] for r in rows], where="mid", color=GREY,
+                ls=":", lw=1.2, label="noise floor")
+    below = [(r["i"], v) for r, v in zip(rows, y) if r["floor"] is not None and not math.isnan(v) and v < r["floor"]]
+    if below:
+        ax.scatter([b[0] for b in below], [b[1] for b in below], s=14, color=RED, zorder=3, label="below the floor")
+    if any(r["snr"] == "inf" for r in rows):
+        ax.axhline(cap, color=GREY, lw=0.5)
+        ax.annotate("identical (∞)", (x[0], cap), fontsize=8, color=GREY, va="bottom")
+    ax.set_xlabel("layer (execution order)")
+    ax.set_ylabel("SNR dB (higher is better)")
+    ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
+    ax.xaxis.set_major_locator(_integer_ticks())
+    ax.grid(alpha=0.25)
+    ax.legend(fontsize=8, loc="lower left", ncol=4, frameon=False)
+    fig.tight_layout()
+    return _svg(fig, "numdiff-error")
+
+
+def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
+    """p50 of every profiled event in runtime order (one bar each; delegate-internal events in purple)."""
+    plt = _pyplot()
+    n = len(events)
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=96)
+    edges = [k - 0.5 for k in range(n + 1)]
+    outside = [0.0 if e["delegated"] else float(e["p50"]) for e in events]
+    inside = [float(e["p50"]) if e["delegated"] else 0.0 for e in events]
+    if n:
+        ax.stairs(outside, edges, fill=True, color=BLUE, label="runtime op / delegate call")
+        if any(inside):
+            ax.stairs(inside, edges, fill=True, color=PURPLE, label="inside a delegate")
+        ax.set_xlim(-0.5, n - 0.5)
+        ax.xaxis.set_major_locator(_integer_ticks())
+        ax.legend(fontsize=8, frameon=False)
+    ax.set_xlabel("event (runtime order)")
+    ax.set_ylabel(unit)
+    ax.grid(alpha=0.25, axis="y")
+    fig.tight_layout()
+    return _svg(fig, "numdiff-latency")
+
+
+def module_chart(modules: list[dict[str, Any]], unit: str, top: int = 20) -> Chart:
+    """Sum of p50 per source module (or per delegate for delegate-internal events), largest first."""
+    plt = _pyplot()
+    shown = modules[:top][::-1]
+    fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.9 + 0.22 * len(shown))), dpi=96)
+    labels = [m["module"] if len(m["module"]) <= 40 else "…" + m["module"][-39:] for m in shown]
+    ax.barh(range(len(shown)), [m["p50"] for m in shown], color=TEAL)
+    ax.set_yticks(range(len(shown)), labels, fontsize=8)
+    ax.set_xlabel(unit + (f" (top {top} of {len(modules)})" if len(modules) > top else ""))
+    ax.grid(alpha=0.25, axis="x")
+    fig.tight_layout()
+    return _svg(fig, "numdiff-modules")

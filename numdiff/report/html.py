@@ -1,0 +1,71 @@
+"""The HTML report: one self-contained file (styles, script, charts and data inline).
+
+The page needs no network: the charts are SVG drawn by matplotlib when the report is written,
+and the page's own small script (sorting, filtering, tooltips, per-op details) is inlined with
+its styles and the analysis data.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from importlib import resources
+from typing import Any
+
+from numdiff.errors import UsageError
+from numdiff.report._view import report_data
+from numdiff.report.models import Analysis
+
+__all__ = ["render_html", "write_html"]
+
+
+def _template_text(name: str) -> str:
+    return (resources.files("numdiff.report") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside a <script> element (no "</", "<!--" or U+2028/9 can end or confuse it)."""
+    text = json.dumps(data, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def render_html(analysis: Analysis) -> str:
+    """The report as one HTML document (a string)."""
+    try:
+        import jinja2
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise UsageError(f"the HTML report needs the {e.name} package\n"
+                         "Install it with: pip install 'numdiff[report]'") from e
+    from numdiff.report._charts import error_chart, latency_chart, module_chart
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
+                             loader=jinja2.FunctionLoader(lambda name: _template_text(name)))
+    title = analysis.labels.get("model") or next((a.name for a in analysis.artifacts if a.role == "etdump"), "run")
+    data = report_data(analysis)
+    unit = analysis.profile.time_unit
+    timed = [e for e in data["events"] if e["p50"] is not None and e["block"] != "Default"]
+    return env.get_template("report.html.j2").render(
+        title=title,
+        analysis=analysis,
+        data_json=_script_json(data),
+        error_chart=error_chart(data["rows"]) if data["rows"] else None,
+        latency_chart=latency_chart(timed, unit),
+        module_chart=module_chart(data["modules"], unit),
+        app_js=_template_text("report.js").replace("</script", "<\\/script"),
+        css=_template_text("report.css"),
+    )
+
+
+def write_html(analysis: Analysis, path: str | os.PathLike[str]) -> None:
+    """Write the report for ``analysis`` to ``path`` (UTF-8)."""
+    text = render_html(analysis)
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def notebook_html(analysis: Analysis) -> str:
+    """The report inside an ``<iframe srcdoc>``, so that its styles and scripts stay its own in Jupyter."""
+    return ('<iframe style="width:100%;height:900px;border:1px solid #ddd" sandbox="allow-scripts" srcdoc="'
+            + html.escape(render_html(analysis), quote=True) + '"></iframe>')
