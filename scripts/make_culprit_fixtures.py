@@ -2,7 +2,7 @@
 
 Dev script, never run by CI (oracle virtualenv)::
 
-    /root/.cache/numdiff-oracle/bin/python scripts/make_culprit_fixtures.py [--only NAME] [--list]
+    /root/.cache/numdiff-oracle/bin/python scripts/make_culprit_fixtures.py [--only NAME] [--list] [--example]
 
 For each spec of ``scripts/_culprit_models.py`` the same architecture is exported twice with the
 same seed: the correct model gives the ETRecord; a twin with one op's weights, bias, quantization
@@ -34,6 +34,9 @@ from make_fixtures import _calibration, _xnnpack_quantizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
+EXAMPLES = REPO / "numdiff" / "examples"
+#: Bundled example (``numdiff.examples.example_files("planted_culprit")``): a copy of this spec.
+EXAMPLE = ("planted_culprit", "culprit_mlp")
 
 
 def _module_path(node: torch.fx.Node) -> list[str]:
@@ -112,7 +115,7 @@ def _lower(model: torch.nn.Module, example: rt.Inputs, spec: cm.CulpritSpec, twi
     return rt.export_and_lower(model, example, partitioners=partitioners)
 
 
-def build(spec: cm.CulpritSpec, out_root: Path) -> dict[str, Any]:
+def build(spec: cm.CulpritSpec, out_root: Path, folder: str | None = None) -> dict[str, Any]:
     seed = zlib.crc32(spec.name.encode()) & 0x7FFFFFFF
     torch.manual_seed(seed)
     model = spec.make_model().eval()
@@ -128,7 +131,7 @@ def build(spec: cm.CulpritSpec, out_root: Path) -> dict[str, Any]:
     if spec.plant is cm.nothing and spec.scale_factor is None and good.buffer != bad.buffer:
         raise RuntimeError(f"{spec.name}: clean twin compiled to a different program")
 
-    out_dir = out_root / spec.name
+    out_dir = out_root / (folder or spec.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     rt.save_etrecord(good, out_dir / "etrecord.bin", example)
     rt.run_with_etdump(bad.buffer, [example], out_dir, debug_buffer=True)
@@ -150,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--out", type=Path, default=FIXTURES)
+    parser.add_argument("--example", action="store_true",
+                        help=f"also write the bundled example numdiff/examples/{EXAMPLE[0]}/ (spec {EXAMPLE[1]})")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(s.name for s in cm.SPECS))
@@ -161,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         truth = build(spec, args.out)
         print(f"{spec.name}: planted {truth['planted']}", file=sys.stderr)
+    if args.example:
+        spec = next(s for s in cm.SPECS if s.name == EXAMPLE[1])
+        build(spec, EXAMPLES, EXAMPLE[0])
+        print(f"example {EXAMPLE[0]} written", file=sys.stderr)
     return 0
 
 
