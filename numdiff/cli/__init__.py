@@ -32,6 +32,7 @@ def _commands() -> dict[str, ModuleType]:
     return {"profile": profile, "gap": gap, "example": example,
             "analyze": import_module("numdiff.cli.analyze"),
             "report": import_module("numdiff.cli.report"),
+            "trace": import_module("numdiff.cli.trace"),
             "culprits": import_module("numdiff.cli.culprits"),
             }
 

@@ -23,7 +23,8 @@ from numdiff.cli.analyze import add_label_option, parse_labels
 from numdiff.errors import UsageError
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_analysis_input(parser: argparse.ArgumentParser) -> None:
+    """ANALYSIS.json, or the same artifact flags as 'numdiff analyze' (shared by report and trace)."""
     parser.add_argument("analysis", nargs="?", metavar="ANALYSIS.json",
                         help="analysis file written by 'numdiff analyze' (or give the artifact flags instead)")
     add_artifacts(parser)
@@ -32,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             action.required = False
             action.help = (action.help or "") + " (instead of ANALYSIS.json)"
     add_label_option(parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_analysis_input(parser)
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
 
 
