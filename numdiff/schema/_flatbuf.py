@@ -11,7 +11,7 @@ event.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -75,6 +75,10 @@ class Buffer:
     path: str | None
     u8: npt.NDArray[np.uint8]
     intact: bool = False
+    #: Strings and byte vectors already copied out, by position: each is copied once, however many
+    #: tables point at it, and ``spent`` counts the bytes copied so far (see ``copy_out``).
+    copied: dict[int, str | bytes] = field(default_factory=dict, repr=False, compare=False)
+    spent: list[int] = field(default_factory=lambda: [0], repr=False, compare=False)
 
     @classmethod
     def of(cls, data: bytes | memoryview, path: str | None, *, intact: bool = False) -> Buffer:
@@ -89,6 +93,20 @@ class Buffer:
     def check(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > len(self.data):
             raise self.fail(f"{what} ({size} bytes) lies outside the {len(self.data)}-byte file", pos)
+
+    def spend(self, nbytes: int, what: str, pos: int) -> None:
+        """Account for ``nbytes`` copied out of the file by distinct strings / byte vectors.
+
+        A builder writes every string and byte vector in its own bytes, so the distinct ones of a
+        real file hold fewer bytes than the file. A crafted file can point many overlapping
+        strings at the same long run of bytes to make a reader copy far more than it holds: that
+        is refused here, before the copying.
+        """
+        self.spent[0] += nbytes
+        if self.spent[0] > 2 * len(self.data):
+            raise self.fail(
+                f"{what}: strings and byte vectors overlap, together claiming {self.spent[0]} bytes of a "
+                f"{len(self.data)}-byte file", pos)
 
     def u32(self, pos: int, what: str) -> int:
         self.check(pos, 4, what)
@@ -208,9 +226,15 @@ class Table:
         target = self._indirect(index)
         if target is None:
             return None
-        n = self.buf.u32(target, f"byte vector {index} of {self.what}")
-        self.buf.check(target + 4, n, f"byte vector {index} of {self.what}")
-        return bytes(self.buf.data[target + 4 : target + 4 + n])
+        known = self.buf.copied.get(target)
+        if isinstance(known, bytes):
+            return known
+        what = f"byte vector {index} of {self.what}"
+        n = self.buf.u32(target, what)
+        self.buf.check(target + 4, n, what)
+        self.buf.spend(n, what, target)
+        out = self.buf.copied[target] = bytes(self.buf.data[target + 4 : target + 4 + n])
+        return out
 
     def subtable(self, index: int, what: str) -> Table | None:
         target = self._indirect(index)
@@ -246,13 +270,18 @@ class Table:
 
 
 def read_string(buf: Buffer, target: int, what: str) -> str:
+    known = buf.copied.get(target)
+    if isinstance(known, str):
+        return known
     n = buf.u32(target, f"length of {what}")
     buf.check(target + 4, n, what)
+    buf.spend(n, what, target)
     raw = bytes(buf.data[target + 4 : target + 4 + n])
     try:
-        return raw.decode("utf-8")
+        out = buf.copied[target] = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise buf.fail(f"{what} is not valid UTF-8", target) from e
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +370,13 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
     if int(ends.max()) > len(buf):
         bad = int(starts[np.argmax(ends)])
         raise buf.fail(f"a {what} string runs past the end of the {len(buf)}-byte file", bad)
+    inverse = None
+    if int(lengths.sum()) > 2 * len(buf):  # strings shared or overlapping: copy each distinct one once
+        starts, first, inverse = np.unique(starts, return_index=True, return_inverse=True)
+        ends = ends[first]
+        buf.spend(int((ends - starts).sum()), f"{what} strings", int(starts[0]))
     data = buf.data if isinstance(buf.data, bytes) else bytes(buf.data)
     setdefault: Callable[[bytes, int], int] = table.setdefault
     ids = [setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-    out[has] = ids
+    out[has] = ids if inverse is None else np.asarray(ids, dtype=np.int32)[inverse]
     return out

@@ -329,3 +329,28 @@ def test_mutated_real_dumps_fail_only_with_numdiff_errors(seed: int) -> None:
                         _ = event.debug_data
         except NumdiffError as e:
             assert str(e).strip(), "an error must say what is wrong"
+
+
+# --- copying bounded by the file's size -----------------------------------------------------------
+
+
+def test_a_name_shared_by_many_events_is_copied_once() -> None:
+    name = "n" * 50_000
+    dump = read_etdump(write_etdump(ETDumpDoc(run_data=[RunDoc("Execute", [_profile(name, i) for i in range(500)])])))
+    assert dump.strings.count(name) == 1
+    assert {dump.string(int(i)) for i in dump.run_data[0].columns.name} == {name}
+
+
+def test_overlapping_strings_cannot_make_the_reader_copy_more_than_the_file() -> None:
+    pad = "\x00\x20\x00\x00" * 16_384  # every 4-byte word reads as the length 8192
+    events = [_profile(pad)] + [_profile(f"e{i}", i) for i in range(1, 1500)]
+    data = _dump(RunDoc("Execute", events))
+    region = bytes(data).index(pad.encode())
+    run = _first_run(data)
+    for i, pos in enumerate(run.table_positions(3, "events").tolist()):
+        prof = run.buf.table(int(pos), "Event").subtable(0, "ProfileEvent")
+        assert prof is not None
+        at = _field_pos(prof, 0)
+        struct.pack_into("<I", data, at, region + 4 * i - at)  # event i's name: a string starting inside the pad
+    with pytest.raises(ETDumpError, match=r"strings and byte vectors overlap, together claiming \d+ bytes of a \d+-byte file"):
+        _read(data)
