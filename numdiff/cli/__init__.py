@@ -33,6 +33,7 @@ def _commands() -> dict[str, ModuleType]:
             "analyze": import_module("numdiff.cli.analyze"),
             "report": import_module("numdiff.cli.report"),
             "trace": import_module("numdiff.cli.trace"),
+            "diff": import_module("numdiff.cli.diff"),
             "culprits": import_module("numdiff.cli.culprits"),
             }
 

@@ -1,0 +1,60 @@
+"""Compare two saved analyses (a base build and a new one) and fail on regressions (CI gate).
+
+Ops are matched by name; for each, the change of error (lowest SNR of the layer, capped at
+--snr-cap-db) and of latency (p50), rolled up by op category (convolution, matmul/GEMM,
+normalization, data movement, elementwise, other) and by delegate with its coverage (share of
+top-level ops and time inside the delegate).
+
+A regression: an op whose SNR fell by more than --max-snr-drop-db (default 3 dB), or an op or
+the whole run whose p50 grew by more than --max-latency-increase-pct (default 10 %) and by at
+least --min-latency-increase-us (default 5 µs). Exit status 1 when there is a regression,
+0 otherwise. --format markdown prints a pull-request comment.
+
+example:
+  numdiff analyze ... -o base.json   # on the main branch
+  numdiff analyze ... -o new.json    # on the pull request
+  numdiff diff base.json new.json --format markdown > comment.md
+"""
+
+from __future__ import annotations
+
+import argparse
+
+EXIT_REGRESSION = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from numdiff.report.diff import Thresholds
+
+    d = Thresholds()
+    parser.add_argument("base", metavar="BASE.json", help="analysis of the reference build (numdiff analyze)")
+    parser.add_argument("new", metavar="NEW.json", help="analysis of the build to check")
+    parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
+                        help="output format (default: table)")
+    g = parser.add_argument_group("thresholds")
+    g.add_argument("--max-snr-drop-db", type=float, default=d.max_snr_drop_db, metavar="DB",
+                   help=f"largest allowed fall of an op's SNR (default: {d.max_snr_drop_db:g})")
+    g.add_argument("--max-latency-increase-pct", type=float, default=d.max_latency_increase_pct, metavar="PCT",
+                   help=f"largest allowed growth of an op's or the run's p50, in percent (default: {d.max_latency_increase_pct:g})")
+    g.add_argument("--min-latency-increase-us", type=float, default=d.min_latency_increase_us, metavar="US",
+                   help=f"latency growth below this many µs is never a regression (default: {d.min_latency_increase_us:g})")
+    g.add_argument("--snr-cap-db", type=float, default=d.snr_cap_db, metavar="DB",
+                   help=f"SNR above this counts as this (rounding noise; identical is infinite) (default: {d.snr_cap_db:g})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numdiff.errors import UsageError
+    from numdiff.report import Analysis
+    from numdiff.report._diff_render import render_diff
+    from numdiff.report.diff import Thresholds, diff_analyses
+
+    for name in ("max_snr_drop_db", "max_latency_increase_pct", "min_latency_increase_us", "snr_cap_db"):
+        value = getattr(args, name)
+        if not value >= 0 or value == float("inf"):
+            raise UsageError(f"--{name.replace('_', '-')} is {value}, not a finite number >= 0\n"
+                             "Give a threshold such as 3 (dB) or 10 (percent).")
+    thresholds = Thresholds(args.max_snr_drop_db, args.max_latency_increase_pct, args.min_latency_increase_us,
+                            args.snr_cap_db)
+    report = diff_analyses(Analysis.load(args.base), Analysis.load(args.new), thresholds)
+    print(render_diff(report, args.format), end="")
+    return 0 if report else EXIT_REGRESSION

@@ -1,0 +1,109 @@
+"""numdiff diff: per-op deltas, roll-ups, coverage, thresholds and the CI exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numdiff.cli import main
+from numdiff.report import Analysis
+from numdiff.report.diff import Thresholds, categorize, diff_analyses
+
+
+def _changed(a: Analysis, *, snr_drop: float = 0.0, slower: dict[str, float] | None = None) -> Analysis:
+    """``a`` with the cumsum layer's SNR lowered and some events' durations scaled."""
+    assert a.gap is not None
+    rows = [r.model_copy(update={"snr": [v - snr_drop for v in r.snr]}) if r.aot_ops == ["cumsum"] else r
+            for r in a.gap.rows]
+    blocks = []
+    for b in a.profile.blocks:
+        events = []
+        for e in b.events:
+            k = (slower or {}).get(e.name)
+            events.append(e if k is None or e.p50 is None else e.model_copy(update={"p50": e.p50 * k}))
+        blocks.append(b.model_copy(update={"events": events}))
+    return a.model_copy(update={"gap": a.gap.model_copy(update={"rows": rows}),
+                                "profile": a.profile.model_copy(update={"blocks": blocks})})
+
+
+@pytest.mark.parametrize(("names", "category"), [
+    ("Convolution (NHWC, F32) IGEMM #1", "convolution"), ("aten.convolution.default", "convolution"),
+    ("Fully Connected (NC, QS8) GEMM #1", "matmul/GEMM"), ("aten.bmm.default", "matmul/GEMM"),
+    (["dequantize_per_tensor", "linear", "relu"], "matmul/GEMM"), ("aten.native_layer_norm.default", "normalization"),
+    ("aten._softmax.default", "normalization"), ("Convert (NC) #1", "elementwise"), ("native_call_add.out", "elementwise"),
+    ("aten.expand_copy.default", "data movement"), ("Static Reshape (NC) #1", "data movement"),
+    ("aten.cumsum.default", "other"), ("aten.max_pool2d.default", "other"),
+])
+def test_categories(names: str | list[str], category: str) -> None:
+    assert categorize(names) == category
+
+
+def test_same_run_has_no_regression(example_analysis: Analysis) -> None:
+    report = diff_analyses(example_analysis, example_analysis)
+    assert report and report.regressions == []
+    assert {d.kind for d in report.ops} == {"error", "latency"}
+    assert all(d.delta == 0 for d in report.ops)
+    delegates = {d["delegate"]: d for d in report.delegates}
+    assert 0.5 < delegates["XnnpackBackend"]["base_op_share"] < 1  # cumsum runs outside the delegate
+    assert 0 < delegates["XnnpackBackend"]["base_time_share"] < 1
+
+
+def test_snr_drop_is_a_regression(example_analysis: Analysis) -> None:
+    report = diff_analyses(example_analysis, _changed(example_analysis, snr_drop=20))
+    assert [(d.kind, d.key) for d in report.regressions] == [("error", "cumsum")]
+    assert example_analysis.gap is not None
+    snr = next(r.snr[0] for r in example_analysis.gap.rows if r.aot_ops == ["cumsum"])
+    assert snr > 140  # so the cap shortens the drop: min(snr - 20, 140) - 140
+    assert report.regressions[0].delta == pytest.approx(snr - 20 - 140)
+    assert diff_analyses(example_analysis, _changed(example_analysis, snr_drop=20), Thresholds(max_snr_drop_db=25))  # passes
+
+
+def test_latency_thresholds_need_percent_and_microseconds(example_analysis: Analysis) -> None:
+    # cumsum (6 µs) twice as slow: +100 % and +6 µs: a regression, and so is the run's total
+    report = diff_analyses(example_analysis, _changed(example_analysis, slower={"native_call_cumsum.out": 2.0}))
+    keys = [d.key for d in report.regressions]
+    assert "Execute/native_call_cumsum.out" in keys
+    # a 1 µs delegate op twice as slow: +100 % but +1 µs: not a regression
+    report = diff_analyses(example_analysis, _changed(example_analysis, slower={"Convert (NC) #1": 2.0}))
+    assert report.regressions == []
+    grew = [d for d in report.ops if d.key == "Execute/Convert (NC) #1"][0]
+    assert grew.delta_pct == pytest.approx(100)
+
+
+def test_real_xnnpack_rollup(xnnpack_analysis: Analysis) -> None:
+    report = diff_analyses(xnnpack_analysis, xnnpack_analysis)
+    cats = {c["category"] for c in report.categories}
+    assert {"convolution", "matmul/GEMM", "data movement"} <= cats
+    assert [d["delegate"] for d in report.delegates] == ["XnnpackBackend"]
+
+
+def test_cli_gate_and_formats(example_analysis: Analysis, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    example_analysis.save(base)
+    _changed(example_analysis, snr_drop=20, slower={"native_call_cumsum.out": 3.0}).save(new)
+
+    assert main(["diff", str(base), str(base)]) == 0
+    assert "no regression" in capsys.readouterr().out
+
+    assert main(["diff", str(base), str(new), "--format", "markdown"]) == 1
+    md = capsys.readouterr().out
+    assert md.startswith("### numdiff diff: ❌ 3 regressions") and "| error   | cumsum" in md
+    assert "#### By op category" in md and "#### By delegate" in md
+
+    assert main(["diff", str(base), str(new), "--format", "json", "--max-snr-drop-db", "50",
+                 "--max-latency-increase-pct", "500"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["regressions"] == 0 and data["thresholds"]["max_snr_drop_db"] == 50
+
+
+def test_cli_rejects_bad_thresholds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "a.json", "b.json", "--max-snr-drop-db", "-1"]) == 2
+    assert "--max-snr-drop-db is -1.0, not a finite number >= 0" in capsys.readouterr().err
+
+
+def test_cli_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.json").write_text("[]")
+    assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 3
+    assert "holds a JSON list" in capsys.readouterr().err
