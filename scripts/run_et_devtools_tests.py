@@ -44,9 +44,8 @@ public name is a failure, not a reason to skip). It is NOT APPLICABLE when
       from executorch.devtools.inspector._inspector / _inspector_utils /
       _intermediate_output_capturer or executorch.devtools.etrecord._etrecord other than the
       public names above (e.g. InstructionEvent, ProfileEventSignature, calculate_snr,
-      find_op_names, propagate_back_debug_handle, IntermediateOutputCapturer; the metric
-      formulas calculate_snr/mse/cosine_similarity used only to compute expected numbers and
-      type aliases such as DebugHandle do not count),
+      find_op_names, calculate_snr, propagate_back_debug_handle, IntermediateOutputCapturer;
+      type aliases such as DebugHandle and the ETRecord writer class do not count),
   (c) it calls a private method (obj._name(...)) of a served object (e.g. Event._gen_from_...,
       EventBlock._gen_from_etdump, inspector._get_aot_intermediate_outputs_and_op_names);
       reading the reference's underscore data attributes that users rely on (ETRecord's
@@ -67,10 +66,8 @@ INTERNAL_MODULES = (
     "executorch.devtools.inspector._intermediate_output_capturer",
     "executorch.devtools.etrecord._etrecord",
 )
-#: Names from internal modules that are type aliases, writer-side, or the plain metric formulas a test
-#: uses to compute its expected numbers (ExecuTorch's code as the test's oracle, not under test).
-NEUTRAL = frozenset({"DebugHandle", "ETRecord", "ETRecordReservedFileNames", "flatcc",
-                     "calculate_snr", "calculate_mse", "calculate_cosine_similarity"})
+#: Names from internal modules that are type aliases or writer-side (not Inspector behaviour).
+NEUTRAL = frozenset({"DebugHandle", "ETRecord", "ETRecordReservedFileNames", "flatcc"})
 #: Private methods of test classes (helpers), not of the objects under test.
 TEST_OWNERS = frozenset({"self", "cls", "TestEventBlock", "TestETRecord", "TestInspector", "TestInspectorUtils"})
 

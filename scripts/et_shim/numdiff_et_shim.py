@@ -28,7 +28,8 @@ _NC = "executorch.devtools.inspector.numerical_comparator"
 _VGF_NAMES = ("parse_vgf_neural_statistics_metadata", "parse_vgf_neural_statistics_delegate_metadata")
 
 #: Where numdiff's public objects are looked up, in order (the first module that has the name wins).
-NUMDIFF_MODULES = ("numdiff", "numdiff.inspector", "numdiff.comparators", "numdiff.schema.etrecord")
+NUMDIFF_MODULES = ("numdiff", "numdiff.inspector", "numdiff.comparators", "numdiff.schema.etrecord",
+                   "numdiff.vgf_neural_statistics", "numdiff.profile.vgf")
 
 #: ExecuTorch module -> the names in it that are served from numdiff.
 REDIRECTS: dict[str, tuple[str, ...]] = {
@@ -75,10 +76,15 @@ def resolve(name: str) -> Any:
     problems = []
     for module in NUMDIFF_MODULES:
         try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as e:
-            problems.append(f"{module}: {type(e).__name__}: {e}")
-    MISSING[name] = "; ".join(problems)
+            mod = importlib.import_module(module)
+        except ImportError as e:
+            if getattr(e, "name", None) == module:
+                continue  # no such numdiff module (yet)
+            problems.append(f"{module} does not import: {type(e).__name__}: {e}")
+            continue
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    MISSING[name] = "; ".join(problems) or f"not in {', '.join(NUMDIFF_MODULES)}"
     return _Missing(name, MISSING[name])
 
 
