@@ -12,6 +12,10 @@ Three ways to change a limit, later ones winning:
    ``NUMDIFF_MAX_ENTRY_BYTES=8589934592``), read each time :func:`current_limits` is called;
 3. :func:`use_limits` inside a ``with`` block (per thread and per asyncio task).
 
+An ETRecord is checked with the limits in force when :func:`~numdiff.schema.etrecord.parse_etrecord`
+reads it, including the parts checked later, on first use (programs, pickled entries): wrap the
+call that reads the file.
+
 Example:
     >>> from numdiff.limits import current_limits, use_limits
     >>> with use_limits(max_nesting_depth=500):

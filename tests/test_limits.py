@@ -71,6 +71,6 @@ def test_a_real_file_is_refused_with_tiny_limits_and_read_with_the_defaults(monk
     assert str(SOURCE) in message and "NUMDIFF_MAX_ENTRY_RATIO=" in message and "numdiff.use_limits(max_entry_ratio=" in message
     monkeypatch.setenv("NUMDIFF_MAX_NESTING_DEPTH", "3")
     with pytest.raises(ETRecordError, match=r"nested at least \d+ deep, more than the limit 3 \(max_nesting_depth\)"):
-        parse_etrecord(SOURCE)
+        parse_etrecord(SOURCE).check_programs()
     monkeypatch.delenv("NUMDIFF_MAX_NESTING_DEPTH")
     assert parse_etrecord(SOURCE).op_nodes()

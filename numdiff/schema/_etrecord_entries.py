@@ -6,18 +6,20 @@ built only when first needed; pickles are unpickled, weights only, when first ne
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import ETRecordError
-from numdiff.limits import current_limits, raise_hint
+from numdiff.limits import Limits, current_limits, raise_hint, use_limits
 from numdiff.schema._etrecord_models import validate_entry
 from numdiff.schema._graph_meta import ProgramLoadError, check_header
 from numdiff.schema._program_checks import check_program
-from numdiff.schema._safe_json import TooDeepError, loads_checked
+from numdiff.schema._safe_json import TooDeepError, json_depth, loads_checked
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -176,23 +178,28 @@ class EntryReader:
         return validate_entry(self.path, name, value)
 
     def read_program(self, name: str) -> Program:
-        """A program entry and its companions; the program JSON parsed and its graph checked now."""
+        """A program entry and its companions, the program JSON parsed and its header checked.
+
+        The graph itself is checked (:meth:`Program.check`) before its first use: the profiling
+        view reads only node metadata, checked as it is read, and need not pay for the rest.
+        """
         state_dict, constants, example_inputs = (self.read_bytes(name + s) for s in COMPANION_SUFFIXES)
         parts = (self.read_bytes(name), state_dict, constants, example_inputs)
         try:
-            program = loads_checked(parts[0], self.limits.max_nesting_depth)
-        except TooDeepError as e:
-            raise ETRecordError(self.path, f"entry {name!r}: program {e}", e.hint) from e
+            program = json.loads(parts[0].decode("utf-8"))
+        except RecursionError as e:  # json's decoder guards its own recursion: a clean error
+            raise ETRecordError(
+                self.path,
+                f"entry {name!r}: program JSON nested deeper than Python's recursion limit",
+                _ALTERED,
+            ) from e
         except ValueError as e:
             raise ETRecordError(self.path, f"entry {name!r}: program is not valid JSON: {str(e)[:200]}", _ALTERED) from e
         try:
             check_header(program)
-            check_program(program)
         except ProgramLoadError as e:
             raise ETRecordError(self.path, f"entry {name!r}: {e.problem}", e.hint or _ALTERED) from e
-        except RecursionError as e:  # pragma: no cover - depth is checked first; kept as a backstop
-            raise ETRecordError(self.path, f"entry {name!r}: program nested too deep", _ALTERED) from e
-        return Program(self.path, name, parts, program)
+        return Program(self.path, name, parts, program, self.limits)
 
 
 def _size_of(fp: Any) -> int:
@@ -210,28 +217,52 @@ class PickledEntry:
     path: str | None
     name: str
     data: bytes
+    limits: Limits = field(default_factory=current_limits)
 
     def __call__(self) -> Any:
         from numdiff.schema._pickles import load_torch_artifact
 
         try:
-            return load_torch_artifact(self.data, f"entry {self.name!r}", plain=True)
+            with use_limits(**dataclasses.asdict(self.limits)):  # the limits in force when the file was read
+                return load_torch_artifact(self.data, f"entry {self.name!r}", plain=True)
         except ProgramLoadError as e:
             raise ETRecordError(self.path, e.problem, e.hint) from e
 
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A program entry: its JSON checked and parsed now, the ``ExportedProgram`` built when first needed."""
+    """A program entry: its JSON parsed now, its graph checked and the ``ExportedProgram`` built when first needed."""
 
     path: str | None
     name: str
     parts: tuple[bytes, bytes, bytes, bytes]
     json: dict[str, Any]
+    limits: Limits = field(default_factory=current_limits)
+    _checked: list[bool] = field(default_factory=list, repr=False, compare=False)
+
+    def check(self) -> None:
+        """Check nesting depth and the graph's shape (:func:`check_program`), once.
+
+        Raises:
+            ETRecordError: Naming the file, the entry, the graph, the node and the field.
+        """
+        if self._checked:
+            return
+        with use_limits(**dataclasses.asdict(self.limits)):  # the limits in force when the file was read
+            depth, limit = json_depth(self.parts[0]), self.limits.max_nesting_depth
+            if depth > limit:
+                error = TooDeepError(depth, limit)
+                raise ETRecordError(self.path, f"entry {self.name!r}: program {error}", error.hint)
+            try:
+                check_program(self.json)
+            except ProgramLoadError as e:
+                raise ETRecordError(self.path, f"entry {self.name!r}: {e.problem}", e.hint or _ALTERED) from e
+        self._checked.append(True)
 
     def __call__(self) -> ExportedProgram:
         from numdiff.schema._export_serde import load_program
 
+        self.check()
         try:
             return load_program(*self.parts)
         except ProgramLoadError as e:

@@ -11,8 +11,11 @@ Also here, because both readers share them: the program header check and the op-
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from numdiff.errors import InputError
 
 __all__ = [
     "BACKEND_PREFIX",
@@ -43,11 +46,15 @@ KNOWN_DIALECTS = frozenset({"EDGE", "ATEN", "TRAINING", ""})
 _STACK_DELIMITER = ";"
 
 
-class ProgramLoadError(Exception):
-    """Raised with the problem and hint; the ETRecord reader adds the file and entry."""
+class ProgramLoadError(InputError):
+    """Raised with the problem and hint; the ETRecord reader adds the file and entry.
+
+    An :class:`~numdiff.errors.InputError`, so that even where no reader adds context it is a
+    named numdiff error, never an escape.
+    """
 
     def __init__(self, problem: str, hint: str = "") -> None:
-        super().__init__(problem)
+        super().__init__(problem + (f"\n{hint}" if hint else ""))
         self.problem = problem
         self.hint = hint
 
@@ -150,19 +157,43 @@ class OpNodeInfo:
     source_fn_stack: list[tuple[str, str]] | None
 
 
+_READ_META = ("debug_handle", "nn_module_stack", "source_fn_stack", "stack_trace", "from_node")
+
+
+def _top_nodes(program: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """``(node, target, metadata)`` of the top-level graph, with the shapes these readers rely on checked.
+
+    Raises:
+        ProgramLoadError: Naming the node and the field that is not what ExecuTorch writes.
+    """
+    module = program.get("graph_module")
+    graph = module.get("graph", {}) if isinstance(module, dict) else None
+    nodes = graph.get("nodes", []) if isinstance(graph, dict) else None
+    if not isinstance(nodes, list):
+        raise ProgramLoadError("field graph_module.graph.nodes is not a list")
+    for index, node in enumerate(nodes):
+        if not isinstance(node, dict) or not isinstance(node.get("name"), str):
+            raise ProgramLoadError(f"node {index} is not an object with a string name")
+        target, meta = node.get("target"), node.get("metadata") or {}
+        if not isinstance(target, str) or not isinstance(meta, dict):
+            raise ProgramLoadError(f"node {node['name']!r}: field target or metadata has the wrong type")
+        for key in _READ_META:
+            if not isinstance(meta.get(key, ""), str):
+                raise ProgramLoadError(f"node {node['name']!r}: field metadata.{key} is not a string")
+        yield node, target, meta
+
+
 def op_nodes_from_json(program: dict[str, Any]) -> list[OpNodeInfo]:
     """Op nodes of a serialized program's top-level graph, in graph order (getitems excluded)."""
     out = []
-    for node in program["graph_module"].get("graph", {}).get("nodes", []):
-        target = node.get("target")
-        if not isinstance(target, str) or target.endswith("getitem"):
+    for node, target, meta in _top_nodes(program):
+        if target.endswith("getitem"):
             continue
-        meta = node.get("metadata") or {}
         handle = _debug_handle(node, meta)
         module_stack = meta.get("nn_module_stack")
         source_fn = meta.get("source_fn_stack")
         out.append(OpNodeInfo(
-            name=str(node.get("name")),
+            name=node["name"],
             op_type=op_type_for(target),
             debug_handle=handle,
             stack_trace=meta.get("stack_trace"),
@@ -192,19 +223,19 @@ def provenance_from_json(program: dict[str, Any]) -> list[NodeProvenance] | None
     programs callers load the program and walk it instead.
     """
     out = []
-    for node in program["graph_module"].get("graph", {}).get("nodes", []):
-        target = str(node.get("target", ""))
+    for node, target, meta in _top_nodes(program):
         if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
             return None
-        meta = node.get("metadata") or {}
         handle = _debug_handle(node, meta)
-        out.append(NodeProvenance(str(node.get("name")), handle, _ancestors(meta.get("from_node"))))
+        out.append(NodeProvenance(node["name"], handle, _ancestors(meta.get("from_node"))))
     return out
 
 
 def _debug_handle(node: dict[str, Any], meta: dict[str, Any]) -> int | None:
     raw = meta.get("debug_handle")
     try:
+        if raw and len(raw) > 20:
+            raise ValueError("too long")
         return int(raw) if raw else None
     except ValueError as e:
         raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw!r}") from e

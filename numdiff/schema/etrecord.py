@@ -160,12 +160,25 @@ class ETRecord:
         self._loaders: dict[str, Callable[[], Any]] = {}
         self._edge_json: dict[str, dict[str, Any]] = {}
         self._sources: dict[str, Program] = {}
+        self._programs: list[Program] = []
         self.export_graph_id: int = 0
         self._debug_handle_map: dict[str, dict[str, Any]] | None = None
         self._delegate_map: dict[str, dict[str, Any]] | None = None
         self._instruction_id_to_num_outs_map: dict[str, dict[str, Any]] | None = None
         self.path: str | None = None
         self.unknown_entries: tuple[str, ...] = ()
+
+    def check_programs(self) -> None:
+        """Check every program entry's graph JSON now, without building any program.
+
+        Programs are otherwise checked just before their first use; call this to reject a
+        malformed file up front.
+
+        Raises:
+            ETRecordError: The first malformed program, naming the entry, graph, node and field.
+        """
+        for program in self._programs:
+            program.check()
 
     def has(self, attribute: str) -> bool:
         """Whether ``attribute`` (e.g. ``"_reference_outputs"``) is set, without loading it."""
@@ -196,6 +209,7 @@ class ETRecord:
         source = self._sources.get(attribute)
         if source is None or attribute not in self._loaders:
             return None
+        source.check()
         return source.json, source.parts[1], source.parts[2]
 
     def remember_debug_handles(self, attribute: str, handles_by_node: dict[str, Any]) -> None:
@@ -345,7 +359,7 @@ def _read_archive(reader: EntryReader, path: str | None) -> ETRecord:
             if known.kind == "json":
                 setattr(record, known.attribute, reader.read_json(name))
             elif known.kind == "tensors":
-                record._loaders[known.attribute] = PickledEntry(path, name, reader.read_bytes(name))
+                record._loaders[known.attribute] = PickledEntry(path, name, reader.read_bytes(name), reader.limits)
         elif is_companion(name, present):
             continue
         elif name == "exported_program":
@@ -368,6 +382,7 @@ def _read_archive(reader: EntryReader, path: str | None) -> ETRecord:
             record._loaders["edge_dialect_program"] = lambda: {m: p() for m, p in edge.items()}
     if graphs:
         record._loaders["graph_map"] = lambda: {n: p() for n, p in graphs.items()}
+    record._programs = [*record._sources.values(), *edge.values(), *graphs.values()]
     record.unknown_entries = tuple(unknown)
     if unknown:
         warnings.warn(

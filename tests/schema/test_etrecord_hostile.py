@@ -289,17 +289,45 @@ def _deep_program(program: dict[str, Any]) -> None:
         (_node_field("target", ["x"]), r"field target is list, not a string"),
         (_node_field("inputs", {"a": 1}), r"field inputs is not a list of objects"),
         (_deep_program, r"program JSON nested at least 30\d deep"),
+        (_node_field("outputs", [1]), r"field outputs is not a list of objects"),
+        (_node_field("metadata", [1]), r"field metadata is a list, not an object"),
+        (_node_field("name", ""), r"node 0: field name is '', not a non-empty string"),
     ],
     ids=["duplicate-names", "scalar-type", "layout", "sizes-vs-strides", "big-but-fine", "negative-stride",
-         "stack-trace-type", "module-stack-type", "debug-handle", "target", "inputs", "deep"],
+         "stack-trace-type", "module-stack-type", "debug-handle", "target", "inputs", "deep",
+         "outputs", "metadata", "name"],
 )
 def test_malformed_program_graph(tmp_path: Path, edit: Callable[[dict[str, Any]], None], match: str | None) -> None:
     path = rewrite(tmp_path, edited_program(edit))
     if match is None:  # a large size alone is a valid description (nothing is allocated from it)
-        parse_etrecord(path)
+        parse_etrecord(path).check_programs()
         return
     with pytest.raises(ETRecordError, match=f"entry '{EDGE}': .*{match}"):
+        parse_etrecord(path).check_programs()
+
+
+def test_program_json_past_the_recursion_limit_is_refused_at_parse(tmp_path: Path) -> None:
+    path = rewrite(tmp_path, {EDGE: b"[" * 100_000 + b"]" * 100_000})
+    with pytest.raises(ETRecordError, match=f"entry '{EDGE}': program JSON nested deeper than Python's recursion limit"):
         parse_etrecord(path)
+
+
+def test_a_malformed_graph_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    rec = parse_etrecord(rewrite(tmp_path, edited_program(_dup)))
+    with pytest.raises(ETRecordError, match=r"two nodes are named"):
+        rec.edge_dialect_program  # noqa: B018 - building is the test
+
+
+def test_a_malformed_aten_graph_is_refused_before_the_direct_builder_sees_it(tmp_path: Path) -> None:
+    rec = parse_etrecord(rewrite(tmp_path, edited_program(_dup, "exported_program")))
+    with pytest.raises(ETRecordError, match=r"entry 'exported_program': top-level graph: two nodes are named"):
+        rec.program_source("exported_program")
+
+
+def test_node_shapes_the_profiling_view_reads_are_checked_as_read(tmp_path: Path) -> None:
+    rec = parse_etrecord(rewrite(tmp_path, edited_program(_meta("stack_trace", 5))))
+    with pytest.raises(ETRecordError, match=r"Edge program 'forward': node '\w+': field metadata.stack_trace is not a string"):
+        rec.op_nodes()
 
 
 def test_malformed_module_stack_text_is_named_when_read(tmp_path: Path) -> None:
@@ -315,12 +343,14 @@ def test_tensor_meta_overflowing_64_bits(tmp_path: Path) -> None:
         program["graph_module"]["graph"]["tensor_values"]["evil"] = meta
 
     with pytest.raises(ETRecordError, match=r"tensor 'evil': sizes \[1099511627776, 1099511627776\] .* overflow 64 bits"):
-        parse_etrecord(rewrite(tmp_path, edited_program(edit)))
+        parse_etrecord(rewrite(tmp_path, edited_program(edit))).check_programs()
 
 
 def test_too_many_graph_nodes(tmp_path: Path) -> None:
-    with use_limits(max_graph_nodes=3), pytest.raises(ETRecordError, match=r"more than 3 nodes \(max_graph_nodes\)"):
-        parse_etrecord(SOURCE)
+    with use_limits(max_graph_nodes=3):
+        rec = parse_etrecord(SOURCE)
+    with pytest.raises(ETRecordError, match=r"more than 3 nodes \(max_graph_nodes\)"):
+        rec.check_programs()  # checked with the limits in force when the file was read
 
 
 def test_deep_from_node_is_refused_on_the_way_in(tmp_path: Path) -> None:
@@ -328,7 +358,7 @@ def test_deep_from_node_is_refused_on_the_way_in(tmp_path: Path) -> None:
         nodes(program)[0].setdefault("metadata", {})["from_node"] = "[" * 5000 + "]" * 5000
 
     with pytest.raises(ETRecordError, match=r"node '\w+': field metadata.from_node: JSON nested at least 5000 deep"):
-        parse_etrecord(rewrite(tmp_path, edited_program(edit)))
+        parse_etrecord(rewrite(tmp_path, edited_program(edit))).check_programs()
 
 
 def test_from_node_of_the_wrong_shape(tmp_path: Path) -> None:
