@@ -145,7 +145,7 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
     events: list[npt.NDArray[np.int64]] = []
     seen: dict[int, int] = {}  # run table position -> its index in heads/events (a repeated run is read once)
     order = []
-    for pos in root.table_positions(1, "ETDump.run_data").tolist():
+    for pos in root.table_positions(1, "ETDump.run_data", half_signature=True).tolist():
         i = seen.get(pos)
         if i is None:
             run = buf.table(pos, "RunData")

@@ -354,3 +354,13 @@ def test_overlapping_strings_cannot_make_the_reader_copy_more_than_the_file() ->
         struct.pack_into("<I", data, at, region + 4 * i - at)  # event i's name: a string starting inside the pad
     with pytest.raises(ETDumpError, match=r"strings and byte vectors overlap, together claiming \d+ bytes of a \d+-byte file"):
         _read(data)
+
+
+def test_signature_is_only_claimed_for_run_data() -> None:
+    data = _dump(RunDoc("Execute", [_profile("a", 0), _profile("b", 1)]))
+    run = _first_run(data)
+    target = _field_pos(run, 3) + struct.unpack_from("<I", data, _field_pos(run, 3))[0]
+    struct.pack_into("<I", data, target + 8, 0)  # the last event: trailing, but not in run_data
+    with pytest.raises(ETDumpError, match=r"RunData\.events holds a null reference \(offset 0\) at element 1\n") as info:
+        _read(data)
+    assert "not yet supported" not in str(info.value)
