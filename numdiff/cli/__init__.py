@@ -34,6 +34,7 @@ def _commands() -> dict[str, ModuleType]:
             "report": import_module("numdiff.cli.report"),
             "trace": import_module("numdiff.cli.trace"),
             "diff": import_module("numdiff.cli.diff"),
+            "doctor": import_module("numdiff.cli.doctor"),
             "culprits": import_module("numdiff.cli.culprits"),
             }
 

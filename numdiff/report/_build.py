@@ -225,7 +225,8 @@ def _value_stats(aot: Any, runtime: Any) -> tuple[TensorStats | None, TensorStat
     a, r = _arrays(aot), _arrays(runtime)
     if not a or len(a) != len(r) or any(x.size != y.size for x, y in zip(a, r)):
         return a_stats, r_stats, None, None
-    err = np.concatenate([(y.reshape(-1) - x.reshape(-1)) for x, y in zip(a, r)])
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN: left out below, counted in nonfinite
+        err = np.concatenate([(y.reshape(-1) - x.reshape(-1)) for x, y in zip(a, r)])
     err = err[np.isfinite(err)]
     if err.size == 0:
         return a_stats, r_stats, None, None

@@ -47,6 +47,7 @@
   const worstList = $("worst-list");
   const shown = culprits.length ? culprits : worstFirst.slice(0, 5);
   if (culprits.length) $("worst-title").textContent = "Culprits (local error beyond the expected noise)";
+  else if (META.culprits_available && ROWS.length) $("worst-title").append(el("span", { class: "ok" }, " · no culprit: every local error is within its expected noise"));
   else if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
     worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },

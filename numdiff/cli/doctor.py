@@ -1,0 +1,31 @@
+"""Check that the files belong together and say what to change to get what is missing.
+
+Checks: runs per block; ETRecord present and linked (debug handles, delegate map,
+representative inputs); share of runtime ops that logged intermediate outputs; timing sanity
+(zero durations, plausible time scale). Each line is ok, warn or fail, with the fix for the
+export or runtime settings. Exit status 1 when a check fails, 0 otherwise (warnings included).
+
+example:
+  numdiff doctor --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from numdiff.cli._options import add_artifacts
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_artifacts(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from numdiff.report.doctor import diagnose_files
+
+    findings = diagnose_files(args.etdump, args.etrecord, args.debug_buffer)
+    for f in findings:
+        print(f"{f.level.upper():4}  {f.check}: {f.detail}")
+        if f.fix:
+            print(f"      {'note' if f.level == 'ok' else 'fix'}: {f.fix}")
+    return 1 if any(f.level == "fail" for f in findings) else 0

@@ -1,0 +1,129 @@
+"""``numdiff doctor``: do the files belong together, what did the runtime log, and what to change.
+
+Each check gives a :class:`Finding` (``ok``, ``warn`` or ``fail``) with what was seen and, when
+something is missing, what to change in the export or runtime settings to get it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from numdiff.errors import InputError
+
+__all__ = ["Finding", "diagnose", "diagnose_files"]
+
+Level = Literal["ok", "warn", "fail"]
+_FRAMEWORK = re.compile(r"^(Method|Program)::")
+_HOW_TO_LOG = ("log intermediate outputs: C++ runner: ETDumpGen::set_debug_buffer(buffer) and "
+               "set_event_tracer_debug_level(EventTracerDebugLogLevel::kIntermediateOutputs); Python runtime: "
+               "Runtime.get().load_program(path, enable_etdump=True, debug_buffer_size=<bytes>), then "
+               "program.write_etdump_result_to_file(etdump_path, debug_buffer_path)")
+_HOW_TO_ETRECORD = ("write an ETRecord at export: to_edge_transform_and_lower(..., generate_etrecord=True) and "
+                    "get_etrecord().save(path) on the result (or executorch.devtools.generate_etrecord)")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One check's result: level, what was checked, what was seen, and what to change."""
+
+    level: Level
+    check: str
+    detail: str
+    fix: str = ""
+
+
+def _op_events(blocks: list[Any]) -> list[Any]:
+    return [e for b in blocks for e in b.events if not _FRAMEWORK.match(e.name) and e.name != "OPERATOR_CALL"]
+
+
+def diagnose(inspector: Any, *, has_debug_buffer: bool, has_etrecord: bool) -> list[Finding]:
+    """Checks on an opened Inspector (the files already passed numdiff's structural checks)."""
+    out: list[Finding] = []
+    blocks = inspector.event_blocks
+    ops = _op_events(blocks)
+    top = [e for e in ops if not e.is_delegated_op]
+    runs = {b.name: max((len(e.perf_data.raw) for e in b.events if e.perf_data is not None), default=0) for b in blocks}
+    out.append(Finding("ok" if any(n for n in runs.values()) else "fail", "runs",
+                       ", ".join(f"{name}: {n} run(s)" for name, n in runs.items()) or "no blocks",
+                       "" if any(runs.values()) else "enable profiling in the runner (ETDumpGen as the event tracer)"))
+    # files belong together (the Inspector already refused an ETRecord of another model)
+    if not has_etrecord:
+        out.append(Finding("warn", "ETRecord", "no ETRecord: events have no op types, source lines or module paths, "
+                           "and there is no numerical gap", _HOW_TO_ETRECORD))
+    else:
+        linked = [e for e in top if e.op_types]
+        share = len(linked) / len(top) if top else 0.0
+        level: Level = "ok" if share >= 0.9 else "warn" if share >= 0.5 else "fail"
+        out.append(Finding(level, "debug handles",
+                           f"{len(linked)} of {len(top)} runtime ops link to graph ops through the ETRecord ({share:.0%})"
+                           + ("" if level == "ok" else ": the ETRecord may come from another export of the model"),
+                           "" if share >= 0.9 else "re-export and re-run together: the ETRecord must be written by the "
+                           "same export as the .pte that produced the ETDump"))
+        calls = [e for e in top if e.name == "DELEGATE_CALL"]
+        named = [e for e in calls if e.delegate_backend_name]
+        if calls:
+            out.append(Finding("ok" if len(named) == len(calls) else "warn", "delegate map",
+                               f"{len(named)} of {len(calls)} delegate calls name their backend "
+                               f"({', '.join(sorted({str(e.delegate_backend_name) for e in named})) or 'none'})",
+                               "" if len(named) == len(calls) else "the ETRecord lacks the delegate map of this program: "
+                               "write it from the same lowered program"))
+        if getattr(inspector.etrecord, "_representative_inputs", None) is None:
+            out.append(Finding("warn", "representative inputs", "the ETRecord has no representative inputs: the "
+                               "reference graph cannot be run, so there is no numerical gap",
+                               "export with example inputs and generate_etrecord=True, so the ETRecord keeps them"))
+    # intermediate outputs
+    logged = [e for e in top if e.debug_data]
+    share = len(logged) / len(top) if top else 0.0
+    if not has_debug_buffer:
+        out.append(Finding("warn", "intermediate outputs", "no debug buffer given: tensor values are unavailable",
+                           "pass --debug-buffer with the file the runtime wrote, or " + _HOW_TO_LOG))
+    else:
+        out.append(Finding("ok" if share >= 0.9 else "warn", "intermediate outputs",
+                           f"{len(logged)} of {len(top)} runtime ops logged their outputs ({share:.0%})",
+                           "" if share >= 0.9 else _HOW_TO_LOG))
+    inside = [e for e in ops if e.is_delegated_op]
+    if inside:
+        out.append(Finding("ok", "inside delegates", f"{len(inside)} delegate-internal events are timed; their tensors "
+                           "are compared one delegate call at a time",
+                           "to compare ops inside a delegate one by one, lower fewer ops to it (a finer partitioner) "
+                           "or compare a run without the delegate"))
+    # timing sanity
+    timed = [e for e in ops if e.perf_data is not None]
+    zero = [e for e in timed if max(e.perf_data.raw, default=0.0) <= 0]
+    if timed:
+        level = "ok" if len(zero) <= len(timed) // 2 else "warn"
+        out.append(Finding(level, "timing", f"{len(timed) - len(zero)} of {len(timed)} timed events have a duration "
+                           f"above zero in {blocks[0].target_time_scale.value}",
+                           "" if level == "ok" else "most durations are zero: the clock is coarser than the ops; "
+                           "check the runner's clock, or read the times with --source-time-scale matching the runtime"))
+        execute = [e for b in blocks for e in b.events if e.name == "Method::execute" and e.perf_data is not None]
+        if execute:
+            p50_s = execute[0].perf_data.p50 * _seconds(blocks[0].target_time_scale.value)
+            sane = 1e-7 <= p50_s <= 600
+            out.append(Finding("ok" if sane else "warn", "time scale", f"Method::execute p50 = {p50_s:.3g} s",
+                               "" if sane else "implausible: the runtime's timestamps are probably in another unit; "
+                               "pass --source-time-scale (ns, us, ms, s or cycles)"))
+    return out
+
+
+def _seconds(unit: str) -> float:
+    return {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}.get(unit, 1.0)
+
+
+def diagnose_files(etdump: str | os.PathLike[str], etrecord: str | os.PathLike[str] | None = None,
+                   debug_buffer: str | os.PathLike[str] | None = None) -> list[Finding]:
+    """Open the files and run :func:`diagnose`; a file numdiff refuses is a ``fail`` finding."""
+    from numdiff.inspector import Inspector
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)
+    except InputError as e:
+        lines = str(e).splitlines()
+        return [Finding("fail", type(e).__name__, lines[0], " ".join(lines[1:]))]
+    return diagnose(inspector, has_debug_buffer=debug_buffer is not None, has_etrecord=etrecord is not None)

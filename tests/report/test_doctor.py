@@ -1,0 +1,53 @@
+"""numdiff doctor: findings on matching, partial and mismatched artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from numdiff.cli import main
+from numdiff.examples import example_files
+from numdiff.report.doctor import diagnose_files
+from tests.conftest import FIXTURES
+
+
+def _by_check(findings: list) -> dict:  # type: ignore[type-arg]
+    return {f.check: f for f in findings}
+
+
+def test_complete_example_is_healthy() -> None:
+    f = example_files()
+    found = _by_check(diagnose_files(f.etdump, f.etrecord, f.debug_buffer))
+    assert {c: x.level for c, x in found.items() if x.level != "ok"} == {}
+    assert found["intermediate outputs"].detail == "3 of 3 runtime ops logged their outputs (100%)"
+    assert "XnnpackBackend" in found["delegate map"].detail
+
+
+def test_missing_files_say_what_to_change() -> None:
+    found = _by_check(diagnose_files(example_files().etdump))
+    assert found["ETRecord"].level == "warn" and "generate_etrecord=True" in found["ETRecord"].fix
+    assert found["intermediate outputs"].level == "warn"
+    assert "kIntermediateOutputs" in found["intermediate outputs"].fix and "debug_buffer_size" in found["intermediate outputs"].fix
+
+
+def test_etrecord_of_another_model_fails() -> None:
+    found = diagnose_files(example_files().etdump, FIXTURES / "xnnpack" / "etrecord.bin")
+    failed = [f for f in found if f.level == "fail"]
+    assert failed and all("ETRecord" in f.detail or "ETRecord" in f.fix for f in failed)
+
+
+def test_unreadable_etdump_is_a_finding(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.etdp"
+    bad.write_bytes(b"\x00" * 7)
+    [finding] = diagnose_files(bad)
+    assert finding.level == "fail" and finding.check == "ETDumpError" and "bad.etdp" in finding.detail
+
+
+def test_cli_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    f = example_files()
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer", str(f.debug_buffer)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK    runs:") and "note: to compare ops inside a delegate" in out
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == 1
+    assert "FAIL  debug handles" in capsys.readouterr().out
