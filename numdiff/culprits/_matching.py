@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from numdiff._types import DebugHandle
-from numdiff.align import AlignmentReport, RuntimeOutput
+from numdiff.align import AlignmentNote, RuntimeOutput
 from numdiff.culprits.report import MatchRecord
 
 __all__ = ["explain_matching"]
@@ -15,7 +15,8 @@ __all__ = ["explain_matching"]
 
 def explain_matching(
     graph: torch.fx.Graph,
-    alignment: AlignmentReport,
+    notes: tuple[AlignmentNote, ...],
+    paired_runtime: list[DebugHandle],
     runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
     keeper: Mapping[DebugHandle, str],
     row_of_node: Mapping[str, int],
@@ -30,7 +31,7 @@ def explain_matching(
         for item in handle:
             runtime_ids.setdefault(item, handle)
     reasons: dict[DebugHandle, list[str]] = {}
-    for note in alignment.notes:
+    for note in notes:
         for noted in {note.aot_handle, note.runtime_handle}:
             if noted is not None:
                 reasons.setdefault(noted, []).append(f"{note.kind.value}: {note.detail}")
@@ -61,11 +62,13 @@ def explain_matching(
             records.append(MatchRecord("aot", node.name, handle, "replayed",
                                        f"inside runtime handle {shared}, which logs only its last output "
                                        "(a delegate or merged group): replayed as part of that row"))
-    paired_runtime = {p.runtime_handle for p in alignment.pairs}
+    pair_counts: dict[DebugHandle, int] = {}
+    for handle in paired_runtime:
+        pair_counts[handle] = pair_counts.get(handle, 0) + 1
     for handle, output in runtime_outputs.items():
         name = output.op_name or "event"
-        if handle in paired_runtime:
-            count = sum(1 for p in alignment.pairs if p.runtime_handle == handle)
+        if handle in pair_counts:
+            count = pair_counts[handle]
             records.append(MatchRecord("runtime", name, handle, "matched", f"{count} pair(s)"))
         else:
             why = "; ".join(reasons.get(handle, [])) or "no AOT output shares its debug handle"

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from numdiff._numerics import finite_difference_sums
 from numdiff._types import DebugHandle
 from numdiff.align import AlignedPair, AlignmentReport, EventLike, MatchKind, align_intermediate_outputs, find_op_names
-from numdiff.comparators import NumericalComparatorBase
+from numdiff.comparators import NumericalComparatorBase, SNRComparator
+from numdiff.comparators.snr import _db as snr_db
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import Noise, Thresholds, ThresholdsArg, Verdict, op_type, resolve_thresholds
 from numdiff.culprits._replay import Lineage, ReplayInterpreter, lineage
@@ -36,6 +38,9 @@ class _Planned:
 
     pair: AlignedPair
     element: int | None
+    accumulated: float = math.nan
+    acc_rel: float = math.nan
+    acc_notes: list[str] = field(default_factory=list)
 
 
 def find_culprits(
@@ -73,32 +78,46 @@ def find_culprits(
     events = list(events)
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
+    alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    by_handle = _plan_by_handle(inputs.aot_outputs, alignment)
+    notes, paired_runtime = alignment.notes, [p.runtime_handle for p in alignment.pairs]
+    del alignment
+    scorer = _Scorer(comparator, inputs.aot_op_names, inputs.runtime_op_names, limits, {},
+                     inputs.stack_traces, inputs.module_paths, _latencies(events), {}, release)
+    # Accumulated error first, as the gap does, letting go of each AOT output once scored: the
+    # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
+    inputs.aot_outputs.clear()
+    scorer.score_accumulated([item for items in by_handle.values() for item in items])
     graph_module, _ = resolve_reference_graph(etrecord, inputs.graph_name if reference_graph is None else reference_graph,
                                               disable_debug_handle_validation)
-    alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
-    owner: dict[int, tuple[DebugHandle, int | None]] = {}
-    for handle, value in inputs.aot_outputs.items():
-        if isinstance(value, (list, tuple)):
-            owner.update({id(v): (handle, k) for k, v in enumerate(value)})
-        owner[id(value)] = (handle, None)
     plan: dict[str, list[_Planned]] = {}
-    for pair in alignment.pairs:
-        found = owner.get(id(pair.aot_output))
-        if found is None or found[0] not in keeper:
-            continue
-        plan.setdefault(keeper[found[0]], []).append(_Planned(pair, found[1]))
-    inputs.aot_outputs.clear()  # the plan holds what is still needed; each row lets go of its own
-    lineages = lineage(graph_module.graph, set(plan))
-    scorer = _Scorer(comparator, inputs.aot_op_names, inputs.runtime_op_names, limits, lineages,
-                     inputs.stack_traces, inputs.module_paths, _latencies(events), plan, release)
+    for handle, items in by_handle.items():
+        if handle in keeper:
+            plan.setdefault(keeper[handle], []).extend(items)
+    scorer.plan, scorer.lineages = plan, lineage(graph_module.graph, set(plan))
     replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired)
     replay.run(*_as_args(etrecord))
-    matching = explain_matching(graph_module.graph, alignment, inputs.runtime_outputs, keeper,
+    matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, HIGHER_IS_BETTER.get(type(comparator).__name__, False),
-                         inputs.notes + tuple(n.detail for n in alignment.notes))
+                         inputs.notes + tuple(n.detail for n in notes))
+
+
+def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: AlignmentReport) -> dict[DebugHandle, list[_Planned]]:
+    """Aligned pairs by the AOT handle (and element) whose captured output they compare."""
+    owner: dict[int, tuple[DebugHandle, int | None]] = {}
+    for handle, value in aot_outputs.items():
+        if isinstance(value, (list, tuple)):
+            owner.update({id(v): (handle, k) for k, v in enumerate(value)})
+        owner[id(value)] = (handle, None)
+    plan: dict[DebugHandle, list[_Planned]] = {}
+    for pair in alignment.pairs:
+        found = owner.get(id(pair.aot_output))
+        if found is not None:
+            plan.setdefault(found[0], []).append(_Planned(pair, found[1]))
+    return plan
 
 
 def _as_args(etrecord: Any) -> list[Any]:
@@ -161,6 +180,20 @@ class _Scorer:
         self.runtime_nonfinite: set[str] = set()
         self.first_nonfinite: NonFinite | None = None
 
+    def score_accumulated(self, items: list[_Planned]) -> None:
+        """Score every planned pair's AOT output against the runtime's, then drop the AOT output."""
+        for item in items:
+            pair = item.pair
+            runtime, _ = _as_runtime_layout(pair.runtime_output, pair.aot_output)
+            item.accumulated, sums = self._measure(pair, pair.aot_output,
+                                                   pair.runtime_output if runtime is None else runtime,
+                                                   item.acc_notes, "accumulated")
+            if runtime is not None:
+                item.acc_rel = _relative(pair.aot_output, runtime, sums)
+            item.pair = replace(pair, aot_output=None)
+            if self.release is not None:
+                self.release(pair.runtime_output)
+
     def on_paired(self, node: torch.fx.Node, replay: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                   noise: Noise) -> Any:
         planned = self.plan.pop(node.name)
@@ -172,6 +205,8 @@ class _Scorer:
             self.transforms[f"{node.name}/{element}"] = transform
             self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
             ok = runtime_value is not None
+            if ok and self.release is not None:
+                runtime_value = runtime_value.clone()  # a private copy: the buffer's pages can go now
             self.substituted[(node.name, element)] = ok
             if ok and out is not None and element is not None:
                 out[element] = runtime_value
@@ -196,14 +231,14 @@ class _Scorer:
         notes: list[str] = []
         lin = self.lineages.get(node.name, Lineage())
         compare_runtime = runtime if runtime is not None else pair.runtime_output
-        local = self._gap(pair, replay, compare_runtime, notes, "local")
-        accumulated = self._gap(pair, pair.aot_output, compare_runtime, notes, "accumulated")
-        units, acc_rel, nonfinite, replay_nonfinite = math.nan, math.nan, 0, 0
+        local, sums = self._measure(pair, replay, compare_runtime, notes, "local")
+        notes += item.acc_notes
+        accumulated, acc_rel = item.accumulated, item.acc_rel
+        units, nonfinite, replay_nonfinite = math.nan, 0, 0
         if runtime is None:
             notes.append(transform)
         else:
-            units, nonfinite, replay_nonfinite, why = _noise_units(replay, runtime, noise)
-            acc_rel = _relative(pair.aot_output, runtime)
+            units, nonfinite, replay_nonfinite, why = _noise_units(replay, runtime, noise, sums)
             if why:
                 notes.append(why)
         kind = op_type(node.target)
@@ -232,6 +267,20 @@ class _Scorer:
             source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
             note="; ".join(notes) or None))
+
+    def _measure(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str],
+                 what: str) -> tuple[float, tuple[float, float, float, int] | None]:
+        """The comparator's gap and, when all values are finite, the float64 sums behind it.
+
+        The built-in SNR comparator's number is made from the same sums (one pass, not two).
+        """
+        sums = finite_difference_sums(aot, runtime, need_l1=False) \
+            if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
+            else None
+        if sums is not None and type(self.comparator) is SNRComparator:
+            signal, noise, _, count = sums
+            return snr_db(signal / count, noise / count), sums
+        return self._gap(pair, aot, runtime, notes, what), sums
 
     def _gap(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str], what: str) -> float:
         single = AlignmentReport((AlignedPair(pair.aot_handle, aot, pair.runtime_handle, runtime,
@@ -290,10 +339,17 @@ def _any_nonfinite(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
                for v in flat)
 
 
-def _noise_units(replay: Any, runtime: torch.Tensor, noise: Noise) -> tuple[float, int, int, str | None]:
+def _noise_units(replay: Any, runtime: torch.Tensor, noise: Noise,
+                 sums: tuple[float, float, float, int] | None = None) -> tuple[float, int, int, str | None]:
     """``(noise units, runtime NaN/Inf count, replay NaN/Inf count, why-not)``."""
     if not isinstance(replay, torch.Tensor):
         return math.nan, 0, 0, "noise units not computed: the output is not a tensor"
+    per_channel = isinstance(noise.quant_step, torch.Tensor) and noise.quant_step.numel() > 1
+    if sums is not None and not per_channel:  # all finite: from the float64 sums, no float64 copies
+        _, squared, _, count = sums
+        peak = float(replay.detach().abs().max()) if replay.is_floating_point() else float(replay.abs().max())
+        scale = float(noise.sigma(torch.tensor([peak], dtype=torch.float64), runtime.dtype))
+        return math.sqrt(squared / count) / scale, 0, 0, None
     ref, got = replay.detach().double(), runtime.detach().double()
     if ref.numel() == 0:
         return 0.0, 0, 0, None
@@ -315,9 +371,14 @@ def _noise_units(replay: Any, runtime: torch.Tensor, noise: Noise) -> tuple[floa
     return float(torch.sqrt((scaled**2).sum() / count)), nonfinite, replay_nonfinite, why
 
 
-def _relative(aot: Any, runtime: torch.Tensor) -> float:
+def _relative(aot: Any, runtime: torch.Tensor, fast: tuple[float, float, float, int] | None = None) -> float:
     if not isinstance(aot, torch.Tensor) or aot.numel() != runtime.numel():
         return math.nan
+    if fast is not None:
+        signal_sq, noise_sq, _, _ = fast
+        if signal_sq == 0:
+            return 0.0 if noise_sq == 0 else math.inf
+        return math.sqrt(noise_sq / signal_sq)
     a, b = aot.detach().double().reshape(-1), runtime.detach().double().reshape(-1)
     ok = torch.isfinite(a) & torch.isfinite(b)
     if not bool(ok.any()):
