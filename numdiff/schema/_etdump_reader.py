@@ -1,8 +1,12 @@
 """Reading an ETDump: locate and check the root, then read runs and events column-wise.
 
-Every offset is bounds-checked by ``numdiff.schema._flatbuf``; events are read with numpy
-gathers, one pass per field over all events of a run, so large dumps need no Python loop per
-event. The records it fills are defined in ``numdiff.schema.etdump``.
+Every offset, vtable, field and vector is checked against the bytes that exist by
+``numdiff.schema._flatbuf`` (a vector of N tables needs 4N bytes, so nothing is sized by an
+unchecked field); enum fields (``Value.val``, ``Tensor.scalar_type``) must hold known values and
+strings must be UTF-8. Events are read with numpy gathers, one pass per field over the events of
+all runs, so large dumps need no Python loop per event. Failures are ``ETDumpError`` naming the
+file, the byte offset and the table and field. The records it fills are defined in
+``numdiff.schema.etdump``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ is memory-mapped, never read whole. The mapping is copy-on-write (``mmap.ACCESS_
 are zero-copy views that a user may even write to without changing the file, and torch does not
 warn about read-only buffers.
 
+Nothing is read on trust: a tensor's scalar type must be known, its sizes and strides must
+describe a dense layout (the runtime copies every logged tensor densely), its bytes, computed with
+Python integers, must lie inside the buffer, and two logged tensors may not partially share bytes
+(``DebugBuffer.check_no_overlap``). Each failure is a ``DebugBufferError`` / ``ETDumpError``
+naming the tensor and the event it belongs to.
+
 Example:
     >>> from numdiff.schema.debug_buffer import DebugBuffer
     >>> buf = DebugBuffer("debug_buffer.bin")  # doctest: +SKIP
