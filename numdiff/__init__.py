@@ -22,21 +22,28 @@ from typing import TYPE_CHECKING, Any
 from numdiff.errors import (
     CaptureError,
     ComparatorError,
+    ComparatorTypeError,
+    ComparatorValueError,
     DebugBufferError,
+    DelegateMetadataError,
     ETDumpError,
     ETRecordError,
     InputError,
     InternalError,
     MismatchedArtifactsError,
     MissingDataError,
+    MissingDependencyError,
     NumdiffError,
+    UnknownNameError,
     UsageError,
+    UsageTypeError,
 )
 from numdiff.inspector import Inspector
 from numdiff.limits import Limits, use_limits
 from numdiff.profile.events import Event, EventBlock
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale
+from numdiff.profile.vgf import parse_vgf_neural_statistics_delegate_metadata, parse_vgf_neural_statistics_metadata
 
 if TYPE_CHECKING:
     from numdiff.comparators import (
@@ -77,9 +84,12 @@ _LAZY = {
 __all__ = [
     "CaptureError",
     "ComparatorError",
+    "ComparatorTypeError",
+    "ComparatorValueError",
     "CosineSimilarityComparator",
     "CulpritReport",
     "DebugBufferError",
+    "DelegateMetadataError",
     "ETDumpError",
     "ETRecord",
     "ETRecordError",
@@ -95,16 +105,21 @@ __all__ = [
     "MaxAbsComparator",
     "MismatchedArtifactsError",
     "MissingDataError",
+    "MissingDependencyError",
     "NumdiffError",
     "NumericalComparatorBase",
     "PerfData",
     "SNRComparator",
     "Thresholds",
     "TimeScale",
+    "UnknownNameError",
     "UsageError",
+    "UsageTypeError",
     "compare_results",
     "get_comparator",
     "parse_etrecord",
+    "parse_vgf_neural_statistics_delegate_metadata",
+    "parse_vgf_neural_statistics_metadata",
     "register_comparator",
     "use_limits",
 ]

@@ -10,7 +10,8 @@
     │   ├── MismatchedArtifactsError  ETRecord and ETDump come from different models
     │   ├── MissingDataError          something needed is absent (debug buffer, ETRecord,
     │   │                             representative inputs, intermediate outputs)
-    │   └── AnalysisFileError         a saved analysis (numdiff analyze) is unreadable, invalid or too new
+    │   ├── AnalysisFileError         a saved analysis (numdiff analyze) is unreadable, invalid or too new
+    │   └── DelegateMetadataError     delegate metadata in the ETDump claims a known format but is malformed
     ├── UsageError (ValueError)       an argument is wrong (unknown metric or graph, conflicting options)
     │   ├── UsageTypeError (TypeError)      an argument has the wrong type (where the reference raises TypeError)
     │   ├── UnknownNameError (KeyError)     a name that is not there (a graph name; the reference raises KeyError)
@@ -38,6 +39,7 @@ __all__ = [
     "ComparatorTypeError",
     "ComparatorValueError",
     "DebugBufferError",
+    "DelegateMetadataError",
     "ETDumpError",
     "ETRecordError",
     "InputError",
@@ -109,6 +111,10 @@ class AnalysisFileError(_FileError):
     """A saved analysis file is unreadable, not valid JSON, fails validation, or comes from a newer numdiff."""
 
     kind = "analysis file"
+
+
+class DelegateMetadataError(InputError):
+    """Delegate debug metadata in the ETDump says it is a known format (e.g. VGF statistics) but is malformed."""
 
 
 class UsageError(NumdiffError, ValueError):

@@ -39,6 +39,7 @@ class GapInputs:
     runtime_op_names: dict[DebugHandle, list[str]]
     module_paths: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    method: str = "forward"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class GapReport:
         stack_traces: ``{handle: {node name: stack trace}}`` of the reference graph.
         module_paths: ``{node name: innermost module path}`` of the reference graph.
         notes: Remarks from capture (shared handles, ...).
+        method: The program method compared (the reference graph's; ``"forward"``).
     """
 
     graph_name: str
@@ -62,14 +64,20 @@ class GapReport:
     stack_traces: dict[DebugHandle, dict[str, str | None]]
     module_paths: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = field(default=())
+    method: str = "forward"
 
     def __len__(self) -> int:
         return len(self.table)
 
     def to_dataframe(self) -> pd.DataFrame:
-        """Rows with the reference's columns plus ``stacktraces``, ``matched``, ``match`` and ``note``."""
+        """Rows with the reference's columns plus ``stacktraces``, ``matched``, ``match``, ``note`` and ``method``.
+
+        ``method`` names the program method each row belongs to, so rows of multi-method
+        programs stay told apart when reports are concatenated.
+        """
         df = self.table.to_dataframe(extended=True)
         df.insert(7, "stacktraces", [stack_traces_for(list(ops), self.stack_traces) for ops in df["aot_ops"]])
+        df["method"] = self.method
         return df
 
 
@@ -210,4 +218,4 @@ def numeric_gap_report(inputs: GapInputs, comparator: NumericalComparatorBase) -
     report = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
     table = comparator.compare_aligned(report, inputs.aot_op_names, inputs.runtime_op_names)
     return GapReport(inputs.graph_name, type(comparator).__name__, table, report, inputs.stack_traces,
-                     inputs.module_paths, inputs.notes)
+                     inputs.module_paths, inputs.notes, inputs.method)

@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
 
-from numdiff.errors import MismatchedArtifactsError, UsageError
+from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageError, UsageTypeError
 from numdiff.present.frames import printable_dataframe
 from numdiff.profile._build import build_event_blocks, warn_notes
 from numdiff.profile._symbolicate import (
@@ -34,19 +34,42 @@ from numdiff.profile._symbolicate import (
     op_nodes_from_graph,
     resolve_debug_handles,
 )
-from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
+from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, EventBlock
+from numdiff.profile.methods import assign_methods
+from numdiff.profile.op_graph import EDGE_DIALECT_GRAPH_KEY, OperatorGraphs, operator_graphs
+from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale, time_scale_factor
+from numdiff.profile.vgf import parse_vgf_neural_statistics_delegate_metadata, parse_vgf_neural_statistics_metadata
 from numdiff.schema.debug_buffer import DebugBuffer
 from numdiff.schema.etdump import EventKind, read_etdump
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
-    from numdiff.comparators import NumericalComparatorBase
+    from numdiff.comparators import NumericalComparatorBase, compare_results
     from numdiff.culprits import CulpritReport
     from numdiff.gap import GapInputs, GapReport
+    from numdiff.present.op_list import OpList
 
-__all__ = ["Inspector"]
+# The public names of ``executorch.devtools.inspector`` (1.5.1), so that module path can be swapped
+# for this one: the records, the time scale, program-output comparison and the VGF parsers.
+__all__ = [
+    "Event",
+    "EventBlock",
+    "Inspector",
+    "PerfData",
+    "TimeScale",
+    "compare_results",
+    "parse_vgf_neural_statistics_delegate_metadata",
+    "parse_vgf_neural_statistics_metadata",
+]
+
+#: Names loaded on first use (they import torch), and the reference's submodules by their names there.
+_LAZY = {
+    "compare_results": ("numdiff.comparators", "compare_results"),
+    "numerical_comparator": ("numdiff.comparators", None),
+    "vgf_neural_statistics": ("numdiff.profile.vgf", None),
+}
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +94,22 @@ class Inspector:
             Defaults to dividing by the source/target scale factor.
         enable_module_hierarchy: Group op nodes by source module when linking events to the
             graph (changes ``op_types`` order as in the reference). Defaults to False.
+        reference_graph_name: The graph whose nodes give events their op types, stack traces
+            and module hierarchy: ``"edge_dialect_graph_module"`` (the Edge program) or a
+            ``graph_map`` entry of the ETRecord (e.g. ``"edge_after_transform/forward"``).
+            Defaults to the Edge program.
+
+    Attributes:
+        event_blocks: The runs, grouped (``EventBlock`` → ``Event`` → ``PerfData``). On
+            multi-method programs ``EventBlock.method_name`` says which method each block ran.
+        op_graph_dict: ``{graph name: OperatorGraph}`` of the ETRecord's graphs (None without an
+            ETRecord); built when first read.
+        notes: What numdiff decided on your behalf while loading (also warned once).
 
     Raises:
         UsageError: Both or neither of ``etdump_path`` / ``etdump_data``; a bad time scale.
+        UsageTypeError: ``etrecord`` is neither a path nor a parsed ETRecord (a ``TypeError``).
+        UnknownNameError: ``reference_graph_name`` is not a graph of the ETRecord (a ``KeyError``).
         ETDumpError, DebugBufferError, ETRecordError: A file is unreadable or corrupt.
         MismatchedArtifactsError: The ETRecord does not describe the model in the ETDump.
     """
@@ -89,6 +125,7 @@ class Inspector:
         delegate_metadata_parser: DelegateMetadataParser | None = None,
         delegate_time_scale_converter: DelegateTimeScaleConverter | None = None,
         enable_module_hierarchy: bool = False,
+        reference_graph_name: str = EDGE_DIALECT_GRAPH_KEY,
     ) -> None:
         if (etdump_path is None) == (etdump_data is None):
             raise UsageError("give exactly one of etdump_path and etdump_data\n"
@@ -114,6 +151,8 @@ class Inspector:
             delegate_time_scale_converter=delegate_time_scale_converter,
         )
         self._enable_module_hierarchy = enable_module_hierarchy
+        self._reference_graph_name = reference_graph_name
+        self._op_graph_dict: OperatorGraphs | None = None
         if self._etrecord is not None:
             notes += self._consume_etrecord()
         self.notes: tuple[str, ...] = tuple(notes)
@@ -123,14 +162,31 @@ class Inspector:
 
     def _consume_etrecord(self) -> list[str]:
         rec = self._etrecord
-        handle_map = (rec._debug_handle_map or {}).get(FORWARD, {})
-        delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(FORWARD)
-        num_outs = (rec._instruction_id_to_num_outs_map or {}).get(FORWARD)
-        _check_same_model(self.event_blocks, handle_map, self._etdump_path)
-        notes = resolve_debug_handles(self.event_blocks, handle_map, delegate_map, num_outs)
-        infos = _edge_op_nodes(rec)
-        if infos is not None:
-            attach_graph_metadata(self.event_blocks, graph_op_nodes(infos, self._enable_module_hierarchy))
+        handle_maps = rec._debug_handle_map or {}
+        _check_same_model(self.event_blocks, {k: v for m in handle_maps.values() for k, v in m.items()},
+                          self._etdump_path)
+        custom = self._reference_graph_name != EDGE_DIALECT_GRAPH_KEY
+        infos = _graph_op_nodes(rec, self._reference_graph_name) if custom else None
+        by_method: dict[str, Any] = {}
+        for method in list(handle_maps) or [FORWARD]:
+            method_infos = infos if custom else _edge_op_nodes(rec, method)
+            by_method[method] = (None if method_infos is None
+                                 else graph_op_nodes(method_infos, self._enable_module_hierarchy))
+            if len(handle_maps) <= 1:
+                break  # one method: no matching needed
+        notes = assign_methods(self.event_blocks, handle_maps, by_method)
+        for method in list(handle_maps) or [FORWARD]:
+            # Blocks of no known method are symbolicated with 'forward', as the reference does.
+            blocks = [b for b in self.event_blocks if (b.method_name or FORWARD) == method]
+            if not blocks:
+                continue
+            delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(method)
+            num_outs = (rec._instruction_id_to_num_outs_map or {}).get(method)
+            notes += resolve_debug_handles(blocks, handle_maps.get(method, {}), delegate_map, num_outs)
+            nodes = by_method.get(method) if method in by_method else _method_nodes(rec, method, infos, self._enable_module_hierarchy)
+            if nodes is not None:
+                attach_graph_metadata(blocks, nodes)
+        if any(v is not None for v in by_method.values()):
             checked, bad = op_name_mismatches(self.event_blocks)
             if bad and len(bad) * 2 > checked:
                 raise MismatchedArtifactsError(
@@ -252,6 +308,85 @@ class Inspector:
             return self._etrecord.edge_dialect_program  # type: ignore[no-any-return]
         return (self._etrecord.graph_map or {}).get(graph)
 
+    @property
+    def op_graph_dict(self) -> OperatorGraphs | None:
+        """``{graph name: OperatorGraph}``: every ``graph_map`` entry, then ``"edge_dialect_graph_module"``.
+
+        None without an ETRecord. Each graph lists its op nodes (name, op type, debug handle,
+        stack trace, ``nn_module_stack``); graphs other than the Edge program load on first use.
+        """
+        if self._op_graph_dict is None and self._etrecord is not None:
+            rec = self._etrecord
+            self._op_graph_dict = operator_graphs(rec, lambda: _edge_op_nodes(rec))
+        return self._op_graph_dict
+
+    @op_graph_dict.setter
+    def op_graph_dict(self, value: OperatorGraphs | None) -> None:
+        self._op_graph_dict = value
+
+    def get_op_list(self, event_block: str, show_delegated_ops: bool | None = True) -> OpList:
+        """The ops of the event block(s) named ``event_block``, with counts and latency statistics.
+
+        The reference declares this method and returns ``{}``. numdiff returns an ``OpList``: the
+        ``{op: [Event]}`` dict the signature promises (an op is the event's name, e.g.
+        ``"native_call_addmm.out"``; ``OPERATOR_CALL`` and framework steps left out) with
+        ``.to_dataframe()`` giving per op ``count``, ``runs``, ``total_avg``, ``avg``, ``p50``,
+        ``min``, ``max`` and ``share`` of the block, in the target time scale
+        (``.unit``). See :mod:`numdiff.present.op_list`.
+
+        Args:
+            event_block: A block name (``"Execute"``) or, on multi-method programs, a method name
+                (``"forward"``); all blocks with that name are included.
+            show_delegated_ops: Include the ops that ran inside delegates. Defaults to True.
+
+        Raises:
+            UnknownNameError: No block has that name or method (a ``KeyError``; lists the names).
+
+        Example:
+            >>> inspector.get_op_list("Execute").to_dataframe()[["op", "count", "total_avg"]]  # doctest: +SKIP
+        """
+        from numdiff.present.op_list import op_list
+
+        blocks = self._blocks_named(event_block)
+        return op_list((ev for b in blocks for ev in b.events), show_delegated_ops, self._target_time_scale.value)
+
+    def write_tensorboard_artifact(self, path: str | os.PathLike[str]) -> None:
+        """Write the profiling view as TensorBoard event files under ``path`` (one run per block).
+
+        The reference declares this method and writes nothing. numdiff writes per-op latency
+        scalars (one point per run), histograms and the op list table; see
+        :mod:`numdiff.present.tensorboard`. View with ``tensorboard --logdir path``.
+
+        Raises:
+            MissingDependencyError: ``tensorboardX`` is missing: ``pip install 'numdiff[tensorboard]'``.
+        """
+        from numdiff.present.op_list import op_list
+        from numdiff.present.tensorboard import write_tensorboard
+
+        unit = self._target_time_scale.value
+        write_tensorboard(path, self.event_blocks, [op_list(b.events, True, unit) for b in self.event_blocks])
+
+    def get_vgf_neural_statistics(self) -> list[dict[str, Any]]:
+        """Arm VGF neural-accelerator statistics records found in the events' delegate metadata.
+
+        Each record is the backend's JSON object; every available blob of each segment gains
+        ``raw_data`` (the decoded bytes). See :mod:`numdiff.profile.vgf`.
+
+        Raises:
+            DelegateMetadataError: A record claims the VGF schema but is malformed (a ``ValueError``).
+        """
+        from numdiff.profile.vgf import neural_statistics_of_events
+
+        return neural_statistics_of_events(ev for block in self.event_blocks for ev in block.events)
+
+    def _blocks_named(self, name: str) -> list[EventBlock]:
+        blocks = [b for b in self.event_blocks if b.name == name] or \
+                 [b for b in self.event_blocks if b.method_name == name]
+        if not blocks:
+            known = sorted({b.name for b in self.event_blocks} | {b.method_name for b in self.event_blocks if b.method_name})
+            raise UnknownNameError(f"no event block named {name!r}\nKnown block and method names: {', '.join(known)}.")
+        return blocks
+
     # --- numerical gap --------------------------------------------------------------------------
 
     def calculate_numeric_gap(
@@ -347,7 +482,9 @@ class Inspector:
             raise UsageError("disable_debug_handle_valdiation and disable_debug_handle_validation disagree\n"
                              "Pass only disable_debug_handle_validation.")
         disable = misspelled if correct is None else correct
-        events = [ev for block in self.event_blocks for ev in block.events]
+        # The reference graph is the 'forward' method's: compare that method's blocks only.
+        events = [ev for block in self.event_blocks if (block.method_name or FORWARD) == FORWARD
+                  for ev in block.events]
         return gather(self._etrecord, events, reference_graph=reference_graph,
                       disable_debug_handle_validation=disable, etdump_path=self._etdump_path)
 
@@ -357,16 +494,33 @@ class Inspector:
         return self._etrecord
 
 
-def _edge_op_nodes(rec: Any) -> list[Any] | None:
+def _edge_op_nodes(rec: Any, method: str = FORWARD) -> list[Any] | None:
     """The Edge program's op nodes: from the JSON when numdiff parsed the record (no torch needed)."""
     op_nodes = getattr(rec, "op_nodes", None)
-    infos = op_nodes(FORWARD) if op_nodes is not None else None
+    infos = op_nodes(method) if op_nodes is not None else None
     if infos is not None:
         return infos  # type: ignore[no-any-return]
     program = rec.edge_dialect_program
     if isinstance(program, dict):
-        program = program.get(FORWARD)
+        program = program.get(method)
+    elif method != FORWARD and program is not None:
+        return None
     return None if program is None else op_nodes_from_graph(program.graph_module)
+
+
+def _graph_op_nodes(rec: Any, name: str) -> list[Any]:
+    """The op nodes of the ``graph_map`` entry ``name`` (``reference_graph_name``)."""
+    graphs = rec.graph_map or {}
+    if name not in graphs:
+        raise UnknownNameError(
+            f"reference_graph_name {name!r} is not a graph of the ETRecord\n"
+            f"Use {EDGE_DIALECT_GRAPH_KEY!r} or one of its graph_map entries: {', '.join(graphs) or '(none)'}.")
+    return op_nodes_from_graph(graphs[name].graph_module)
+
+
+def _method_nodes(rec: Any, method: str, infos: list[Any] | None, hierarchy: bool) -> Any:
+    chosen = infos if infos is not None else _edge_op_nodes(rec, method)
+    return None if chosen is None else graph_op_nodes(chosen, hierarchy)
 
 
 class _ReferenceOutput:
@@ -403,8 +557,9 @@ def _load_etrecord(etrecord: Any) -> Any:
         return parse_etrecord(etrecord)
     if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
         return etrecord
-    raise UsageError(f"etrecord must be a path or a parsed ETRecord, not {type(etrecord).__name__}\n"
-                     "Pass the .bin path the export step wrote, or numdiff.parse_etrecord(path).")
+    raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "
+                         f"{type(etrecord).__name__}\n"
+                         "Pass the .bin path the export step wrote, or numdiff.parse_etrecord(path).")
 
 
 def _logs_tensors(dump: Any) -> bool:
@@ -420,3 +575,15 @@ def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: st
             f"{len(ids)} instruction ids in the ETDump appear in the ETRecord's debug_handle_map\n"
             "Pass the ETRecord written when this exact program was exported and lowered."
         )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        module_name, attribute = _LAZY[name]
+        module = import_module(module_name)
+        value = module if attribute is None else getattr(module, attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'numdiff.inspector' has no attribute {name!r}")
