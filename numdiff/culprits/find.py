@@ -71,11 +71,29 @@ def find_culprits(
         MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
         CaptureError: The graph failed on the runtime's values.
     """
+    from numdiff.culprits._runs import per_run_figures, run_count
+
+    events = list(events)
+
+    def analyse(view: list[EventLike]) -> CulpritReport:
+        return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
+                        etdump_path, release)
+
+    report = analyse(events)
+    runs = run_count(events)
+    if runs > 1:
+        report = replace(report, runs=per_run_figures(events, runs, report, analyse))
+    return report
+
+
+def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalComparatorBase,
+             reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
+             etdump_path: str | None, release: Callable[[Any], None] | None) -> CulpritReport:
+    """One run's report (``events`` show that run's values)."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
-    events = list(events)
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
     alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)

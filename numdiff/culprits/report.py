@@ -12,7 +12,7 @@ from numdiff.culprits._noise import Verdict
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CulpritReport", "CulpritRow", "MatchRecord", "NonFinite"]
+__all__ = ["CulpritReport", "CulpritRow", "MatchRecord", "NonFinite", "RunFigures"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +108,25 @@ class MatchRecord:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    """Local error of every row in one run (when runs logged different values).
+
+    Attributes:
+        run: Run index.
+        local_gap: Per row (report order); NaN where the run cannot be replayed (see ``note``).
+        local_noise_units: Per row, likewise.
+        culprits: Row indices that are culprits in this run.
+        note: Why some rows have no figure, if any.
+    """
+
+    run: int
+    local_gap: tuple[float, ...]
+    local_noise_units: tuple[float, ...]
+    culprits: tuple[int, ...]
+    note: str | None = None
+
+
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
                 "input_source", "replayed_ops", "transform", "match", "module_path", "source_line",
@@ -126,6 +145,7 @@ class CulpritReport:
         matching: How every AOT node and runtime output was accounted for.
         higher_is_better: How to read the metric.
         notes: Remarks from capture and alignment.
+        runs: Per-run figures when the runs logged different values (else empty).
     """
 
     rows: tuple[CulpritRow, ...]
@@ -135,6 +155,7 @@ class CulpritReport:
     matching: tuple[MatchRecord, ...] = ()
     higher_is_better: bool = False
     notes: tuple[str, ...] = field(default=())
+    runs: tuple[RunFigures, ...] = field(default=())
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -203,6 +224,26 @@ class CulpritReport:
                                               "worst_accumulated_gap", "worst_local_noise_units", "latency",
                                               "source_line"])
 
+    def per_run_dataframe(self) -> pd.DataFrame:
+        """One row per (pair, run): ``aot_ops``, ``run``, ``local_gap``, ``local_noise_units``,
+        ``is_culprit``; plus ``local_spread`` (max - min of the pair's finite local noise units)."""
+        import pandas as pd
+
+        records = []
+        for index, row in enumerate(self.rows):
+            units = [f.local_noise_units[index] for f in self.runs if index < len(f.local_noise_units)]
+            finite = [u for u in units if not math.isnan(u) and not math.isinf(u)]
+            spread = max(finite) - min(finite) if finite else math.nan
+            for figures in self.runs:
+                if index >= len(figures.local_gap):
+                    continue
+                records.append({"aot_ops": row.aot_ops, "run": figures.run, "local_gap": figures.local_gap[index],
+                                "local_noise_units": figures.local_noise_units[index],
+                                "is_culprit": index in figures.culprits, "local_spread": spread,
+                                "note": figures.note})
+        return pd.DataFrame(records, columns=["aot_ops", "run", "local_gap", "local_noise_units", "is_culprit",
+                                              "local_spread", "note"])
+
     def worst_accumulated(self) -> CulpritRow | None:
         """The row with the worst accumulated gap (what a reader of the plain gap table would blame)."""
         rows = [r for r in self.rows if not math.isnan(r.accumulated_gap)]
@@ -227,6 +268,11 @@ class CulpritReport:
         if worst is not None and not worst.is_culprit:
             lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: its error is inherited")
+        if self.runs:
+            per_run = sorted({i for f in self.runs for i in f.culprits})
+            lines.append(f"{len(self.runs)} runs logged different values; culprit rows per run: "
+                         + "; ".join(f"run {f.run}: {list(f.culprits)}" for f in self.runs)
+                         + (" (see per_run_dataframe())" if per_run else ""))
         unmatched = sum(1 for m in self.matching if m.status == "unmatched")
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")

@@ -114,3 +114,16 @@ def test_bad_thresholds_are_usage_errors(bad: Any, match: str) -> None:
 def test_amplification_is_nan_with_a_reason_when_inputs_are_graph_inputs() -> None:
     first = report("culprit_mlp").rows[0]
     assert math.isnan(first.amplification) and first.note is not None and "graph inputs" in first.note
+
+
+def test_runs_with_different_inputs_get_per_run_figures() -> None:
+    rep = report("different_inputs")
+    assert [f.run for f in rep.runs] == [0, 1] and rep.culprits == []
+    df = rep.per_run_dataframe()
+    assert len(df) == 2 * len(rep) and set(df["run"]) == {0, 1}
+    run1 = df[df["run"] == 1].reset_index(drop=True)
+    assert math.isnan(run1.loc[0, "local_noise_units"])  # consumes the graph input: not logged for run 1
+    assert "graph inputs" in run1.loc[0, "note"]
+    assert run1.loc[2, "local_noise_units"] < 1  # linear_1 replayed on run 1's own relu output
+    assert "2 runs logged different values" in str(rep)
+    assert report("culprit_mlp").runs == ()
