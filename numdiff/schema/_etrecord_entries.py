@@ -1,7 +1,12 @@
 """Reading the entries of an ETRecord zip: bytes, JSON maps, pickles and programs, all checked.
 
-Programs are checked (valid JSON, a schema and dialect numdiff reads) when the file is parsed and
-built only when first needed; pickles are unpickled, weights only, when first needed.
+Every size is checked against :mod:`numdiff.limits` before it is used: the zip directory (entry
+count, duplicate or encrypted entries, compression methods, declared sizes) before any entry is
+read, and each entry while it is inflated in chunks. JSON maps are parsed with their nesting
+depth checked and validated with pydantic (:mod:`numdiff.schema._etrecord_models`). Program
+entries are parsed and their header checked now; their graphs are checked
+(:mod:`numdiff.schema._program_checks`) and built only when first needed. Pickles are unpickled,
+weights only, and checked (:mod:`numdiff.schema._pickles`) when first needed.
 """
 
 from __future__ import annotations

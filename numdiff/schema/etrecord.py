@@ -30,6 +30,12 @@ Differences from the reference, all on purpose: the zip is closed after reading;
 does not recognise are listed in :attr:`ETRecord.unknown_entries` (with a warning) instead of being
 loaded as programs; pickled entries load only with ``torch.load(weights_only=True)``; every failure
 is an :class:`~numdiff.errors.ETRecordError` naming the file and the entry.
+
+The file is untrusted: every size, count and nesting depth in it is checked against
+:mod:`numdiff.limits` (raise them with ``NUMDIFF_MAX_*`` environment variables or
+:func:`numdiff.use_limits` for genuinely huge models), the JSON maps are validated field by field,
+and program graphs and pickled tensors are checked before their first use
+(:meth:`ETRecord.check_programs` checks every program at once).
 """
 
 from __future__ import annotations
