@@ -12,7 +12,7 @@ __all__ = ["in_notebook", "render_grid", "show_table"]
 def in_notebook() -> bool:
     """Whether we run inside an IPython kernel that can display rich output."""
     try:
-        from IPython import get_ipython  # type: ignore[import-not-found]
+        from IPython import get_ipython  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return False
     shell = get_ipython()
@@ -29,8 +29,8 @@ def render_grid(df: pd.DataFrame) -> str:
 def show_table(df: pd.DataFrame, file: IO[str]) -> None:
     """Display ``df`` in a notebook, else print it as a grid to ``file``."""
     if in_notebook():
-        from IPython.display import display  # type: ignore[import-not-found]
+        from IPython.display import display  # type: ignore[import-not-found,unused-ignore]
 
-        display(df)
+        display(df)  # type: ignore[no-untyped-call,unused-ignore]
         return
     print(render_grid(df), file=file)

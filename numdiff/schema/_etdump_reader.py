@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numdiff.errors import ETDumpError
-from numdiff.schema._flatbuf import Buffer, Table, TableVector, intern_strings
+from numdiff.schema._flatbuf import FIELD_NAMES, Buffer, Table, TableVector, intern_strings
 from numdiff.schema.etdump import (
     FILE_IDENTIFIER,
     Allocator,
@@ -35,6 +35,24 @@ __all__ = ["read_etdump", "read_value"]
 
 
 _SCALAR_TYPES = frozenset(int(t) for t in ScalarType)
+
+FIELD_NAMES.update({  # the order of fields in numdiff/schema/etdump.fbs
+    "ETDump": ("version", "run_data"),
+    "RunData": ("name", "bundled_input_index", "allocators", "events"),
+    "Allocator": ("name",),
+    "Event": ("profile_event", "allocation_event", "debug_event"),
+    "ProfileEvent": ("name", "chain_index", "instruction_id", "delegate_debug_id_int", "delegate_debug_id_str",
+                     "delegate_debug_metadata", "start_time", "end_time"),
+    "DebugEvent": ("chain_index", "instruction_id", "debug_entry", "delegate_debug_id_int",
+                   "delegate_debug_id_str", "name"),
+    "AllocationEvent": ("allocator_id", "allocation_size"),
+    "Value": ("val", "tensor", "tensor_list", "int_value", "float_value", "double_value", "bool_value",
+              "output", "string_value"),
+    "Tensor": ("scalar_type", "sizes", "strides", "offset"),
+    "TensorList": ("tensors",),
+    "Int": ("int_val",), "Bool": ("bool_val",), "Float": ("float_val",), "Double": ("double_val",),
+    "String": ("string_val",),
+})
 
 
 def _read_tensor(t: Table) -> Tensor:

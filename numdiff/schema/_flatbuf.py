@@ -63,6 +63,16 @@ _HALF_HINT = (
 )
 
 
+#: Field names by table type, filled in by the schema's reader, for error messages.
+FIELD_NAMES: dict[str, tuple[str, ...]] = {}
+
+
+def field_label(table: str, index: int) -> str:
+    """``field 3 (events)`` when the schema's names are known, else ``field 3``."""
+    names = FIELD_NAMES.get(table.removeprefix("a ").split(" ")[0], ())
+    return f"field {index} ({names[index]})" if index < len(names) else f"field {index}"
+
+
 @dataclass(frozen=True, slots=True)
 class Buffer:
     """A FlatBuffer held in memory, with the file it came from for error messages.
@@ -195,7 +205,7 @@ class Table:
         off = int(_U16.unpack_from(self.buf.data, self.vtable + slot)[0])
         if off and (off < 4 or off + size > self.table_size):
             raise self.buf.fail(
-                f"field {index} of {self.what} at table offset {off} does not fit in the {self.table_size}-byte table",
+                f"{field_label(self.what, index)} of {self.what} at table offset {off} does not fit in the {self.table_size}-byte table",
                 self.pos,
             )
         return off
@@ -215,13 +225,13 @@ class Table:
         off = self._field(index, 4)
         if off == 0:
             return None
-        return self.buf.uoffset(self.pos + off, f"field {index} of {self.what}")
+        return self.buf.uoffset(self.pos + off, f"{field_label(self.what, index)} of {self.what}")
 
     def string(self, index: int) -> str | None:
         target = self._indirect(index)
         if target is None:
             return None
-        return read_string(self.buf, target, f"string field {index} of {self.what}")
+        return read_string(self.buf, target, f"string {field_label(self.what, index)} of {self.what}")
 
     def bytes_(self, index: int) -> bytes | None:
         target = self._indirect(index)
@@ -326,7 +336,7 @@ class TableVector:
             if bad.size:
                 i = int(bad[0])
                 raise self.buf.fail(
-                    f"field {index} of a {self.what} table at table offset {int(out[i])} does not fit in the "
+                    f"{field_label(self.what, index)} of one {self.what} table at table offset {int(out[i])} does not fit in the "
                     f"{int(self.table_size[i])}-byte table", int(self.pos[i]))
         return out
 
@@ -336,7 +346,7 @@ class TableVector:
         out = np.full(self.pos.size, default, dtype=dtype)
         has = np.nonzero(off)[0]
         if has.size:
-            out[has] = self.buf.gather(self.pos[has] + off[has], kind, f"field {index} of {self.what}")
+            out[has] = self.buf.gather(self.pos[has] + off[has], kind, f"{field_label(self.what, index)} of {self.what}")
         return out
 
     def indirect(self, index: int) -> IntArray:
@@ -345,7 +355,7 @@ class TableVector:
         out = np.full(self.pos.size, -1, dtype=np.int64)
         has = np.nonzero(off)[0]
         if has.size:
-            out[has] = self.buf.follow(self.pos[has] + off[has], f"field {index} of {self.what}")
+            out[has] = self.buf.follow(self.pos[has] + off[has], f"{field_label(self.what, index)} of {self.what}")
         return out
 
     def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:

@@ -108,7 +108,7 @@ def test_field_outside_its_table() -> None:
     data = _dump(RunDoc("Execute", [_profile()]))
     run = _first_run(data)
     struct.pack_into("<H", data, run.vtable + 4 + 2 * 1, 200)  # bundled_input_index far past the table
-    with pytest.raises(ETDumpError, match=r"field 1 of RunData at table offset 200 does not fit in the \d+-byte table"):
+    with pytest.raises(ETDumpError, match=r"field 1 \(bundled_input_index\) of RunData at table offset 200 does not fit in the \d+-byte table"):
         _read(data)
 
 
@@ -118,7 +118,7 @@ def test_event_field_outside_its_table_in_the_column_reader() -> None:
     events = run.table_positions(3, "events")
     event = run.buf.table(int(events[0]), "Event")
     struct.pack_into("<H", data, event.vtable + 4, 0xFFF0)
-    with pytest.raises(ETDumpError, match=r"field 0 of a Event table at table offset 65520 does not fit"):
+    with pytest.raises(ETDumpError, match=r"field 0 \(profile_event\) of one Event table at table offset 65520 does not fit"):
         _read(data)
 
 
@@ -138,7 +138,7 @@ def test_null_offset_field() -> None:
     data = _dump(RunDoc("Execute", [_profile()]))
     run = _first_run(data)
     struct.pack_into("<I", data, _field_pos(run, 0), 0)  # the run's name
-    with pytest.raises(ETDumpError, match=r"field 0 of RunData is a null reference \(offset 0\)"):
+    with pytest.raises(ETDumpError, match=r"field 0 \(name\) of RunData is a null reference \(offset 0\)"):
         _read(data)
 
 
@@ -164,7 +164,7 @@ def test_string_longer_than_the_file() -> None:
     run = _first_run(data)
     target = _field_pos(run, 0) + struct.unpack_from("<I", data, _field_pos(run, 0))[0]
     struct.pack_into("<I", data, target, 2**31)
-    with pytest.raises(ETDumpError, match=r"string field 0 of RunData \(2147483648 bytes\) lies outside"):
+    with pytest.raises(ETDumpError, match=r"string field 0 \(name\) of RunData \(2147483648 bytes\) lies outside"):
         _read(data)
 
 
@@ -180,7 +180,7 @@ def test_run_name_that_is_not_utf8() -> None:
     data = _dump(RunDoc("Exec_run", [_profile()]))
     at = bytes(data).index(b"Exec_run")
     data[at] = 0xC3  # a lead byte without its continuation
-    with pytest.raises(ETDumpError, match="string field 0 of RunData is not valid UTF-8"):
+    with pytest.raises(ETDumpError, match=r"string field 0 \(name\) of RunData is not valid UTF-8"):
         _read(data)
 
 
