@@ -35,6 +35,7 @@ def _commands() -> dict[str, ModuleType]:
             "trace": import_module("numdiff.cli.trace"),
             "diff": import_module("numdiff.cli.diff"),
             "doctor": import_module("numdiff.cli.doctor"),
+            "explore": import_module("numdiff.cli.explore"),
             "culprits": import_module("numdiff.cli.culprits"),
             }
 

@@ -1,0 +1,59 @@
+"""Write Model Explorer overlays (local error, accumulated error, latency per ATen node).
+
+Writes node-data JSON files in Model Explorer's custom node data format into -o DIR; load
+them in Model Explorer next to the model's exported program. With --open (needs the
+ETRecord and the `ai-edge-model-explorer` package: pip install 'numdiff[explorer]'), starts
+Model Explorer on the ETRecord's ATen program with the overlays applied.
+
+examples:
+  numdiff explore run.json -o overlays/
+  numdiff explore --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin -o overlays/ --open
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+from numdiff.cli.report import add_analysis_input, load_or_analyse
+from numdiff.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_analysis_input(parser)
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the node-data files")
+    parser.add_argument("--open", action="store_true",
+                        help="open Model Explorer on the ETRecord's ATen program with these overlays")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numdiff.report import Analysis
+    from numdiff.report.explorer import write_node_data
+
+    if args.open and not args.etrecord:
+        raise UsageError("--open needs --etrecord (Model Explorer shows the ETRecord's exported program)\n"
+                         "Give the artifact flags instead of ANALYSIS.json.")
+    explorer: Any = None
+    if args.open:
+        try:
+            explorer = importlib.import_module("model_explorer")
+        except ImportError as e:
+            raise UsageError("--open needs the ai-edge-model-explorer package\n"
+                             "Install it with: pip install 'numdiff[explorer]' (or leave out --open)") from e
+    analysis = load_or_analyse(args)
+    assert isinstance(analysis, Analysis)
+    paths = write_node_data(analysis, args.output)
+    print(f"wrote {len(paths)} node-data file(s) to {args.output}: "
+          + ", ".join(p.rsplit("/", 1)[-1] for p in paths), file=sys.stderr)
+    if explorer is not None:
+        from numdiff.inspector import Inspector
+
+        program = Inspector(etdump_path=args.etdump, etrecord=args.etrecord).get_exported_program()
+        if program is None:
+            raise UsageError("the ETRecord holds no ATen exported program to show\n"
+                             "Write the ETRecord with generate_etrecord=True on an exported program.")
+        explorer.visualize_pytorch(analysis.labels.get("model", "numdiff"), program,
+                                   node_data=[{"name": p.rsplit("/", 1)[-1], "node_data_path": p} for p in paths])
+    return 0
