@@ -44,7 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from numdiff.report import Analysis
 
-    analysis = Analysis.from_files(args.etdump, args.etrecord, args.debug_buffer, labels=parse_labels(args.label))
+    from numdiff.cli._progress import ProgressLine
+
+    labels = parse_labels(args.label)
+    bar = ProgressLine()
+    try:
+        analysis = Analysis.from_files(args.etdump, args.etrecord, args.debug_buffer, labels=labels, progress=bar)
+    finally:
+        bar.close()
     analysis.save(args.output)
     rows = 0 if analysis.gap is None else len(analysis.gap.rows)
     events = sum(len(b.events) for b in analysis.profile.blocks)

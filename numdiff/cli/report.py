@@ -54,7 +54,14 @@ def load_or_analyse(args: argparse.Namespace) -> object:
         return Analysis.load(args.analysis)
     if not args.etdump:
         raise UsageError("nothing to report on\nGive ANALYSIS.json (from 'numdiff analyze') or --etdump PATH.")
-    return Analysis.from_files(args.etdump, args.etrecord, args.debug_buffer, labels=parse_labels(args.label))
+    from numdiff.cli._progress import ProgressLine
+
+    labels = parse_labels(args.label)
+    bar = ProgressLine()
+    try:
+        return Analysis.from_files(args.etdump, args.etrecord, args.debug_buffer, labels=labels, progress=bar)
+    finally:
+        bar.close()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import datetime
 import hashlib
 import importlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,19 +57,36 @@ def file_info(role: str, path: object) -> ArtifactInfo:
     return ArtifactInfo(role=role, name=os.path.basename(name), sha256=digest.hexdigest(), size=size)  # type: ignore[arg-type]
 
 
-def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, labels: dict[str, str]) -> Analysis:
+#: ``progress(step, done, total)``: called as the analysis advances (the CLI draws a bar; the
+#: library passes None and stays silent).
+Progress = Callable[[str, int, int], None]
+
+
+def _step(progress: Progress | None, step: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(step, done, total)
+
+
+def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, labels: dict[str, str],
+                        progress: Progress | None = None) -> Analysis:
     from numdiff.inspector import Inspector
 
+    _step(progress, "reading the artifacts", 0, 1)
     inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)  # type: ignore[arg-type]
     paths = {"etdump": etdump, "etrecord": etrecord, "debug_buffer": debug_buffer}
-    return build_analysis(inspector, labels, {k: v for k, v in paths.items() if isinstance(v, (str, os.PathLike))})
+    return build_analysis(inspector, labels, {k: v for k, v in paths.items() if isinstance(v, (str, os.PathLike))},
+                          progress)
 
 
-def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object]) -> Analysis:
+def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object],
+                   progress: Progress | None = None) -> Analysis:
     from numdiff import __version__
 
+    _step(progress, "hashing the artifacts", 0, 1)
     artifacts = [file_info(role, path) for role, path in artifact_paths.items() if path is not None]
-    gap, unavailable = _gap_section(inspector, artifact_paths.get("etdump"))
+    gap, unavailable = _gap_section(inspector, artifact_paths.get("etdump"), progress)
+    if gap is not None:
+        _step(progress, "finding culprits", 0, 1)
     return Analysis(
         numdiff_version=__version__,
         created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -139,15 +156,20 @@ def profile_summary(blocks: Sequence[Any]) -> ProfileSummary:
 
 # --- gap ----------------------------------------------------------------------------------------
 
-def _gap_section(inspector: Any, etdump_path: object) -> tuple[GapSection | None, str | None]:
+def _gap_section(inspector: Any, etdump_path: object,
+                 progress: Progress | None = None) -> tuple[GapSection | None, str | None]:
     from numdiff.comparators import get_comparator
     from numdiff.gap import gather, numeric_gap_report
 
     events = [ev for block in inspector.event_blocks for ev in block.events]
     try:
+        _step(progress, "running the reference graph", 0, 1)
         inputs = gather(inspector.etrecord, events, reference_graph=None, disable_debug_handle_validation=False,
                         etdump_path=None if etdump_path is None else os.fspath(etdump_path))  # type: ignore[call-overload]
-        reports = [numeric_gap_report(inputs, get_comparator(m)) for m in METRICS]
+        reports = []
+        for k, m in enumerate(METRICS):
+            _step(progress, f"comparing ({m})", k, len(METRICS))
+            reports.append(numeric_gap_report(inputs, get_comparator(m)))
     except MissingDataError as e:
         return None, " — ".join(str(e).splitlines())
     base = reports[0]
@@ -158,7 +180,10 @@ def _gap_section(inspector: Any, etdump_path: object) -> tuple[GapSection | None
 
     rows = []
     counts: dict[str, int] = {}
+    total = len(base.table.rows)
     for index, (snr, mse, l1) in enumerate(zip(*(r.table.rows for r in reports))):
+        if index % 16 == 0:
+            _step(progress, "tensor statistics", index, total)
         match = None if snr.match is None else snr.match.value
         if match is not None:
             counts[match] = counts.get(match, 0) + 1

@@ -13,7 +13,7 @@ stays strict JSON.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -201,11 +201,14 @@ class Analysis(_Model):
 
     @classmethod
     def from_files(cls, etdump: object, etrecord: object = None, debug_buffer: object = None,
-                   labels: dict[str, str] | None = None) -> Analysis:
-        """Open the artifacts with an ``Inspector`` and analyse them (see :meth:`from_inspector`)."""
+                   labels: dict[str, str] | None = None, progress: Any = None) -> Analysis:
+        """Open the artifacts with an ``Inspector`` and analyse them (see :meth:`from_inspector`).
+
+        ``progress(step, done, total)``, if given, is called as the work advances.
+        """
         from numdiff.report._build import analysis_from_files
 
-        return analysis_from_files(etdump, etrecord, debug_buffer, labels or {})
+        return analysis_from_files(etdump, etrecord, debug_buffer, labels or {}, progress)
 
     def save(self, path: object) -> None:
         """Write the analysis as JSON to ``path`` (a new file or one to replace)."""

@@ -77,12 +77,17 @@ def test_save_load_round_trip_keeps_infinities(example_analysis: Analysis, tmp_p
     assert Analysis.load(path).model_dump_json() == example_analysis.model_dump_json()  # NaN != NaN for ==
 
 
-def test_culprits_not_available_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_culprits_not_available_is_recorded_and_progress_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "numdiff.culprits", None)  # import fails
     args = artifact_args("example")
-    a = Analysis.from_files(args[1], args[3], args[5])
+    steps: list[tuple[str, int, int]] = []
+    a = Analysis.from_files(args[1], args[3], args[5], progress=lambda s, d, t: steps.append((s, d, t)))
     assert not a.culprits.available and a.culprits.reason is not None
     assert a.culprits.reason.startswith("not available: ")
+    names = [s for s, _, _ in steps]
+    assert names[:3] == ["reading the artifacts", "hashing the artifacts", "running the reference graph"]
+    assert {"comparing (SNR)", "comparing (MSE)", "comparing (L1)", "tensor statistics", "finding culprits"} <= set(names)
+    assert all(0 <= d <= t for _, d, t in steps)
 
 
 def test_profile_only_without_etrecord() -> None:
