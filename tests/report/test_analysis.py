@@ -161,3 +161,12 @@ def test_cli_analyze_rejects_a_bad_label(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["analyze", *artifact_args("xnnpack"), "--label", "device", "-o", str(tmp_path / "r.json")]) != 0
     assert "--label 'device' is not KEY=VALUE" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_from_inspector_matches_from_files(example_analysis: Analysis) -> None:
+    f = example_files()
+    inspector = Inspector(etdump_path=f.etdump, etrecord=f.etrecord, debug_buffer_path=f.debug_buffer)
+    a = Analysis.from_inspector(inspector, labels={"device": "host", "build": "1"},
+                                artifact_paths={"etdump": f.etdump, "etrecord": f.etrecord, "debug_buffer": f.debug_buffer})
+    strip = {"created_utc"}
+    assert a.model_dump_json(exclude=strip) == example_analysis.model_dump_json(exclude=strip)
