@@ -3,12 +3,13 @@
 Dev script (issue 8), never run by CI. It needs the oracle virtualenv and a copy of the test
 files from ExecuTorch's public repository, outside this repository::
 
-    python scripts/run_et_devtools_tests.py [--tests /tmp/et-tests] [--oracle PYTHON] [--json OUT]
+    python scripts/run_et_devtools_tests.py [--tests /tmp/et-tests] [--git REPO] [--oracle PYTHON] [--json OUT]
 
 ``--tests`` must hold ``devtools/etrecord/tests/*.py`` and ``devtools/inspector/tests/*.py``
-(the files at commit 181e510 are byte-identical to the 1.5.1 release); when the folder is
-missing, the copies the 1.5.1 wheel installs under ``executorch/devtools/*/tests`` are used
-(also identical). Run 1 is plain; run 2 installs ``scripts/et_shim/numdiff_et_shim.py``, which
+(the files at commit 181e510 are byte-identical to the 1.5.1 release). When the folder lacks
+them they are taken from ``--git`` (a clone of github.com/pytorch/executorch: ``git archive
+181e510 devtools/inspector/tests devtools/etrecord/tests``), or else from the copies the 1.5.1
+wheel installs under ``executorch/devtools/*/tests`` (also identical). Run 1 is plain; run 2 installs ``scripts/et_shim/numdiff_et_shim.py``, which
 serves the Inspector-facing public names from numdiff and leaves artifact building to
 ExecuTorch. Then each test is judged applicable or not by reading its source (``APPLICABLE_RULE``)
 and a per-test table and the counts are printed.
@@ -163,8 +164,18 @@ _INSPECTOR_ATTRS = frozenset({"gen_etdump_object", "parse_etrecord", "gen_graphs
                               "create_debug_handle_to_op_node_mapping", "is_inference_output_equal"})
 
 
-def _tests_root(arg: Path, oracle: Path) -> Path:
+ET_1_5_1_TESTS_COMMIT = "181e510"
+
+
+def _tests_root(arg: Path, oracle: Path, git: Path | None) -> Path:
     if all((arg / d).is_dir() for d in TEST_DIRS):
+        return arg
+    arg.mkdir(parents=True, exist_ok=True)
+    if git is not None:
+        archive = subprocess.run(["git", "-C", str(git), "archive", ET_1_5_1_TESTS_COMMIT, *TEST_DIRS],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(arg)], input=archive, check=True)
+        print(f"extracted the tests at {ET_1_5_1_TESTS_COMMIT} from {git} to {arg}", file=sys.stderr)
         return arg
     code = "import executorch.devtools as d, os; print(os.path.dirname(d.__file__))"
     out = subprocess.run([str(oracle), "-c", code],
@@ -194,6 +205,8 @@ def _run(oracle: Path, root: Path, out: Path, shim: bool, only: list[str]) -> di
     if shim:
         parts = [str(REPO), str(_numdiff_deps(oracle, root)), env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    else:
+        env.pop("PYTHONPATH", None)  # the reference run must not pick up the shim's sitecustomize
     cmd = [str(oracle), str(WORKER), str(root), str(out)] + (["--shim"] if shim else [])
     for s in only:
         cmd += ["--only", s]
@@ -209,6 +222,7 @@ def _short(test_id: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=Path, default=Path("/tmp/et-tests"))
+    parser.add_argument("--git", type=Path, default=None, help="a clone of pytorch/executorch to take the tests from")
     parser.add_argument("--oracle", type=Path, default=ORACLE)
     parser.add_argument("--json", type=Path, default=None, help="also write the per-test outcomes here")
     parser.add_argument("--reuse", action="append", default=[], choices=("plain", "shim"),
@@ -216,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run tests whose id contains this")
     args = parser.parse_args(argv)
 
-    root = _tests_root(args.tests, args.oracle)
+    root = _tests_root(args.tests, args.oracle, args.git)
     runs = {}
     for mode in ("plain", "shim"):
         out = root / f"{mode}.json"
