@@ -81,3 +81,13 @@ def test_bad_quantization_scale_is_judged_in_quantization_steps() -> None:
     assert "step" in culprit.noise
     clean = [r for r in rep.rows if not r.is_culprit]
     assert max(r.local_noise_units for r in clean) < 1
+
+
+@pytest.mark.parametrize("name", ["culprit_two", "culprit_int8_scale", "culprit_xnnpack", "culprit_clean_int8_portable"])
+def test_the_edge_graph_as_reference_finds_the_same_culprits(name: str) -> None:
+    from tests.culprits.helpers import inspector
+
+    rep = inspector(name).find_culprits("SNR", reference_graph="edge_dialect_exported_program")
+    planted = truth(name)["planted"]
+    assert len(rep.culprits) == len(planted)
+    assert [r.module_path for r in rep.culprits] == [r.module_path for r in report(name).culprits]
