@@ -14,7 +14,7 @@ from typing import Any
 
 from numdiff.limits import Limits, current_limits, raise_hint
 from numdiff.schema._graph_meta import ProgramLoadError
-from numdiff.schema._safe_json import TooDeepError, json_depth
+from numdiff.schema._safe_json import TooDeepError, loads_checked
 
 __all__ = ["LAYOUTS", "MEMORY_FORMATS", "SCALAR_TYPES", "check_program"]
 
@@ -38,6 +38,7 @@ def check_program(program: dict[str, Any]) -> None:
     if not isinstance(module, dict):
         raise ProgramLoadError("field graph_module is not an object")
     limits = current_limits()
+    _check_signature(module.get("signature", {}))
     budget = limits.max_graph_nodes
     pending: _Subgraphs = [("top-level graph", module.get("graph", {}))]
     while pending:  # the graph, then its control-flow subgraphs (``as_graph`` arguments)
@@ -84,29 +85,17 @@ def _check_node(label: str, name: str, node: dict[str, Any], limits: Limits, pen
     if type(target) is not str:
         raise bad(f"field target is {type(target).__name__}, not a string")
     outputs = node.get("outputs", [])
-    if type(outputs) is not list or not all(type(o) is dict for o in outputs):
+    if type(outputs) is not list:
         raise bad("field outputs is not a list of objects")
+    for i, output in enumerate(outputs):
+        _check_argument(output, f"{label}: node {name!r}: field outputs[{i}]", pending, name)
     inputs = node.get("inputs", [])
     if type(inputs) is not list:
         raise bad("field inputs is not a list of objects")
     for i, entry in enumerate(inputs):
-        if type(entry) is not dict:
-            raise bad("field inputs is not a list of objects")
-        arg = entry.get("arg", {})
-        if type(arg) is not dict:
-            raise bad(f"field inputs[{i}].arg is a {type(arg).__name__}, not an object")
-        if len(arg) != 1:
-            for kind, allowed in _ENUM_ARGS:
-                value = arg.get(kind, _MISSING)
-                if value is not _MISSING and (type(value) is not int or value not in allowed):
-                    raise bad(f"field inputs[{i}].arg.{kind}: unknown value {value!r:.60}")
-            continue
-        kind, value = next(iter(arg.items()))
-        if kind == "as_graph" and type(value) is dict:
-            pending.append((f"subgraph {value.get('name')!r:.60} of node {name!r}", value.get("graph")))
-        for enum_kind, allowed in _ENUM_ARGS:
-            if kind == enum_kind and (type(value) is not int or value not in allowed):
-                raise bad(f"field inputs[{i}].arg.{kind}: unknown value {value!r:.60}")
+        if type(entry) is not dict or type(entry.get("name", "")) is not str:
+            raise bad(f"field inputs[{i}] is not an object with a string name")
+        _check_argument(entry.get("arg", {}), f"{label}: node {name!r}: field inputs[{i}].arg", pending, name)
     meta = node.get("metadata", {})
     if meta is None:
         return
@@ -115,14 +104,8 @@ def _check_node(label: str, name: str, node: dict[str, Any], limits: Limits, pen
     for key, value in meta.items():
         if type(value) is not str:
             raise bad(f"field metadata.{key} is a {type(value).__name__}, not a string")
-    raw = meta.get("from_node")
-    if raw and raw.count("[") + raw.count("{") > limits.max_nesting_depth:
-        depth = json_depth(raw)  # builders parse it later: refuse what would recurse too deep now
-        if depth > limits.max_nesting_depth:
-            raise ProgramLoadError(
-                f"{label}: node {name!r}: field metadata.from_node: {TooDeepError(depth, limits.max_nesting_depth)}",
-                raise_hint("max_nesting_depth", depth),
-            )
+    if raw := meta.get("from_node"):
+        _check_from_node(raw, f"{label}: node {name!r}: field metadata.from_node", limits)
     raw = meta.get("debug_handle")
     if raw and (len(raw) > 20 or not raw.isascii() or not raw.strip().lstrip("-").isdigit()):
         raise bad(f"field metadata.debug_handle {raw[:40]!r} is not an integer")
@@ -172,3 +155,118 @@ def _sym_ints(where: str, field: str, items: Any) -> list[int | None]:
         else:
             raise ProgramLoadError(f"{where}: field {field}[{len(out)}] is {value!r:.60}, not an integer in [0, 2^63)")
     return out
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) in (int, float) or (type(v) is str and v in ("inf", "-inf", "nan", "Infinity", "-Infinity", "NaN"))
+
+
+def _is_tensor_ref(v: Any) -> bool:
+    return type(v) is dict and type(v.get("name")) is str
+
+
+def _is_optional_tensor(v: Any) -> bool:
+    return type(v) is dict and len(v) == 1 and (_is_tensor_ref(v.get("as_tensor")) or "as_none" in v)
+
+
+def _is_sym(v: Any) -> bool:
+    return type(v) is dict and len(v) == 1 and (type(v.get("as_name")) is str or next(iter(v)) in ("as_int", "as_float", "as_bool"))
+
+
+def _list_of(check: Any) -> Any:
+    return lambda v: type(v) is list and all(check(x) for x in v)
+
+
+#: What each argument kind's payload must look like (torch.export's ``Argument`` union).
+_PAYLOADS: dict[str, Any] = {
+    "as_none": lambda v: v is None or type(v) is bool or v == {} or v == [],
+    "as_tensor": _is_tensor_ref,
+    "as_tensors": _list_of(_is_tensor_ref),
+    "as_optional_tensor": _is_optional_tensor,
+    "as_optional_tensors": _list_of(_is_optional_tensor),
+    "as_nested_tensors": _list_of(_list_of(_is_tensor_ref)),
+    "as_int": _is_int,
+    "as_ints": _list_of(_is_int),
+    "as_int_lists": _list_of(_list_of(_is_int)),
+    "as_float": _is_number,
+    "as_floats": _list_of(_is_number),
+    "as_float_lists": _list_of(_list_of(_is_number)),
+    "as_string": lambda v: type(v) is str,
+    "as_strings": _list_of(lambda v: type(v) is str),
+    "as_operator": lambda v: type(v) is str,
+    "as_bool": lambda v: type(v) is bool,
+    "as_bools": _list_of(lambda v: type(v) is bool),
+    "as_sym_int": _is_sym,
+    "as_sym_ints": _list_of(_is_sym),
+    "as_sym_float": _is_sym,
+    "as_sym_floats": _list_of(_is_sym),
+    "as_sym_bool": _is_sym,
+    "as_sym_bools": _list_of(_is_sym),
+    "as_scalar_type": lambda v: type(v) is int and v in SCALAR_TYPES,
+    "as_layout": lambda v: type(v) is int and v in LAYOUTS,
+    "as_memory_format": lambda v: type(v) is int and v in MEMORY_FORMATS,
+    "as_device": lambda v: type(v) is dict and type(v.get("type")) is str and type(v.get("index")) in (int, type(None)),
+    "as_custom_obj": lambda v: type(v) is dict and type(v.get("name")) is str and type(v.get("class_fqn")) is str,
+    "as_complex": lambda v: type(v) is dict and all(_is_number(x) for x in v.values()),
+    "as_graph": lambda v: type(v) is dict and type(v.get("name")) is str and type(v.get("graph")) is dict,
+}
+
+
+def _check_argument(arg: Any, where: str, pending: _Subgraphs, node_name: str) -> None:
+    """One serialized ``Argument``: a single-key object whose payload has its kind's shape.
+
+    Kinds numdiff does not know are left to the readers (newer schemas add kinds; the builders
+    refuse what they do not know).
+    """
+    if type(arg) is not dict or len(arg) != 1:
+        raise ProgramLoadError(f"{where} is {arg!r:.60}, not an object with one argument kind")
+    ((kind, value),) = arg.items()
+    if kind == "as_string_to_argument":
+        if type(value) is not dict:
+            raise ProgramLoadError(f"{where}.{kind} is a {type(value).__name__}, not an object")
+        for key, item in value.items():  # nesting bounded by the JSON depth limit
+            _check_argument(item, f"{where}.{kind}[{key!r:.40}]", pending, node_name)
+        return
+    check = _PAYLOADS.get(kind)
+    if check is not None and not check(value):
+        raise ProgramLoadError(f"{where}.{kind}: malformed or unknown value {value!r:.60}")
+    if kind == "as_graph":
+        pending.append((f"subgraph {value['name']!r:.60} of node {node_name!r}", value["graph"]))
+
+
+def _check_signature(signature: Any) -> None:
+    if type(signature) is not dict:
+        raise ProgramLoadError(f"field graph_module.signature is a {type(signature).__name__}, not an object")
+    for field in ("input_specs", "output_specs"):
+        specs = signature.get(field, [])
+        if type(specs) is not list:
+            raise ProgramLoadError(f"field graph_module.signature.{field} is not a list")
+        for i, spec in enumerate(specs):
+            body = next(iter(spec.values())) if type(spec) is dict and len(spec) == 1 else None
+            if type(body) is not dict or type(body.get("arg", {})) is not dict:
+                raise ProgramLoadError(f"field graph_module.signature.{field}[{i}] is {spec!r:.60}, not one spec object")
+
+
+def _check_from_node(raw: str, where: str, limits: Limits) -> None:
+    """``from_node`` is JSON text: a list of objects, each with optional ``from_node`` lists (iteratively)."""
+    try:
+        value = loads_checked(raw, limits.max_nesting_depth)
+    except TooDeepError as e:
+        raise ProgramLoadError(f"{where}: {e}", e.hint) from e
+    except ValueError as e:
+        raise ProgramLoadError(f"{where}: not JSON ({str(e)[:100]})") from e
+    pending = [value]
+    while pending:
+        sources = pending.pop()
+        if sources is None:
+            continue
+        if type(sources) is not list:
+            raise ProgramLoadError(f"{where}: a {type(sources).__name__} where a list of objects belongs")
+        for source in sources:
+            if type(source) is not dict or type(source.get("action", "")) not in (str, type(None)):
+                raise ProgramLoadError(f"{where}: {source!r:.60} is not a node-source object")
+            pending.append(source.get("from_node"))

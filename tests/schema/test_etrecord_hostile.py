@@ -289,13 +289,18 @@ def _deep_program(program: dict[str, Any]) -> None:
         (_node_field("target", ["x"]), r"field target is list, not a string"),
         (_node_field("inputs", {"a": 1}), r"field inputs is not a list of objects"),
         (_deep_program, r"program JSON nested at least 30\d deep"),
-        (_node_field("outputs", [1]), r"field outputs is not a list of objects"),
+        (_node_field("outputs", [1]), r"field outputs\[0\] is 1, not an object with one argument kind"),
+        (_node_field("inputs", [{"name": "x", "arg": {"as_tensor": 5}}]), r"field inputs\[0\].arg.as_tensor: malformed or unknown value 5"),
+        (_node_field("inputs", [{"name": "x", "arg": {"as_ints": [1, "2"]}}]), r"field inputs\[0\].arg.as_ints: malformed"),
+        (_node_field("inputs", [{"name": 3, "arg": {"as_int": 1}}]), r"field inputs\[0\] is not an object with a string name"),
+        (_meta("from_node", '[{"action": 5}]'), r"field metadata.from_node: \{'action': 5\} is not a node-source object"),
+        (_meta("from_node", '{"a": 1}'), r"field metadata.from_node: a dict where a list of objects belongs"),
         (_node_field("metadata", [1]), r"field metadata is a list, not an object"),
         (_node_field("name", ""), r"node 0: field name is '', not a non-empty string"),
     ],
     ids=["duplicate-names", "scalar-type", "layout", "sizes-vs-strides", "big-but-fine", "negative-stride",
          "stack-trace-type", "module-stack-type", "debug-handle", "target", "inputs", "deep",
-         "outputs", "metadata", "name"],
+         "outputs", "arg-tensor", "arg-ints", "arg-name", "from-node-action", "from-node-type", "metadata", "name"],
 )
 def test_malformed_program_graph(tmp_path: Path, edit: Callable[[dict[str, Any]], None], match: str | None) -> None:
     path = rewrite(tmp_path, edited_program(edit))
@@ -334,6 +339,15 @@ def test_malformed_module_stack_text_is_named_when_read(tmp_path: Path) -> None:
     rec = parse_etrecord(rewrite(tmp_path, edited_program(_meta("nn_module_stack", "a,b"))))
     with pytest.raises(ETRecordError, match=r"Edge program 'forward': malformed nn_module_stack item 'a,b'"):
         rec.op_nodes()
+
+
+def test_malformed_signature(tmp_path: Path) -> None:
+    def edit(program: dict[str, Any]) -> None:
+        program["graph_module"]["signature"]["input_specs"][0] = {"parameter": 3}
+
+    rec = parse_etrecord(rewrite(tmp_path, edited_program(edit, "exported_program")))
+    with pytest.raises(ETRecordError, match=r"signature.input_specs\[0\] is \{'parameter': 3\}, not one spec object"):
+        rec.program_source("exported_program")
 
 
 def test_tensor_meta_overflowing_64_bits(tmp_path: Path) -> None:
@@ -435,5 +449,6 @@ def test_stride_zero_expansion_within_the_allowance_loads(tmp_path: Path) -> Non
 @pytest.mark.parametrize("name", ALL)
 def test_every_fixture_loads_with_the_default_limits(name: str) -> None:
     rec = parse_etrecord(FIXTURES / name / "etrecord.bin")
+    rec.check_programs()
     assert rec.op_nodes() is not None
     assert rec._representative_inputs is not None and rec._reference_outputs is not None
