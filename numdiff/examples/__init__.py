@@ -20,6 +20,9 @@ class ExampleFiles:
 def example_files(name: str = "quantized_mlp") -> ExampleFiles:
     """The bundled example ``name``: a PT2E-quantized MLP in two XNNPACK partitions by default.
 
+    ``"planted_culprit"``: an fp32 MLP whose run (ETDump, debug buffer) comes from a twin with
+    ``fc2``'s weights changed, for ``Inspector.find_culprits``.
+
     Example:
         >>> example_files().etdump.name
         'etdump.etdp'
