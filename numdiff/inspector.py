@@ -22,26 +22,18 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
 
-from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageError, UsageTypeError
+from numdiff._inspector_etrecord import consume_etrecord, edge_op_nodes, in_module, load_etrecord, logs_tensors
+from numdiff.errors import UnknownNameError, UsageError
 from numdiff.present.frames import printable_dataframe
 from numdiff.profile._build import build_event_blocks, warn_notes
-from numdiff.profile._symbolicate import (
-    FORWARD,
-    FRAMEWORK_EVENTS,
-    attach_graph_metadata,
-    graph_op_nodes,
-    op_name_mismatches,
-    op_nodes_from_graph,
-    resolve_debug_handles,
-)
+from numdiff.profile._symbolicate import FORWARD
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, EventBlock
-from numdiff.profile.methods import assign_methods
 from numdiff.profile.op_graph import EDGE_DIALECT_GRAPH_KEY, OperatorGraphs, operator_graphs
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale, time_scale_factor
 from numdiff.profile.vgf import parse_vgf_neural_statistics_delegate_metadata, parse_vgf_neural_statistics_metadata
 from numdiff.schema.debug_buffer import DebugBuffer
-from numdiff.schema.etdump import EventKind, read_etdump
+from numdiff.schema.etdump import read_etdump
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -134,10 +126,10 @@ class Inspector:
         self._target_time_scale = TimeScale.parse(target_time_scale)
         time_scale_factor(self._source_time_scale, self._target_time_scale)  # validates the pair
         self._etdump_path = None if etdump_path is None else os.fspath(etdump_path)
-        self._etrecord = _load_etrecord(etrecord)
+        self._etrecord = load_etrecord(etrecord)
         dump = read_etdump(etdump_path if etdump_data is None else etdump_data)  # type: ignore[arg-type]
         self._debug_buffer = None if debug_buffer_path is None else DebugBuffer(debug_buffer_path)
-        if self._debug_buffer is None and _logs_tensors(dump):
+        if self._debug_buffer is None and logs_tensors(dump):
             warnings.warn(
                 f"ETDump {self._etdump_path!r} logs tensors but no debug buffer was given: "
                 "their values are unavailable (pass debug_buffer_path=)", stacklevel=2)
@@ -161,45 +153,9 @@ class Inspector:
     # --- construction helpers -----------------------------------------------------------------
 
     def _consume_etrecord(self) -> list[str]:
-        rec = self._etrecord
-        handle_maps = rec._debug_handle_map or {}
-        _check_same_model(self.event_blocks, {k: v for m in handle_maps.values() for k, v in m.items()},
-                          self._etdump_path)
-        custom = self._reference_graph_name != EDGE_DIALECT_GRAPH_KEY
-        infos = _graph_op_nodes(rec, self._reference_graph_name) if custom else None
-        by_method: dict[str, Any] = {}
-        for method in list(handle_maps) or [FORWARD]:
-            method_infos = infos if custom else _edge_op_nodes(rec, method)
-            by_method[method] = (None if method_infos is None
-                                 else graph_op_nodes(method_infos, self._enable_module_hierarchy))
-            if len(handle_maps) <= 1:
-                break  # one method: no matching needed
-        notes = assign_methods(self.event_blocks, handle_maps, by_method)
-        for method in list(handle_maps) or [FORWARD]:
-            # Blocks of no known method are symbolicated with 'forward', as the reference does.
-            blocks = [b for b in self.event_blocks if (b.method_name or FORWARD) == method]
-            if not blocks:
-                continue
-            delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(method)
-            num_outs = (rec._instruction_id_to_num_outs_map or {}).get(method)
-            notes += resolve_debug_handles(blocks, handle_maps.get(method, {}), delegate_map, num_outs)
-            nodes = by_method.get(method) if method in by_method else _method_nodes(rec, method, infos, self._enable_module_hierarchy)
-            if nodes is not None:
-                attach_graph_metadata(blocks, nodes)
-        if any(v is not None for v in by_method.values()):
-            checked, bad = op_name_mismatches(self.event_blocks)
-            if bad and len(bad) * 2 > checked:
-                raise MismatchedArtifactsError(
-                    f"ETRecord and ETDump {self._etdump_path!r} do not describe the same model: {len(bad)} of "
-                    f"{checked} kernel events ran a different op than the ETRecord says, e.g. {bad[0]}\n"
-                    "Pass the ETRecord written when this exact program was exported and lowered.")
-            notes += [f"kernel event {b}: op name disagrees with the ETRecord" for b in bad]
-        has = getattr(rec, "has", None)
-        if (has("_reference_outputs") if has is not None else rec._reference_outputs is not None):
-            for block in self.event_blocks:
-                if block.bundled_input_index is not None:
-                    block.set_reference_output_loader(_ReferenceOutput(rec, block.bundled_input_index, block.name))
-        return notes
+        return consume_etrecord(self._etrecord, self.event_blocks, etdump_path=self._etdump_path,
+                                enable_module_hierarchy=self._enable_module_hierarchy,
+                                reference_graph_name=self._reference_graph_name)
 
     # --- DataFrames and tables ----------------------------------------------------------------
 
@@ -292,7 +248,7 @@ class Inspector:
             for ev in block.events:
                 if ev.name == "OPERATOR_CALL" or ev.perf_data is None:
                     continue
-                if any(_in_module(stack, module_name) for stack in ev.module_hierarchy.values()):
+                if any(in_module(stack, module_name) for stack in ev.module_hierarchy.values()):
                     total += ev.perf_data.avg
         return total
 
@@ -317,7 +273,7 @@ class Inspector:
         """
         if self._op_graph_dict is None and self._etrecord is not None:
             rec = self._etrecord
-            self._op_graph_dict = operator_graphs(rec, lambda: _edge_op_nodes(rec))
+            self._op_graph_dict = operator_graphs(rec, lambda: edge_op_nodes(rec))
         return self._op_graph_dict
 
     @op_graph_dict.setter
@@ -492,89 +448,6 @@ class Inspector:
     def etrecord(self) -> Any:
         """The parsed ETRecord, or None."""
         return self._etrecord
-
-
-def _edge_op_nodes(rec: Any, method: str = FORWARD) -> list[Any] | None:
-    """The Edge program's op nodes: from the JSON when numdiff parsed the record (no torch needed)."""
-    op_nodes = getattr(rec, "op_nodes", None)
-    infos = op_nodes(method) if op_nodes is not None else None
-    if infos is not None:
-        return infos  # type: ignore[no-any-return]
-    program = rec.edge_dialect_program
-    if isinstance(program, dict):
-        program = program.get(method)
-    elif method != FORWARD and program is not None:
-        return None
-    return None if program is None else op_nodes_from_graph(program.graph_module)
-
-
-def _graph_op_nodes(rec: Any, name: str) -> list[Any]:
-    """The op nodes of the ``graph_map`` entry ``name`` (``reference_graph_name``)."""
-    graphs = rec.graph_map or {}
-    if name not in graphs:
-        raise UnknownNameError(
-            f"reference_graph_name {name!r} is not a graph of the ETRecord\n"
-            f"Use {EDGE_DIALECT_GRAPH_KEY!r} or one of its graph_map entries: {', '.join(graphs) or '(none)'}.")
-    return op_nodes_from_graph(graphs[name].graph_module)
-
-
-def _method_nodes(rec: Any, method: str, infos: list[Any] | None, hierarchy: bool) -> Any:
-    chosen = infos if infos is not None else _edge_op_nodes(rec, method)
-    return None if chosen is None else graph_op_nodes(chosen, hierarchy)
-
-
-class _ReferenceOutput:
-    """A block's reference output, read from the ETRecord when first asked for (it needs torch)."""
-
-    def __init__(self, rec: Any, index: int, block: str) -> None:
-        self.rec, self.index, self.block = rec, index, block
-
-    def __call__(self) -> Any:
-        outputs = (self.rec._reference_outputs or {}).get(FORWARD, [])
-        if -len(outputs) <= self.index < len(outputs):
-            return outputs[self.index]
-        warnings.warn(f"block {self.block!r}: bundled input {self.index} has no reference output "
-                      f"(the ETRecord holds {len(outputs)})", stacklevel=3)
-        return None
-
-
-def _in_module(stack: Any, module_name: str) -> bool:
-    if not stack:
-        return False
-    for key, value in stack.items():
-        path = value[0] if isinstance(value, (tuple, list)) and value else value
-        if key == module_name or path == module_name:
-            return True
-    return False
-
-
-def _load_etrecord(etrecord: Any) -> Any:
-    if etrecord is None:
-        return None
-    if isinstance(etrecord, (str, os.PathLike)):
-        from numdiff.schema.etrecord import parse_etrecord
-
-        return parse_etrecord(etrecord)
-    if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
-        return etrecord
-    raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "
-                         f"{type(etrecord).__name__}\n"
-                         "Pass the .bin path the export step wrote, or numdiff.parse_etrecord(path).")
-
-
-def _logs_tensors(dump: Any) -> bool:
-    return any(bool((r.columns.kind == EventKind.DEBUG).any()) for r in dump.run_data)
-
-
-def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: str | None) -> None:
-    ids = {str(ev._instruction_id) for b in blocks for ev in b.events
-           if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in FRAMEWORK_EVENTS}
-    if ids and handle_map is not None and not ids & set(handle_map):
-        raise MismatchedArtifactsError(
-            f"ETRecord and ETDump {etdump_path!r} do not describe the same model: none of the "
-            f"{len(ids)} instruction ids in the ETDump appear in the ETRecord's debug_handle_map\n"
-            "Pass the ETRecord written when this exact program was exported and lowered."
-        )
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,166 @@
+"""How the Inspector consumes an ETRecord (a private helper of :mod:`numdiff.inspector`).
+
+Everything the drop-in ``Inspector`` does with the ETRecord when it is built: check that it
+describes the model in the ETDump, tie each execution block to its program method, set debug
+handles and graph metadata (op types, stack traces, module hierarchy) on every event, and install
+lazy reference-output loaders. Also the small helpers the facade needs (loading an ETRecord
+argument, module membership for ``module_total``).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageTypeError
+from numdiff.profile._symbolicate import (
+    FORWARD,
+    FRAMEWORK_EVENTS,
+    attach_graph_metadata,
+    graph_op_nodes,
+    op_name_mismatches,
+    op_nodes_from_graph,
+    resolve_debug_handles,
+)
+from numdiff.profile.events import EventBlock
+from numdiff.profile.methods import assign_methods
+from numdiff.profile.op_graph import EDGE_DIALECT_GRAPH_KEY
+from numdiff.schema.etdump import EventKind
+
+__all__ = ["consume_etrecord", "edge_op_nodes", "in_module", "load_etrecord", "logs_tensors"]
+
+
+def consume_etrecord(rec: Any, blocks: list[EventBlock], *, etdump_path: str | None,
+                     enable_module_hierarchy: bool, reference_graph_name: str) -> list[str]:
+    """Link the events to the ETRecord: debug handles, methods, op types, reference outputs.
+
+    Each execution block is tied to its method (``EventBlock.method_name``) and symbolicated
+    with that method's maps and graph; blocks of no known method use ``forward``'s, as the
+    reference does for every block. Returns notes for the Inspector's one warning.
+
+    Raises:
+        MismatchedArtifactsError: The ETRecord does not describe the model in the ETDump.
+        UnknownNameError: ``reference_graph_name`` is not a graph of the ETRecord.
+    """
+    handle_maps = rec._debug_handle_map or {}
+    _check_same_model(blocks, {k: v for m in handle_maps.values() for k, v in m.items()},
+                      etdump_path)
+    custom = reference_graph_name != EDGE_DIALECT_GRAPH_KEY
+    infos = _graph_op_nodes(rec, reference_graph_name) if custom else None
+    by_method: dict[str, Any] = {}
+    for method in list(handle_maps) or [FORWARD]:
+        method_infos = infos if custom else edge_op_nodes(rec, method)
+        by_method[method] = (None if method_infos is None
+                             else graph_op_nodes(method_infos, enable_module_hierarchy))
+        if len(handle_maps) <= 1:
+            break  # one method: no matching needed
+    notes = assign_methods(blocks, handle_maps, by_method)
+    for method in list(handle_maps) or [FORWARD]:
+        # Blocks of no known method are symbolicated with 'forward', as the reference does.
+        blocks = [b for b in blocks if (b.method_name or FORWARD) == method]
+        if not blocks:
+            continue
+        delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(method)
+        num_outs = (rec._instruction_id_to_num_outs_map or {}).get(method)
+        notes += resolve_debug_handles(blocks, handle_maps.get(method, {}), delegate_map, num_outs)
+        nodes = by_method.get(method) if method in by_method else _method_nodes(rec, method, infos, enable_module_hierarchy)
+        if nodes is not None:
+            attach_graph_metadata(blocks, nodes)
+    if any(v is not None for v in by_method.values()):
+        checked, bad = op_name_mismatches(blocks)
+        if bad and len(bad) * 2 > checked:
+            raise MismatchedArtifactsError(
+                f"ETRecord and ETDump {etdump_path!r} do not describe the same model: {len(bad)} of "
+                f"{checked} kernel events ran a different op than the ETRecord says, e.g. {bad[0]}\n"
+                "Pass the ETRecord written when this exact program was exported and lowered.")
+        notes += [f"kernel event {b}: op name disagrees with the ETRecord" for b in bad]
+    has = getattr(rec, "has", None)
+    if (has("_reference_outputs") if has is not None else rec._reference_outputs is not None):
+        for block in blocks:
+            if block.bundled_input_index is not None:
+                block.set_reference_output_loader(_ReferenceOutput(rec, block.bundled_input_index, block.name))
+    return notes
+
+
+def edge_op_nodes(rec: Any, method: str = FORWARD) -> list[Any] | None:
+    """The Edge program's op nodes: from the JSON when numdiff parsed the record (no torch needed)."""
+    op_nodes = getattr(rec, "op_nodes", None)
+    infos = op_nodes(method) if op_nodes is not None else None
+    if infos is not None:
+        return infos  # type: ignore[no-any-return]
+    program = rec.edge_dialect_program
+    if isinstance(program, dict):
+        program = program.get(method)
+    elif method != FORWARD and program is not None:
+        return None
+    return None if program is None else op_nodes_from_graph(program.graph_module)
+
+
+def _graph_op_nodes(rec: Any, name: str) -> list[Any]:
+    """The op nodes of the ``graph_map`` entry ``name`` (``reference_graph_name``)."""
+    graphs = rec.graph_map or {}
+    if name not in graphs:
+        raise UnknownNameError(
+            f"reference_graph_name {name!r} is not a graph of the ETRecord\n"
+            f"Use {EDGE_DIALECT_GRAPH_KEY!r} or one of its graph_map entries: {', '.join(graphs) or '(none)'}.")
+    return op_nodes_from_graph(graphs[name].graph_module)
+
+
+def _method_nodes(rec: Any, method: str, infos: list[Any] | None, hierarchy: bool) -> Any:
+    chosen = infos if infos is not None else edge_op_nodes(rec, method)
+    return None if chosen is None else graph_op_nodes(chosen, hierarchy)
+
+
+class _ReferenceOutput:
+    """A block's reference output, read from the ETRecord when first asked for (it needs torch)."""
+
+    def __init__(self, rec: Any, index: int, block: str) -> None:
+        self.rec, self.index, self.block = rec, index, block
+
+    def __call__(self) -> Any:
+        outputs = (self.rec._reference_outputs or {}).get(FORWARD, [])
+        if -len(outputs) <= self.index < len(outputs):
+            return outputs[self.index]
+        warnings.warn(f"block {self.block!r}: bundled input {self.index} has no reference output "
+                      f"(the ETRecord holds {len(outputs)})", stacklevel=3)
+        return None
+
+
+def in_module(stack: Any, module_name: str) -> bool:
+    if not stack:
+        return False
+    for key, value in stack.items():
+        path = value[0] if isinstance(value, (tuple, list)) and value else value
+        if key == module_name or path == module_name:
+            return True
+    return False
+
+
+def load_etrecord(etrecord: Any) -> Any:
+    if etrecord is None:
+        return None
+    if isinstance(etrecord, (str, os.PathLike)):
+        from numdiff.schema.etrecord import parse_etrecord
+
+        return parse_etrecord(etrecord)
+    if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
+        return etrecord
+    raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "
+                         f"{type(etrecord).__name__}\n"
+                         "Pass the .bin path the export step wrote, or numdiff.parse_etrecord(path).")
+
+
+def logs_tensors(dump: Any) -> bool:
+    return any(bool((r.columns.kind == EventKind.DEBUG).any()) for r in dump.run_data)
+
+
+def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: str | None) -> None:
+    ids = {str(ev._instruction_id) for b in blocks for ev in b.events
+           if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in FRAMEWORK_EVENTS}
+    if ids and handle_map is not None and not ids & set(handle_map):
+        raise MismatchedArtifactsError(
+            f"ETRecord and ETDump {etdump_path!r} do not describe the same model: none of the "
+            f"{len(ids)} instruction ids in the ETDump appear in the ETRecord's debug_handle_map\n"
+            "Pass the ETRecord written when this exact program was exported and lowered."
+        )
