@@ -157,7 +157,7 @@ def build_event_blocks(
     structures: dict[bytes, _Structure] = {}
     groups: dict[tuple[str | None, tuple[_SlotKey, ...], int], _Group] = {}
     for run in dump.run_data:
-        if len(run.columns) == 0:
+        if not run.has_events_vector:  # as the reference: no events vector, no block (an empty one gives one)
             continue
         fp = _fingerprint(run)
         if fp not in structures:

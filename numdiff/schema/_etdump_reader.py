@@ -163,7 +163,7 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
     root = buf.table(root_pos, "ETDump root")
     strings: dict[bytes, int] = {}
     dump = ETDump(version=int(root.scalar(0, "u32", 0)), run_data=[], strings=[], buffer=buf)
-    heads: list[tuple[str | None, int, tuple[Allocator, ...]]] = []
+    heads: list[tuple[str | None, int, tuple[Allocator, ...], bool]] = []
     events: list[npt.NDArray[np.int64]] = []
     seen: dict[int, int] = {}  # run table position -> its index in heads/events (a repeated run is read once)
     order = []
@@ -173,7 +173,7 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
             run = buf.table(pos, "RunData")
             allocators = tuple(Allocator(a.string(0)) for a in run.table_vector(2, "RunData.allocators"))
             i = seen[pos] = len(heads)
-            heads.append((run.string(0), int(run.scalar(1, "i32", -1)), allocators))
+            heads.append((run.string(0), int(run.scalar(1, "i32", -1)), allocators, run.has(3)))
             events.append(run.table_positions(3, "RunData.events"))
         order.append(i)
     # All runs' events are read in one column-wise pass, then split back per run (views, no copies).
@@ -181,9 +181,9 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
     bounds = np.cumsum([0, *(e.size for e in events)]).tolist()
     per_run = [columns.slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     for i in order:
-        name_, bundled, allocators = heads[i]
+        name_, bundled, allocators, has_events = heads[i]
         dump.run_data.append(RunData(name=name_, bundled_input_index=bundled, allocators=allocators,
-                                     columns=per_run[i], _dump=dump))
+                                     columns=per_run[i], _dump=dump, has_events_vector=has_events))
     dump.strings.extend(_decode(buf, list(strings)))
     return dump
 

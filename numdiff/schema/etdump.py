@@ -221,6 +221,9 @@ class RunData:
     allocators: tuple[Allocator, ...]
     columns: EventColumns
     _dump: ETDump = field(repr=False, compare=False)
+    #: False when the run has no ``events`` vector at all (the reference skips such runs, but
+    #: keeps a run whose vector is empty as a block without events).
+    has_events_vector: bool = field(default=True, compare=False)
 
     @property
     def events(self) -> list[Event]:

@@ -284,10 +284,21 @@ def test_dump_with_no_runs_gives_an_empty_table() -> None:
 
 
 def test_dump_with_only_empty_runs_gives_an_empty_table() -> None:
+    """The reference raises pandas' "No objects to concatenate" here; an empty table is what a user expects."""
     inspector = Inspector(etdump_data=write_etdump(ETDumpDoc(run_data=[RunDoc("Execute", [])])),
                           target_time_scale="us")
-    assert inspector.event_blocks == []
-    assert "avg (us)" in inspector.to_dataframe().columns
+    assert [(b.name, b.events) for b in inspector.event_blocks] == [("Execute", [])]  # as the reference
+    df = inspector.to_dataframe()
+    assert len(df) == 0 and "avg (us)" in df.columns
+
+
+def test_run_without_an_events_vector_gives_no_block() -> None:
+    data = _dump(RunDoc(None, [], bundled_input_index=3), RunDoc("Other", [_profile()]))
+    first = _first_run(data)
+    assert first.vtable != _root(data).buf.table(int(_root(data).table_positions(1, "runs")[1]), "run").vtable
+    struct.pack_into("<H", data, first.vtable + 4 + 2 * 3, 0)  # drop the first run's events field
+    inspector = Inspector(etdump_data=bytes(data))
+    assert [b.name for b in inspector.event_blocks] == ["Other"]  # the reference skips runs without events
 
 
 # --- byte-level mutations of the real fixtures --------------------------------------------------------
