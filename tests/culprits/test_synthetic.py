@@ -124,3 +124,22 @@ def test_thresholds_and_verdicts() -> None:
     resolved = resolve_thresholds({"default": {"expected": 32}, "softmax": {"broken": 9000}})
     assert resolved["default"].expected == 32 and resolved["softmax"].expected == 32
     assert resolved["softmax"].broken == 9000 and resolved["quantized"].expected == 8
+
+
+def test_a_runtime_value_of_another_size_is_unmatched_and_not_substituted() -> None:
+    _, _, aot = _setup()
+    rep = _run({"linear": aot["linear"], "relu": torch.zeros(5), "mul": aot["mul"]})
+    relu, mul = rep.rows[1], rep.rows[2]
+    assert relu.verdict is Verdict.UNMATCHED and not relu.is_culprit
+    assert "runtime shape (5,) vs AOT (2, 3): not substituted" in (relu.note or "")
+    assert mul.input_source == "aot" and "producers relu not substituted" in (mul.note or "")
+    assert mul.verdict is Verdict.OK  # replayed on the AOT-side value of relu, which the runtime agrees with
+    status = {m.name: m.status for m in rep.matching if m.side == "aot"}
+    assert status == {"linear": "matched", "relu": "matched", "mul": "matched"}
+
+
+def test_a_runtime_value_in_another_dtype_is_cast_for_the_replay() -> None:
+    _, _, aot = _setup()
+    rep = _run({"linear": aot["linear"].double(), "relu": aot["relu"], "mul": aot["mul"]})
+    assert rep.rows[0].transform == "cast torch.float64->torch.float32"
+    assert rep.culprits == []
