@@ -92,6 +92,10 @@ def error_chart(rows: list[dict[str, Any]]) -> Chart:
     below = [(r["i"], v) for r, v in zip(rows, y) if r["floor"] is not None and not math.isnan(v) and v < r["floor"]]
     if below:
         ax.scatter([b[0] for b in below], [b[1] for b in below], s=14, color=RED, zorder=3, label="below the floor")
+    culprits = [(r["i"], v) for r, v in zip(rows, y) if r["culprit"] and not math.isnan(v)]
+    if culprits:
+        ax.scatter([c[0] for c in culprits], [c[1] for c in culprits], s=90, marker="X", color=RED, edgecolor="white",
+                   zorder=4, label="culprit")
     if any(r["snr"] == "inf" for r in rows):
         ax.axhline(cap, color=GREY, lw=0.5)
         ax.annotate("identical (∞)", (x[0], cap), fontsize=8, color=GREY, va="bottom")
@@ -100,7 +104,7 @@ def error_chart(rows: list[dict[str, Any]]) -> Chart:
     ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
     ax.xaxis.set_major_locator(_integer_ticks())
     ax.grid(alpha=0.25)
-    ax.legend(fontsize=8, loc="lower left", ncol=4, frameon=False)
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5, frameon=False, borderaxespad=0.2)
     fig.tight_layout()
     return _svg(fig, "numdiff-error")
 

@@ -192,3 +192,22 @@ def test_chart_tooltip_names_the_layer(driver: Any, big_page: tuple[Analysis, Pa
     assert tip.is_displayed()
     shown = int(tip.text.split()[0].lstrip("#"))
     assert math.isclose(shown, target, abs_tol=2)  # one pixel spans about one layer
+
+
+def test_planted_culprit_is_in_the_first_screen(driver: Any, tmp_path: Path) -> None:
+    from numdiff.examples import example_files
+
+    f = example_files("planted_culprit")
+    analysis = Analysis.from_files(f.etdump, f.etrecord, f.debug_buffer, labels={"model": "planted_culprit"})
+    culprits = [c for c in analysis.culprits.rows if c.is_culprit]
+    if not analysis.culprits.available:
+        pytest.fail(f"culprit localization should run on the bundled example: {analysis.culprits.reason}")
+    page = tmp_path / "culprit.html"
+    write_html(analysis, page)
+    assert [r["url"] for r in _open(driver, page)] == [page.as_uri()]
+    assert _console_problems(driver) == []
+    assert _in_first_screen(driver, "#worst-row")
+    text = driver.execute_script("return document.getElementById('worst-row').textContent")
+    assert len(culprits) == 1 and culprits[0].aot_ops[-1] in text and (culprits[0].source_line or "?") in text
+    assert driver.execute_script("return document.getElementById('worst-title').textContent").startswith("Culprits")
+    _screenshot(driver, "planted-culprit-first-screen.png")
