@@ -82,9 +82,17 @@ def load_analysis(path: object) -> Analysis:
         AnalysisFileError: The file cannot be read, is not JSON, is from a newer numdiff or
             does not hold a valid analysis (the message names the first invalid fields).
     """
+    from numdiff.limits import current_limits, env_var
+
     name = os.fspath(path)  # type: ignore[call-overload]
+    cap = current_limits().max_entry_bytes
     try:
         with open(name, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > cap:
+                raise AnalysisFileError(name, f"is {size} bytes, over the {cap}-byte limit on one input file",
+                                        f"If the file is genuine, raise the limit: {env_var('max_entry_bytes')}=<bytes> "
+                                        "or numdiff.use_limits(max_entry_bytes=...).")
             raw = f.read()
     except OSError as e:
         raise AnalysisFileError(name, f"cannot be read: {e.strerror or e}",

@@ -144,6 +144,12 @@ def test_damaged_field_is_named(tmp_path: Path) -> None:
         Analysis.load(_write(tmp_path, json.dumps(data)))
 
 
+def test_file_over_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMDIFF_MAX_ENTRY_BYTES", "100")
+    with pytest.raises(AnalysisFileError, match=r"analysis_v1.json': is \d+ bytes, over the 100-byte limit.*\n.*NUMDIFF_MAX_ENTRY_BYTES"):
+        Analysis.load(DATA / "analysis_v1.json")
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(AnalysisFileError, match="cannot be read"):
         Analysis.load(tmp_path / "nope.json")
