@@ -266,6 +266,11 @@ class _Scorer:
             verdict = Verdict.BROKEN
         producers = self._producer_rows(lin)
         culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
+        unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]
+        if culprit and unknown:
+            culprit = False
+            notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
+                         "local and inherited error cannot be told apart")
         amplification = self._amplification(acc_rel, producers, notes)
         source = self._source(lin, node, notes)
         if nonfinite and self.first_nonfinite is None:

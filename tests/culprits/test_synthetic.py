@@ -143,3 +143,11 @@ def test_a_runtime_value_in_another_dtype_is_cast_for_the_replay() -> None:
     rep = _run({"linear": aot["linear"].double(), "relu": aot["relu"], "mul": aot["mul"]})
     assert rep.rows[0].transform == "cast torch.float64->torch.float32"
     assert rep.culprits == []
+
+
+def test_no_culprit_is_named_behind_a_producer_that_could_not_be_compared() -> None:
+    _, _, aot = _setup()
+    rep = _run({"linear": aot["linear"], "relu": torch.zeros(5), "mul": aot["mul"] + 3.0})
+    mul = rep.rows[2]
+    assert mul.verdict is Verdict.BROKEN and not mul.is_culprit
+    assert "producer(s) relu could not be compared" in (mul.note or "")
