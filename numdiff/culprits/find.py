@@ -23,6 +23,7 @@ from numdiff.align import AlignedPair, AlignmentReport, EventLike, MatchKind, al
 from numdiff.comparators import NumericalComparatorBase, SNRComparator
 from numdiff.comparators.snr import _db as snr_db
 from numdiff.culprits._matching import explain_matching
+from numdiff.culprits._measure import any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, ThresholdsArg, Verdict, op_type, resolve_thresholds
 from numdiff.culprits._replay import Lineage, ReplayInterpreter, lineage
 from numdiff.culprits.report import CulpritReport, CulpritRow, NonFinite
@@ -158,27 +159,6 @@ def _latencies(events: list[EventLike]) -> dict[int, list[tuple[frozenset[int], 
     return out
 
 
-def _as_runtime_layout(runtime: Any, like: Any) -> tuple[Any, str]:
-    """The runtime value in the AOT value's shape and dtype, and the transform; (None, reason) if impossible."""
-    if not isinstance(runtime, torch.Tensor) or not isinstance(like, torch.Tensor):
-        return None, f"not tensors (runtime {type(runtime).__name__}, AOT {type(like).__name__})"
-    value, steps = runtime, []
-    if value.dtype != like.dtype:
-        if not (value.dtype.is_floating_point and like.dtype.is_floating_point):
-            return None, f"runtime dtype {value.dtype} vs AOT {like.dtype}: not substituted"
-        value, steps = value.to(like.dtype), [f"cast {runtime.dtype}->{like.dtype}"]
-    if tuple(value.shape) != tuple(like.shape):
-        if value.numel() != like.numel():
-            return None, f"runtime shape {tuple(value.shape)} vs AOT {tuple(like.shape)}: not substituted"
-        nhwc = value.dim() == 4 and tuple(value.permute(0, 3, 1, 2).shape) == tuple(like.shape)
-        if nhwc and value.shape[1] != like.shape[1]:
-            value, step = value.permute(0, 3, 1, 2), "NHWC->NCHW"
-        else:
-            value, step = value.reshape(like.shape), f"reshape {tuple(runtime.shape)}->{tuple(like.shape)}"
-        steps.append(step)
-    return value, ", ".join(steps) or "identity"
-
-
 class _Scorer:
     """Scores each paired node as the replay reaches it and decides what to substitute."""
 
@@ -202,12 +182,12 @@ class _Scorer:
         """Score every planned pair's AOT output against the runtime's, then drop the AOT output."""
         for item in items:
             pair = item.pair
-            runtime, _ = _as_runtime_layout(pair.runtime_output, pair.aot_output)
+            runtime, _ = as_runtime_layout(pair.runtime_output, pair.aot_output)
             item.accumulated, sums = self._measure(pair, pair.aot_output,
                                                    pair.runtime_output if runtime is None else runtime,
                                                    item.acc_notes, "accumulated")
             if runtime is not None:
-                item.acc_rel = _relative(pair.aot_output, runtime, sums)
+                item.acc_rel = relative_error(pair.aot_output, runtime, sums)
             item.pair = replace(pair, aot_output=None)
             if self.release is not None:
                 self.release(pair.runtime_output)
@@ -219,7 +199,7 @@ class _Scorer:
         for item in planned:
             element = item.element
             value = replay if out is None or element is None else out[element]
-            runtime_value, transform = _as_runtime_layout(item.pair.runtime_output, value)
+            runtime_value, transform = as_runtime_layout(item.pair.runtime_output, value)
             self.transforms[f"{node.name}/{element}"] = transform
             self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
             ok = runtime_value is not None
@@ -256,7 +236,7 @@ class _Scorer:
         if runtime is None:
             notes.append(transform)
         else:
-            units, nonfinite, replay_nonfinite, why = _noise_units(replay, runtime, noise, sums)
+            units, nonfinite, replay_nonfinite, why = noise_units(replay, runtime, noise, sums)
             if why:
                 notes.append(why)
         kind = op_type(node.target)
@@ -274,7 +254,7 @@ class _Scorer:
         amplification = self._amplification(acc_rel, producers, notes)
         source = self._source(lin, node, notes)
         if nonfinite and self.first_nonfinite is None:
-            self.first_nonfinite = NonFinite(index, node.name, nonfinite, _any_nonfinite(args, kwargs), replay_nonfinite)
+            self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
         aot_ops = find_op_names(pair.aot_handle, self.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
         self.acc_rel[index] = acc_rel
@@ -353,61 +333,3 @@ class _Scorer:
                 if ev_ids <= ids:
                     seen[key] = avg
         return sum(seen.values()) if seen else None
-
-
-def _any_nonfinite(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    values = list(args) + list(kwargs.values())
-    flat = [v for item in values for v in (item if isinstance(item, (list, tuple)) else [item])]
-    return any(isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all())
-               for v in flat)
-
-
-def _noise_units(replay: Any, runtime: torch.Tensor, noise: Noise,
-                 sums: tuple[float, float, float, int] | None = None) -> tuple[float, int, int, str | None]:
-    """``(noise units, runtime NaN/Inf count, replay NaN/Inf count, why-not)``."""
-    if not isinstance(replay, torch.Tensor):
-        return math.nan, 0, 0, "noise units not computed: the output is not a tensor"
-    per_channel = isinstance(noise.quant_step, torch.Tensor) and noise.quant_step.numel() > 1
-    if sums is not None and not per_channel:  # all finite: from the float64 sums, no float64 copies
-        _, squared, _, count = sums
-        peak = float(replay.detach().abs().max()) if replay.is_floating_point() else float(replay.abs().max())
-        scale = float(noise.sigma(torch.tensor([peak], dtype=torch.float64), runtime.dtype))
-        return math.sqrt(squared / count) / scale, 0, 0, None
-    ref, got = replay.detach().double(), runtime.detach().double()
-    if ref.numel() == 0:
-        return 0.0, 0, 0, None
-    ref_ok, got_ok = torch.isfinite(ref), torch.isfinite(got)
-    nonfinite, replay_nonfinite = int((~got_ok).sum()), int((~ref_ok).sum())
-    both = ref_ok & got_ok
-    same_special = (~ref_ok) & (~got_ok) & ((ref == got) | (torch.isnan(ref) & torch.isnan(got)))
-    why = None
-    if nonfinite or replay_nonfinite:
-        why = f"{nonfinite} NaN/Inf in the runtime output, {replay_nonfinite} in the replay"
-        if not bool(both.any()):
-            return (0.0 if bool(same_special.all()) else math.inf), nonfinite, replay_nonfinite, why + \
-                "; no finite element to measure"
-        if not bool((both | same_special).all()):
-            return math.inf, nonfinite, replay_nonfinite, why + "; at different positions"
-    sigma = noise.sigma(torch.where(both, ref, 0), runtime.dtype)
-    scaled = torch.where(both, (ref - got) / sigma, 0)
-    count = int(both.sum())
-    return float(torch.sqrt((scaled**2).sum() / count)), nonfinite, replay_nonfinite, why
-
-
-def _relative(aot: Any, runtime: torch.Tensor, fast: tuple[float, float, float, int] | None = None) -> float:
-    if not isinstance(aot, torch.Tensor) or aot.numel() != runtime.numel():
-        return math.nan
-    if fast is not None:
-        signal_sq, noise_sq, _, _ = fast
-        if signal_sq == 0:
-            return 0.0 if noise_sq == 0 else math.inf
-        return math.sqrt(noise_sq / signal_sq)
-    a, b = aot.detach().double().reshape(-1), runtime.detach().double().reshape(-1)
-    ok = torch.isfinite(a) & torch.isfinite(b)
-    if not bool(ok.any()):
-        return math.nan
-    signal = float(torch.sqrt((a[ok] ** 2).mean()))
-    noise = float(torch.sqrt(((a[ok] - b[ok]) ** 2).mean()))
-    if signal == 0:
-        return 0.0 if noise == 0 else math.inf
-    return noise / signal
