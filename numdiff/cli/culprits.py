@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds)
     df = report.to_dataframe()
     if args.format == "table":
+        if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
+            print(report.first_nonfinite)
+            print()
         shown = [[_cell(v) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
         print(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40))
         print()
