@@ -110,7 +110,7 @@ def error_chart(rows: list[dict[str, Any]]) -> Chart:
 
 
 def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
-    """p50 of every profiled event in runtime order (one bar each; delegate-internal events in purple)."""
+    """p50 of each given event in runtime order (one bar each; delegate-internal events in purple)."""
     plt = _pyplot()
     n = len(events)
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=96)
@@ -132,7 +132,7 @@ def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
 
 
 def module_chart(modules: list[dict[str, Any]], unit: str, top: int = 20) -> Chart:
-    """Sum of p50 per source module (or per delegate for delegate-internal events), largest first."""
+    """Sum of p50 per source module (a delegate call counts for its delegate), largest first."""
     plt = _pyplot()
     shown = modules[:top][::-1]
     fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.9 + 0.22 * len(shown))), dpi=96)

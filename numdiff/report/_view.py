@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from numdiff.report.models import Analysis, CulpritRow, GapRowModel
@@ -16,6 +17,7 @@ __all__ = ["noise_floor_db", "report_data"]
 #: 133-146 dB, the ideal being 146 dB).
 _SIGNIFICANT_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8, "int8": 8, "uint8": 8, "int16": 16}
 ACCUMULATION_ALLOWANCE_DB = 20.0
+_FRAMEWORK = re.compile(r"^(Method|Program)::")
 _QUANTIZED_OPS = ("quantize_per_tensor", "quantize_per_channel", "dequantize_per_tensor", "dequantize_per_channel")
 
 
@@ -79,17 +81,21 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "culprit": bool(c is not None and c.is_culprit), "verdict": None if c is None else c.verdict,
             "noise_units": None if c is None else _num(c.local_noise_units), "noise": None if c is None else c.noise,
         })
-    events = []
+    events: list[dict[str, Any]] = []
     modules: dict[str, dict[str, Any]] = {}
+    timed: list[int] = []  # the events on the latency chart: ops and delegate calls, no wrappers or framework steps
     for block in analysis.profile.blocks:
         for e in block.events:
+            wrapper = _FRAMEWORK.match(e.name) is not None or e.name == "OPERATOR_CALL"
+            if e.p50 is not None and not wrapper:
+                timed.append(len(events))
             events.append({"block": block.name, "i": e.index, "name": e.name, "p50": e.p50, "p10": e.p10,
                            "p90": e.p90, "avg": e.avg, "min": e.min, "max": e.max, "runs": e.runs,
                            "module": e.module, "delegated": bool(e.is_delegated_op), "backend": e.delegate_backend,
-                           "ops": e.op_types})
-            if e.p50 is None or block.name in ("Default", "Method::init"):
-                continue
-            key = e.module or (f"inside {e.delegate_backend}" if e.is_delegated_op else None)
+                           "ops": e.op_types, "top": not wrapper and not e.is_delegated_op})
+            if e.p50 is None or wrapper or e.is_delegated_op:
+                continue  # a delegate's internal events are inside its DELEGATE_CALL's time
+            key = f"delegate {e.delegate_backend or '?'}" if e.name == "DELEGATE_CALL" else e.module
             if key is None:
                 continue
             m = modules.setdefault(key, {"module": key, "p50": 0.0, "count": 0})
@@ -110,7 +116,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "match_explanation": {} if analysis.gap is None else analysis.gap.match_explanation,
             "notes": analysis.notes + ([] if analysis.gap is None else analysis.gap.notes),
         },
-        "rows": rows, "events": events,
+        "rows": rows, "events": events, "timed": timed,
         "modules": sorted(modules.values(), key=lambda m: -float(m["p50"])),
         "extra_culprits": unmatched_culprits,
     }

@@ -45,7 +45,7 @@ def render_html(analysis: Analysis) -> str:
     title = analysis.labels.get("model") or next((a.name for a in analysis.artifacts if a.role == "etdump"), "run")
     data = report_data(analysis)
     unit = analysis.profile.time_unit
-    timed = [e for e in data["events"] if e["p50"] is not None and e["block"] != "Default"]
+    timed = [data["events"][k] for k in data["timed"]]
     return env.get_template("report.html.j2").render(
         title=title,
         analysis=analysis,

@@ -87,3 +87,16 @@ def test_cli_errors(argv: list[str], message: str, tmp_path: Path, capsys: pytes
     assert main(argv) != 0
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()
+
+
+def test_latency_views_count_each_op_once(example_analysis: Analysis) -> None:
+    data = _data(render_html(example_analysis))
+    timed = [data["events"][k]["name"] for k in data["timed"]]
+    assert "OPERATOR_CALL" not in timed and not any("::" in n for n in timed)  # wrappers and framework steps
+    assert timed.count("native_call_cumsum.out") == 1 and timed.count("DELEGATE_CALL") == 2
+    modules = {m["module"]: m for m in data["modules"]}
+    calls = [e["p50"] for e in data["events"] if e["name"] == "DELEGATE_CALL"]
+    assert modules["delegate XnnpackBackend"]["p50"] == pytest.approx(sum(calls))
+    assert modules["delegate XnnpackBackend"]["count"] == 2
+    cumsum = next(e for e in data["events"] if e["name"] == "native_call_cumsum.out")
+    assert modules[cumsum["module"]]["p50"] == pytest.approx(cumsum["p50"])  # not doubled by its OPERATOR_CALL

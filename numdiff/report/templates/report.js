@@ -30,7 +30,7 @@
   const matched = ROWS.filter((r) => r.matched && !Number.isNaN(num(r.snr)) && num(r.snr) !== null);
   const worstFirst = matched.slice().sort((a, b) => num(a.snr) - num(b.snr));
   const culprits = ROWS.filter((r) => r.culprit);
-  const topLevel = EVENTS.filter((e) => !e.delegated && e.p50 !== null && e.block !== "Default" && !e.name.includes("::"));
+  const topLevel = EVENTS.filter((e) => e.top && e.p50 !== null);
   const totalP50 = topLevel.reduce((s, e) => s + e.p50, 0);
   const nums = $("summary-numbers");
   const stat = (label, value, cls) => el("div", {}, el("div", { class: "big " + (cls || "") }, value), el("div", { class: "muted" }, label));
@@ -42,7 +42,7 @@
       stat("below the noise floor", below, below ? "bad" : "ok"),
       stat("lowest SNR (dB)", worstFirst.length ? fmt(worstFirst[0].snr) : "—", below ? "bad" : ""));
   }
-  nums.append(stat("time in top-level events (p50 sum, " + UNIT + ")", fmt(totalP50)));
+  nums.append(stat("time in ops and delegate calls (p50 sum, " + UNIT + ")", fmt(totalP50)));
 
   const worstList = $("worst-list");
   const shown = culprits.length ? culprits : worstFirst.slice(0, 5);
@@ -85,7 +85,7 @@
     (r) => ["#" + r.i + " " + r.op, (r.module || "") + (r.src ? " · " + r.src : ""), "SNR " + fmt(r.snr) + " dB · floor " + fmt(r.floor) + " dB",
             r.local !== null ? "local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "", "click for details"].filter(Boolean),
     (r) => showDetails(r));
-  const timed = EVENTS.filter((e) => e.p50 !== null && e.block !== "Default");
+  const timed = DATA.timed.map((k) => EVENTS[k]);
   hoverChart("chart-latency", (k) => timed[k],
     (e) => [e.block + " #" + e.i + " " + e.name, "p50 " + fmt(e.p50) + " " + UNIT + " (p10 " + fmt(e.p10) + ", p90 " + fmt(e.p90) + ")",
             e.backend ? (e.delegated ? "inside " : "") + e.backend : "", e.module || ""].filter(Boolean), null);
