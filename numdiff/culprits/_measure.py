@@ -14,15 +14,25 @@ __all__ = ["any_nonfinite", "as_runtime_layout", "noise_units", "relative_error"
 Sums = tuple[float, float, float, int]
 
 
-def as_runtime_layout(runtime: Any, like: Any) -> tuple[Any, str]:
-    """The runtime value in the AOT value's shape and dtype, and the transform; (None, reason) if impossible."""
+def as_runtime_layout(runtime: Any, like: Any, noise: Noise | None = None) -> tuple[Any, str]:
+    """The runtime value in the AOT value's shape and dtype, and the transform; (None, reason) if impossible.
+
+    Transforms: a cast between floating dtypes; an integer runtime value where the AOT node is a
+    per-tensor dequantize is dequantized with the graph's scale and zero point; a reshape of the
+    same elements, or NHWC → NCHW when the shapes say so.
+    """
     if not isinstance(runtime, torch.Tensor) or not isinstance(like, torch.Tensor):
         return None, f"not tensors (runtime {type(runtime).__name__}, AOT {type(like).__name__})"
     value, steps = runtime, []
     if value.dtype != like.dtype:
-        if not (value.dtype.is_floating_point and like.dtype.is_floating_point):
+        if like.dtype.is_floating_point and not value.dtype.is_floating_point and noise is not None \
+                and isinstance(noise.quant_step, float) and noise.zero_point is not None:
+            value = ((value.double() - noise.zero_point) * noise.quant_step).to(like.dtype)
+            steps = [f"dequantize(scale {noise.quant_step:.4g}, zero point {noise.zero_point:g})"]
+        elif not (value.dtype.is_floating_point and like.dtype.is_floating_point):
             return None, f"runtime dtype {value.dtype} vs AOT {like.dtype}: not substituted"
-        value, steps = value.to(like.dtype), [f"cast {runtime.dtype}->{like.dtype}"]
+        else:
+            value, steps = value.to(like.dtype), [f"cast {runtime.dtype}->{like.dtype}"]
     if tuple(value.shape) != tuple(like.shape):
         if value.numel() != like.numel():
             return None, f"runtime shape {tuple(value.shape)} vs AOT {tuple(like.shape)}: not substituted"

@@ -194,11 +194,13 @@ class Noise:
         reduction: Summed reduction length ``K`` of the replayed nodes.
         quant_step: Quantization step of the output (a float, a per-channel tensor, or None).
         quant_axis: Channel axis of a per-channel step.
+        zero_point: Zero point of a per-tensor dequantize (to dequantize an integer runtime value).
     """
 
     reduction: int = 1
     quant_step: float | torch.Tensor | None = None
     quant_axis: int | None = None
+    zero_point: float | None = None
 
     def quantized(self, runtime_dtype: torch.dtype) -> bool:
         """Whether the row is judged as quantized (a step is known, or the output is an integer grid)."""

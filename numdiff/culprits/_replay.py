@@ -80,18 +80,25 @@ def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
     return out
 
 
-def quant_noise(target: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, int | None]:
-    """``(step, axis)`` of a dequantize op's output (quantize outputs are integers: step 1)."""
+def quant_noise(target: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, int | None, float | None]:
+    """``(step, axis, zero point)`` of a dequantize op's output (quantize outputs are integers: step 1).
+
+    The zero point is given for per-tensor parameters only (it lets an integer runtime value be
+    dequantized with the graph's parameters).
+    """
     kind = op_type(target)
     if kind not in _DEQUANTIZE:
-        return None, None
+        return None, None, None
     scale = args[1] if len(args) > 1 else kwargs.get("scale", kwargs.get("scales"))
+    zero = args[2] if len(args) > 2 else kwargs.get("zero_point", kwargs.get("zero_points"))
+    zero_point = float(zero) if isinstance(zero, (int, float)) or (
+        isinstance(zero, torch.Tensor) and zero.numel() == 1) else None
     if isinstance(scale, torch.Tensor):
         if scale.numel() == 1:
-            return float(scale), None
+            return float(scale), None, zero_point
         axis = args[3] if len(args) > 3 else kwargs.get("axis", 0)
-        return scale.detach(), int(axis)
-    return (float(scale), None) if isinstance(scale, (int, float)) else (None, None)
+        return scale.detach(), int(axis), None
+    return (float(scale), None, zero_point) if isinstance(scale, (int, float)) else (None, None, None)
 
 
 class ReplayInterpreter(Interpreter):
@@ -136,5 +143,5 @@ class ReplayInterpreter(Interpreter):
         if n.name not in self._paired:
             self._reduction[n.name] = length
             return result
-        step, axis = quant_noise(n.target, args, kwargs)
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis))
+        step, axis, zero_point = quant_noise(n.target, args, kwargs)
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point))

@@ -199,7 +199,7 @@ class _Scorer:
         for item in planned:
             element = item.element
             value = replay if out is None or element is None else out[element]
-            runtime_value, transform = as_runtime_layout(item.pair.runtime_output, value)
+            runtime_value, transform = as_runtime_layout(item.pair.runtime_output, value, noise)
             self.transforms[f"{node.name}/{element}"] = transform
             self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
             ok = runtime_value is not None

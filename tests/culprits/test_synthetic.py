@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from types import SimpleNamespace
 from typing import Any
@@ -110,10 +111,14 @@ def test_noise_sigma_float_quantized_and_per_channel() -> None:
     assert float(Noise().sigma(ref, torch.int8)) == pytest.approx(1 / math.sqrt(12))
     per_channel = Noise(quant_step=torch.tensor([0.1, 1.0]), quant_axis=1).sigma(ref, torch.float32)
     assert per_channel.shape == (1, 2) and float(per_channel[0, 1]) == pytest.approx(1 / math.sqrt(12), rel=1e-6)
-    step, axis = quant_noise(torch.ops.quantized_decomposed.dequantize_per_channel.default,
-                             (torch.zeros(2, 2), torch.tensor([0.1, 1.0]), torch.zeros(2), 1, -128, 127, torch.int8), {}) \
-        if hasattr(torch.ops, "quantized_decomposed") and hasattr(torch.ops.quantized_decomposed, "dequantize_per_channel") \
-        else (torch.tensor([0.1, 1.0]), 1)
+    importlib.import_module("torch.ao.quantization.fx._decomposed")  # registers quantized_decomposed ops
+    dequantize = torch.ops.quantized_decomposed.dequantize_per_channel.default
+    step, axis, zero = quant_noise(dequantize, (torch.zeros(2, 2), torch.tensor([0.1, 1.0]), torch.zeros(2), 1,
+                                                -128, 127, torch.int8), {})
+    assert zero is None
+    per_tensor = quant_noise(torch.ops.quantized_decomposed.dequantize_per_tensor.default,
+                             (torch.zeros(2), 0.25, 3, -128, 127, torch.int8), {})
+    assert per_tensor == (0.25, None, 3.0)
     assert axis == 1 and isinstance(step, torch.Tensor)
 
 
@@ -151,3 +156,17 @@ def test_no_culprit_is_named_behind_a_producer_that_could_not_be_compared() -> N
     mul = rep.rows[2]
     assert mul.verdict is Verdict.BROKEN and not mul.is_culprit
     assert "producer(s) relu could not be compared" in (mul.note or "")
+
+
+def test_an_integer_runtime_value_is_dequantized_with_the_graphs_parameters() -> None:
+    from numdiff.culprits._measure import as_runtime_layout
+
+    like = torch.zeros(2, 2)
+    value, how = as_runtime_layout(torch.tensor([[10, -3], [0, 5]], dtype=torch.int8), like,
+                                   Noise(quant_step=0.5, zero_point=1.0))
+    assert how == "dequantize(scale 0.5, zero point 1)"
+    assert torch.equal(value, torch.tensor([[4.5, -2.0], [-0.5, 2.0]]))
+    assert as_runtime_layout(torch.zeros(2, 2, dtype=torch.int8), like)[1] == \
+        "runtime dtype torch.int8 vs AOT torch.float32: not substituted"
+    nhwc, how = as_runtime_layout(torch.arange(24.0).reshape(1, 2, 3, 4), torch.zeros(1, 4, 2, 3))
+    assert how == "NHWC->NCHW" and float(nhwc[0, 1, 0, 0]) == 1.0
