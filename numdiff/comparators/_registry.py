@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from numdiff.comparators.base import NumericalComparatorBase
-from numdiff.errors import UsageError
+from numdiff.errors import UsageError, UsageTypeError
 
 __all__ = ["available_comparators", "get_comparator", "normalize_name", "register_comparator"]
 
@@ -79,8 +79,10 @@ def get_comparator(
         **kwargs: Constructor keywords, for a name or a class.
 
     Raises:
-        UsageError: Unknown name (the message lists the known ones), keywords given with an
-            instance, or an object that is not a comparator.
+        UsageError: Unknown name (the message lists the known ones) or keywords given with an
+            instance.
+        UsageTypeError: An object that is not a name, a comparator class or an instance (also a
+            ``TypeError``).
 
     Example:
         >>> type(get_comparator(" SNR ")).__name__
@@ -88,7 +90,7 @@ def get_comparator(
         >>> get_comparator("l2")
         Traceback (most recent call last):
         ...
-        numdiff.errors.UsageError: unknown comparator 'l2'
+        numdiff.errors.UsageError: Unsupported distance metric 'l2' (unknown comparator 'l2')
         Known comparators: cosine, cosine_similarity, l1, max_abs, mse, snr; or pass a NumericalComparatorBase instance.
     """
     if isinstance(name_or_instance, NumericalComparatorBase):
@@ -104,12 +106,12 @@ def get_comparator(
         cls = _COMPARATORS.get(normalize_name(name_or_instance))
         if cls is not None:
             return cls(**kwargs)
-        raise UsageError(
-            f"unknown comparator {name_or_instance!r}\n"
+        raise UsageError(  # first words as the reference's ValueError
+            f"Unsupported distance metric {name_or_instance!r} (unknown comparator {name_or_instance!r})\n"
             f"Known comparators: {', '.join(available_comparators())}; "
             "or pass a NumericalComparatorBase instance."
         )
-    raise UsageError(
+    raise UsageTypeError(
         f"expected a comparator name, class or instance, got {type(name_or_instance).__name__}\n"
         f"Known comparators: {', '.join(available_comparators())}."
     )

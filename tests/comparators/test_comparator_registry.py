@@ -43,7 +43,7 @@ def test_names_are_case_and_space_insensitive(name: str, cls: type) -> None:
 
 
 def test_unknown_name_lists_known_names() -> None:
-    with pytest.raises(UsageError, match=r"unknown comparator 'l2'\nKnown comparators: cosine, cosine_similarity, l1, max_abs, mse, snr"):
+    with pytest.raises(UsageError, match=r"Unsupported distance metric 'l2' \(unknown comparator 'l2'\)\nKnown comparators: cosine, cosine_similarity, l1, max_abs, mse, snr"):
         get_comparator("l2")
 
 
@@ -86,3 +86,19 @@ def test_duplicate_and_invalid_registrations_are_errors(clean_registry: None) ->
         register_comparator("dict", dict)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="non-empty"):
         register_comparator("  ", L1Comparator)
+
+
+def test_unknown_metric_starts_with_the_reference_words_and_is_a_value_error() -> None:
+    from numdiff.comparators import get_comparator
+
+    with pytest.raises(ValueError, match=r"^Unsupported distance metric 'PSNR' \(unknown comparator 'PSNR'\)\nKnown comparators: .*snr"):
+        get_comparator("PSNR")
+
+
+def test_a_non_comparator_object_is_a_type_error() -> None:
+    from numdiff.comparators import get_comparator
+    from numdiff.errors import UsageTypeError
+
+    with pytest.raises(TypeError, match="expected a comparator name, class or instance, got int") as info:
+        get_comparator(3)  # type: ignore[arg-type]
+    assert isinstance(info.value, UsageTypeError)
