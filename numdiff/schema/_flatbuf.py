@@ -122,13 +122,6 @@ class Buffer:
         self.check(pos, 4, what)
         return int(_U32.unpack_from(self.data, pos)[0])
 
-    def uoffset(self, pos: int, what: str) -> int:
-        """The target of the uoffset at ``pos`` (a zero offset, pointing at itself, is an error)."""
-        off = self.u32(pos, what)
-        if off == 0:
-            raise self.fail(f"{what} is a null reference (offset 0)", pos)
-        return pos + off
-
     def table(self, pos: int, what: str) -> Table:
         """The table at absolute position ``pos``, with its vtable checked."""
         self.check(pos, 4, what)
@@ -174,6 +167,11 @@ class Buffer:
         trailing ones in a file that has exactly its declared size are reported as what they are:
         the 1.5.1 runtime's failure to log half-precision tensors (see tests/fixtures/fp16_debug).
         """
+        if n <= 16:  # small vectors (allocators, events of a short run): numpy's per-call cost dominates
+            self.check(start, 4 * n, what)
+            small = struct.unpack_from(f"<{n}I", self.data, start)
+            if all(small):
+                return np.array([start + 4 * i + o for i, o in enumerate(small)], dtype=np.int64)
         pos = start + 4 * np.arange(n, dtype=np.int64)
         off = self.gather(pos, "u32", what).astype(np.int64)
         if off.size and not off.all():
@@ -225,7 +223,11 @@ class Table:
         off = self._field(index, 4)
         if off == 0:
             return None
-        return self.buf.uoffset(self.pos + off, f"{field_label(self.what, index)} of {self.what}")
+        at = self.pos + off  # inside the table (checked by _field), so inside the file
+        target = int(_U32.unpack_from(self.buf.data, at)[0])
+        if target == 0:
+            raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} is a null reference (offset 0)", at)
+        return at + target
 
     def string(self, index: int) -> str | None:
         target = self._indirect(index)
