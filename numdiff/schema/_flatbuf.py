@@ -50,10 +50,10 @@ _HINT_INCONSISTENT = (
 )
 #: The 1.5.1 runtime's half-precision failure (REFERENCE-NOTES note 19), see ``Buffer.null_references``.
 _HALF_PROBLEM = (
-    "{what} ends with {count} null reference(s) (offset 0). This is how ExecuTorch's runtime (1.5.1) "
-    "writes the ETDump when it fails to log a tensor of a type its ETDump writer does not support, "
-    "such as float16 or bfloat16: it then prints 'This ScalarType = 5 is not yet supported in ETDump' "
-    "(5 is float16, 15 is bfloat16) and the dump cannot be read, not even by ExecuTorch's own Inspector"
+    "{what} ends with {count} null reference{plural} (offset 0): the mark ExecuTorch 1.5.1's runtime leaves "
+    "when it cannot log a half-precision tensor. Its ETDump writer does not support float16 or bfloat16 (it "
+    "printed 'This ScalarType = 5 is not yet supported in ETDump', or 15 for bfloat16) and the dump it wrote "
+    "cannot be parsed, by ExecuTorch's own Inspector either"
 )
 _HALF_HINT = (
     "The runtime, not the transfer, broke this file. To get numerics, log float32 copies: cast to float32 "
@@ -178,7 +178,7 @@ class Buffer:
             nulls = np.nonzero(off == 0)[0]
             trailing = int(nulls[0]) == n - nulls.size
             if half_signature and self.intact and trailing:
-                problem = _HALF_PROBLEM.format(what=what, count=nulls.size)
+                problem = _HALF_PROBLEM.format(what=what, count=nulls.size, plural="s" if nulls.size > 1 else "")
                 raise ETDumpError(self.path, problem, _HALF_HINT, offset=int(pos[nulls[0]]))
             raise self.fail(f"{what} holds a null reference (offset 0) at element {int(nulls[0])}", int(pos[nulls[0]]))
         return pos + off
