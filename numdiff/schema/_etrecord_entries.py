@@ -265,9 +265,15 @@ class Program:
         self._checked.append(True)
 
     def __call__(self) -> ExportedProgram:
-        from numdiff.schema._export_serde import load_program
+        from numdiff.schema._program_guard import guard_program
 
         self.check()
+        try:  # refuse a crafted program before paying seconds for torch's deserializer import
+            guard_program(self.json)
+        except ProgramLoadError as e:
+            raise ETRecordError(self.path, f"entry {self.name!r}: {e.problem}", e.hint or REGENERATE) from e
+        from numdiff.schema._export_serde import load_program
+
         try:
             return load_program(*self.parts)
         except ProgramLoadError as e:
