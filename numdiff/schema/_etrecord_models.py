@@ -40,7 +40,7 @@ class DelegateEntry(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
     name: str = ""
-    delegate_map: dict[str, Handles] = Field(default_factory=dict)
+    delegate_map: dict[str, Handles] | None = None
 
 
 #: Entry name → (pydantic adapter, the shape in words for messages).
