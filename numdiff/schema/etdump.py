@@ -158,10 +158,10 @@ class Allocator:
 
 @dataclass(frozen=True, slots=True)
 class RunDoc:
-    """A run to write (see ``numdiff.schema.etdump_writer``)."""
+    """A run to write (see ``numdiff.schema.etdump_writer``); ``events=None`` writes no events vector."""
 
     name: str | None
-    events: Sequence[Event] = ()
+    events: Sequence[Event] | None = ()
     bundled_input_index: int = -1
     allocators: Sequence[Allocator] = ()
 
@@ -244,7 +244,8 @@ class ETDump:
         """The dump as typed records, ready to write back."""
         return ETDumpDoc(
             self.version,
-            [RunDoc(r.name, r.events, r.bundled_input_index, r.allocators) for r in self.run_data],
+            [RunDoc(r.name, r.events if r.has_events_vector else None, r.bundled_input_index, r.allocators)
+             for r in self.run_data],
         )
 
     def string(self, sid: int) -> str | None:

@@ -166,14 +166,15 @@ class _Writer:
                 self.b.PrependUOffsetTRelativeSlot(0, s, 0)
             allocators.append(int(self.b.EndObject()))
         alloc_vec = self.table_vector(allocators)
-        events = self.table_vector([self.event(e) for e in r.events])
+        events = None if r.events is None else self.table_vector([self.event(e) for e in r.events])
         b = self.b
         b.StartObject(4)
         if name is not None:
             b.PrependUOffsetTRelativeSlot(0, name, 0)
         b.PrependInt32Slot(1, r.bundled_input_index, -1)
         b.PrependUOffsetTRelativeSlot(2, alloc_vec, 0)
-        b.PrependUOffsetTRelativeSlot(3, events, 0)
+        if events is not None:
+            b.PrependUOffsetTRelativeSlot(3, events, 0)
         return int(b.EndObject())
 
 
