@@ -32,7 +32,10 @@ from numdiff.schema.etdump import (
 from numdiff.schema.etdump_writer import write_etdump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-WITH_BUFFER = sorted(p.parent.name for p in FIXTURES.glob("*/debug_buffer.bin") if p.parent.name != "fp16_debug")  # unreadable ETDump
+REPO = Path(__file__).resolve().parents[2]
+#: Every real dump written with a debug buffer (fp16_debug's dumps are unreadable by design).
+WITH_BUFFER = sorted(str(p.parent.relative_to(REPO)) for root in (FIXTURES, REPO / "numdiff" / "examples")
+                     for p in root.rglob("debug_buffer.bin") if p.parent.name != "fp16_debug")
 FLOAT = int(ScalarType.FLOAT)
 
 
@@ -191,8 +194,9 @@ def _tensor_tables(etdump: Path) -> list[tuple[int, Tensor]]:
 
 @pytest.mark.parametrize("name", WITH_BUFFER)
 def test_every_real_fixture_passes_the_layout_and_overlap_checks(name: str) -> None:
-    buf = DebugBuffer(FIXTURES / name / "debug_buffer.bin")
-    tables = _tensor_tables(FIXTURES / name / "etdump.etdp")
+    folder = REPO / name
+    buf = DebugBuffer(folder / "debug_buffer.bin")
+    tables = _tensor_tables(folder / "etdump.etdp")
     assert tables
     buf.check_no_overlap([(t, f"tensor {i}") for i, (_, t) in enumerate(tables)])
 
