@@ -1,9 +1,11 @@
 """Bounds-checked FlatBuffers access: one table at a time, or a whole vector of tables at once.
 
 The released ``flatbuffers`` Python runtime has no verifier: a corrupt offset reads garbage or
-raises ``IndexError``/``struct.error`` from deep inside. This module checks every offset and
-length against the buffer before it is followed, and reports problems as
-``ETDumpError(path, problem, offset=...)``. ``TableVector`` reads one field of many tables with
+raises ``IndexError``/``struct.error`` from deep inside. This module checks, before anything is
+followed: every offset and length against the buffer, vtable and table sizes, that each field lies
+inside its table, that no offset is null, and that strings and byte vectors do not overlap so as
+to make the reader copy more than the file holds. Problems are ``ETDumpError(path, problem,
+offset=...)`` naming the table and field. ``TableVector`` reads one field of many tables with
 numpy gathers, so a dump with hundreds of thousands of events is read without a Python loop per
 event.
 """
