@@ -7,7 +7,7 @@ value a paired node computes is its own computation (together with the unlogged 
 and its paired producers: the rest of its debug-handle group, or the whole delegate) on the
 runtime's inputs — its *replay*. ``on_paired(node, replay, args, kwargs, noise)`` scores it and
 returns the value to substitute. Weights and constants come from the graph; graph inputs are the
-representative inputs (the runtime's are not logged).
+representative inputs, unless a delegate logged them (a delegate call logs its inputs too).
 
 Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
 """
@@ -110,12 +110,16 @@ class ReplayInterpreter(Interpreter):
         on_paired: ``on_paired(node, replay, args, kwargs, noise) -> value to substitute``.
     """
 
-    def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired) -> None:
+    def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
+                 logged_inputs: Mapping[str, list[Any]] | None = None) -> None:
         super().__init__(module, garbage_collect_values=True)
         self.extra_traceback = False
         self._paired = paired
         self._on_paired = on_paired
         self._reduction: dict[str, int] = {}
+        self._logged_inputs = logged_inputs or {}
+        #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs).
+        self.inputs_from_runtime: set[str] = set()
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
@@ -125,6 +129,8 @@ class ReplayInterpreter(Interpreter):
 
     def run_node(self, n: torch.fx.Node) -> Any:
         """Run one node on substituted arguments; hand paired nodes to ``on_paired``."""
+        if n.op == "placeholder":
+            return self._graph_input(n, super().run_node(n))
         if n.op != "call_function":
             return super().run_node(n)
         try:
@@ -145,3 +151,15 @@ class ReplayInterpreter(Interpreter):
             return result
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point))
+
+    def _graph_input(self, n: torch.fx.Node, value: Any) -> Any:
+        """The runtime's value of a graph input when exactly one logged value can be it (same
+        shape and dtype), else the representative input."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        found = {id(c): c for c in self._logged_inputs.get(n.name, ())
+                 if isinstance(c, torch.Tensor) and c.shape == value.shape and c.dtype == value.dtype}
+        if len(found) != 1:
+            return value
+        self.inputs_from_runtime.add(n.name)
+        return next(iter(found.values())).clone()

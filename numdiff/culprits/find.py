@@ -19,7 +19,15 @@ import torch
 
 from numdiff._numerics import finite_difference_sums
 from numdiff._types import DebugHandle
-from numdiff.align import AlignedPair, AlignmentReport, EventLike, MatchKind, align_intermediate_outputs, find_op_names
+from numdiff.align import (
+    AlignedPair,
+    AlignmentReport,
+    EventLike,
+    MatchKind,
+    RuntimeOutput,
+    align_intermediate_outputs,
+    find_op_names,
+)
 from numdiff.comparators import NumericalComparatorBase, SNRComparator
 from numdiff.comparators.snr import _db as snr_db
 from numdiff.culprits._matching import explain_matching
@@ -115,7 +123,9 @@ def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalCompar
         if handle in keeper:
             plan.setdefault(keeper[handle], []).extend(items)
     scorer.plan, scorer.lineages = plan, lineage(graph_module.graph, set(plan))
-    replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired)
+    replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired,
+                               _logged_inputs(plan, scorer.lineages, inputs.runtime_outputs))
+    scorer.inputs_from_runtime = replay.inputs_from_runtime
     replay.run(*_as_args(etrecord))
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
@@ -137,6 +147,22 @@ def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: Alignment
         if found is not None:
             plan.setdefault(found[0], []).append(_Planned(pair, found[1]))
     return plan
+
+
+def _logged_inputs(plan: Mapping[str, list[_Planned]], lineages: Mapping[str, Lineage],
+                   runtime_outputs: Mapping[DebugHandle, RuntimeOutput]) -> dict[str, list[Any]]:
+    """Candidate runtime values of each graph input: what delegates that consume it logged as inputs."""
+    out: dict[str, list[Any]] = {}
+    for name, items in plan.items():
+        graph_inputs = lineages[name].graph_inputs if name in lineages else ()
+        for item in items if graph_inputs else ():
+            logged = runtime_outputs.get(item.pair.runtime_handle)
+            data = None if logged is None else logged.data
+            if not isinstance(data, (list, tuple)) or logged is None or len(data) <= logged.num_outputs:
+                continue
+            for placeholder in graph_inputs:
+                out.setdefault(placeholder, []).extend(data[: len(data) - logged.num_outputs])
+    return out
 
 
 def _as_args(etrecord: Any) -> list[Any]:
@@ -176,6 +202,7 @@ class _Scorer:
         self.transforms: dict[str, str] = {}
         self.acc_rel: dict[int, float] = {}
         self.runtime_nonfinite: set[str] = set()
+        self.inputs_from_runtime: set[str] = set()
         self.first_nonfinite: NonFinite | None = None
 
     def score_accumulated(self, items: list[_Planned]) -> None:
@@ -314,9 +341,14 @@ class _Scorer:
 
     def _source(self, lin: Lineage, node: torch.fx.Node, notes: list[str]) -> str:
         from_runtime = [p for p in lin.producers if self.substituted.get(p, self.substituted.get((p[0], None), False))]
-        from_aot = [f"{p[0]}" for p in lin.producers if p not in from_runtime] + list(lin.graph_inputs)
-        if lin.graph_inputs:
-            notes.append(f"graph inputs {', '.join(lin.graph_inputs)} taken from the representative inputs "
+        logged = [g for g in lin.graph_inputs if g in self.inputs_from_runtime]
+        representative = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime]
+        from_aot = [f"{p[0]}" for p in lin.producers if p not in from_runtime] + representative
+        from_runtime += [(g, None) for g in logged]
+        if logged:
+            notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs")
+        if representative:
+            notes.append(f"graph inputs {', '.join(representative)} taken from the representative inputs "
                          "(the runtime does not log them)")
         missing = [p[0] for p in lin.producers if p not in from_runtime]
         if missing:

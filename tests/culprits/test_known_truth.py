@@ -72,6 +72,8 @@ def test_delegated_culprit_is_the_second_partition() -> None:
     first = rep.rows[0]
     assert first.runtime_ops == ["DELEGATE_CALL"] and not first.is_culprit
     assert first.replayed_ops  # the partition's inner nodes are replayed with it
+    assert first.input_source == "runtime"  # the delegate logged its input: the replay uses it
+    assert "taken from what the delegate logged as its inputs" in (first.note or "")
 
 
 def test_bad_quantization_scale_is_judged_in_quantization_steps() -> None:
