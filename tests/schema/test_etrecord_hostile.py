@@ -102,6 +102,29 @@ def test_zip_bomb_is_refused_before_inflating(tmp_path: Path) -> None:
     assert str(bomb) in str(info.value) and "NUMDIFF_MAX_ENTRY_RATIO" in str(info.value)
 
 
+def test_inflation_stops_at_the_cap_while_streaming(tmp_path: Path) -> None:
+    """Defence in depth: whatever the directory declared, reading stops once an entry passes the cap."""
+    from numdiff.limits import Limits
+    from numdiff.schema._etrecord_entries import EntryReader
+
+    bomb = tmp_path / "etrecord.bin"
+    shutil.copy(SOURCE, bomb)
+    with zipfile.ZipFile(bomb, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("bomb", b"\0" * (32 << 20))
+    with zipfile.ZipFile(bomb) as archive, use_limits(max_entry_ratio=1000.0):
+        reader = EntryReader(archive, str(bomb))
+        reader.check_directory()
+        reader.limits = Limits(max_entry_bytes=2 << 20)  # as if the directory had understated the size
+        tracemalloc.start()
+        try:
+            with pytest.raises(ETRecordError, match=r"entry 'bomb' inflates to at least \d+ bytes, more than the limit 2097152"):
+                reader.read_bytes("bomb")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < 8 << 20, f"streaming a bomb used {peak} bytes"
+
+
 def test_entries_that_together_inflate_past_the_budget(tmp_path: Path) -> None:
     """Each entry alone fits the ratio, all of them together do not."""
     path = tmp_path / "etrecord.bin"
