@@ -139,6 +139,7 @@ class _Options:
     parser: DelegateMetadataParser | None
     converter: DelegateTimeScaleConverter | None  # None: the default (divide by the scale factor)
     notes: list[str]
+    etdump_path: str | None = None
     logged: list[tuple[Tensor, str]] = field(default_factory=list)  # every tensor read, for the overlap check
 
 
@@ -153,7 +154,7 @@ def build_event_blocks(
 ) -> tuple[list[EventBlock], list[str]]:
     """The dump's event blocks, and notes on anything numdiff did differently from the reference."""
     opts = _Options(source_time_scale, target_time_scale, buffer, delegate_metadata_parser,
-                    delegate_time_scale_converter, [])
+                    delegate_time_scale_converter, [], dump.buffer.path)
     structures: dict[bytes, _Structure] = {}
     groups: dict[tuple[str | None, tuple[_SlotKey, ...], int], _Group] = {}
     for run in dump.run_data:
@@ -245,7 +246,12 @@ def _values(dump: ETDump, run: RunData, rows: tuple[int, ...], opts: _Options, w
 
 
 def _inflate(values: list[Value | None], opts: _Options, where: str) -> ProgramOutput:
-    return [None if v is None else inflate_value(v, opts.buffer, where=where) for v in values]
+    try:
+        return [None if v is None else inflate_value(v, opts.buffer, where=where) for v in values]
+    except ETDumpError as e:  # raised without the file's name (also later, from a _Loader)
+        if e.path is not None or opts.etdump_path is None:
+            raise
+        raise ETDumpError(opts.etdump_path, e.problem, e.hint, e.offset) from e
 
 
 def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:

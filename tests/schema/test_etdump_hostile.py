@@ -375,3 +375,13 @@ def test_signature_is_only_claimed_for_run_data() -> None:
     with pytest.raises(ETDumpError, match=r"RunData\.events holds a null reference \(offset 0\) at element 1\n") as info:
         _read(data)
     assert "not yet supported" not in str(info.value)
+
+
+def test_value_tagged_tensor_without_one_names_the_file(tmp_path: Path) -> None:
+    data = _dump(RunDoc("Execute", [_profile(), Event(debug_event=DebugEvent(0, 0, Value(ValueType.TENSOR), -1, None, "op"))]))
+    path = tmp_path / "tagged.etdp"
+    path.write_bytes(bytes(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ETDumpError, match=r"tagged\.etdp.*event 'op' of run 'Execute': Value says Tensor but carries none"):
+            Inspector(etdump_path=path)
