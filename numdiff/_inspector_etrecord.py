@@ -58,15 +58,15 @@ def consume_etrecord(rec: Any, blocks: list[EventBlock], *, etdump_path: str | N
     notes = assign_methods(blocks, handle_maps, by_method)
     for method in list(handle_maps) or [FORWARD]:
         # Blocks of no known method are symbolicated with 'forward', as the reference does.
-        blocks = [b for b in blocks if (b.method_name or FORWARD) == method]
-        if not blocks:
+        group = [b for b in blocks if (b.method_name or FORWARD) == method]
+        if not group:
             continue
         delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(method)
         num_outs = (rec._instruction_id_to_num_outs_map or {}).get(method)
-        notes += resolve_debug_handles(blocks, handle_maps.get(method, {}), delegate_map, num_outs)
-        nodes = by_method.get(method) if method in by_method else _method_nodes(rec, method, infos, enable_module_hierarchy)
+        notes += resolve_debug_handles(group, handle_maps.get(method, {}), delegate_map, num_outs)
+        nodes = by_method[method] if method in by_method else _method_nodes(rec, method, infos, enable_module_hierarchy)
         if nodes is not None:
-            attach_graph_metadata(blocks, nodes)
+            attach_graph_metadata(group, nodes)
     if any(v is not None for v in by_method.values()):
         checked, bad = op_name_mismatches(blocks)
         if bad and len(bad) * 2 > checked:

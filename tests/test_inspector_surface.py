@@ -197,6 +197,9 @@ def test_each_execute_block_names_its_method_and_gets_that_methods_ops(two_metho
     assert "native_call_tanh.out" in ops["encode"] and "native_call_sigmoid.out" in ops["forward"]
     tanh = next(e for e in blocks["encode"].events if e.name == "native_call_tanh.out")
     assert tanh.op_types == ["aten.tanh.default"]  # symbolicated with encode's graph, not forward's
+    sigmoid = next(e for e in blocks["forward"].events if e.name == "native_call_sigmoid.out")
+    assert sigmoid.op_types == ["aten.sigmoid.default"] and sigmoid.debug_handles is not None
+    assert all(e.debug_handles is not None for b in blocks.values() for e in b.events if e.name != "Method::execute")
     assert [b.method_name for b in two_methods.event_blocks if b.name != "Execute"] == [None]
     assert set(two_methods.get_op_list("encode")) == {"native_call_permute_copy.out", "native_call_addmm.out",
                                                       "native_call_tanh.out"}
