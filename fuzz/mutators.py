@@ -41,6 +41,7 @@ KINDS = ("etdump", "debug_buffer", "etrecord")
 ROLES = ("etdump", "etrecord", "debug_buffer")
 FILENAMES = {"etdump": "etdump.etdp", "etrecord": "etrecord.bin", "debug_buffer": "debug_buffer.bin"}
 REPO = Path(__file__).resolve().parent.parent
+MAX_SEED_BYTES = 256 << 10  # realistic fixtures larger than this are left out (they slow every case)
 
 
 @dataclass(frozen=True)
@@ -69,15 +70,21 @@ class Mutant:
 
 
 def find_seeds(root: Path = REPO) -> list[Seed]:
-    """Fixture folders under tests/fixtures/ and the bundled example, each with at least an ETDump."""
-    dirs = sorted((root / "tests" / "fixtures").glob("*/")) + [root / "numdiff" / "examples" / "quantized_mlp"]
+    """Fixture folders under tests/fixtures/ (and tests/fixtures/realistic/ under 256 KiB) and the bundled
+    example, each with at least an ETDump."""
+    fixtures = root / "tests" / "fixtures"
+    # realistic models (control flow, two methods, dynamic shapes) when small enough to keep the rate up
+    realistic = [d for d in sorted((fixtures / "realistic").glob("*/"))
+                 if sum(f.stat().st_size for f in d.iterdir() if f.is_file()) < MAX_SEED_BYTES]
+    dirs = sorted(fixtures.glob("*/")) + realistic + [root / "numdiff" / "examples" / "quantized_mlp"]
     seeds = []
     for d in dirs:
         if not (d / "etdump.etdp").is_file():
             continue
         opt = {role: (d / FILENAMES[role]) if (d / FILENAMES[role]).is_file() else None
                for role in ("etrecord", "debug_buffer")}
-        seeds.append(Seed(d.name, d / "etdump.etdp", opt["etrecord"], opt["debug_buffer"]))
+        name = d.name if d.parent.name != "realistic" else f"realistic/{d.name}"
+        seeds.append(Seed(name, d / "etdump.etdp", opt["etrecord"], opt["debug_buffer"]))
     return seeds
 
 
