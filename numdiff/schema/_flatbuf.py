@@ -269,8 +269,8 @@ class Table:
         if found is None:
             return []
         start, n = found
-        positions = start + SCALARS[kind][2] * np.arange(n, dtype=np.int64)
-        return [int(v) for v in self.buf.gather(positions, kind, what)]
+        fmt = SCALARS[kind][0].format
+        return [int(v) for v in struct.unpack_from(f"<{n}{fmt[-1]}", self.buf.data, start)]
 
     def table_vector(self, index: int, what: str) -> list[Table]:
         return [self.buf.table(int(p), what) for p in self.table_positions(index, what)]

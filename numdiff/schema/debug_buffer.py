@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 import mmap
 import os
@@ -65,6 +66,8 @@ DTYPES: dict[ScalarType, tuple[str, int]] = {
 }
 
 
+_DTYPES_BY_INT = {int(k): v for k, v in DTYPES.items()}
+
 #: Most dimensions a logged tensor may have (ExecuTorch's runtime allows 16; torch allows 64).
 MAX_DIMS = 64
 
@@ -82,6 +85,9 @@ def torch_dtype(scalar_type: int) -> tuple[torch.dtype, int]:
 
 
 def _dtype_entry(scalar_type: int) -> tuple[str, int]:
+    found = _DTYPES_BY_INT.get(scalar_type)
+    if found is not None:
+        return found
     try:
         return DTYPES[ScalarType(scalar_type)]
     except ValueError as e:
@@ -114,34 +120,43 @@ def tensor_layout(t: Tensor, *, path: str | None = None, where: str = "") -> Lay
         ETDumpError: unknown scalar type.
     """
     _, itemsize = _dtype_entry(t.scalar_type)
-    label = f"{where}: " if where else ""
-    sizes, strides = tuple(int(n) for n in t.sizes), tuple(int(s) for s in t.strides)
+    shape = _shape(itemsize, tuple(t.sizes), tuple(t.strides))
+    if isinstance(shape, str):
+        label = f"{where}: " if where else ""
+        raise DebugBufferError(path, f"{label}tensor at offset {t.offset} {shape}", _CORRUPT_HINT)
+    numel, nbytes, strides = shape
+    if nbytes and t.offset < 0:
+        label = f"{where}: " if where else ""
+        raise DebugBufferError(path, f"{label}tensor at offset {t.offset} has a negative offset for {nbytes} bytes",
+                               _CORRUPT_HINT)
+    return Layout(int(t.offset), nbytes, itemsize, numel, strides)
 
-    def bad(problem: str) -> DebugBufferError:
-        return DebugBufferError(path, f"{label}tensor at offset {t.offset} {problem}",
-                                "The ETDump is corrupt: the runtime logs dense tensors of sizes >= 0 that fit in the debug buffer.")
 
+_CORRUPT_HINT = "The ETDump is corrupt: the runtime logs dense tensors of sizes >= 0 that fit in the debug buffer."
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape(itemsize: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int, tuple[int, ...]] | str:
+    """(numel, nbytes, strides to view with) of a shape, or what is wrong with it (cached: dumps
+    repeat the same few shapes thousands of times)."""
     if len(sizes) > MAX_DIMS:
-        raise bad(f"has {len(sizes)} dimensions (at most {MAX_DIMS} are supported)")
+        return f"has {len(sizes)} dimensions (at most {MAX_DIMS} are supported)"
     if any(n < 0 for n in sizes):
-        raise bad(f"has negative sizes {list(sizes)}")
+        return f"has negative sizes {list(sizes)}"
     if any(s < 0 for s in strides):
-        raise bad(f"has negative strides {list(strides)}")
+        return f"has negative strides {list(strides)}"
     numel = math.prod(sizes)
     if math.prod(max(n, 1) for n in sizes) * itemsize >= 2**63:
-        raise bad(f"has sizes {list(sizes)} whose byte count overflows 64 bits")
+        return f"has sizes {list(sizes)} whose byte count overflows 64 bits"
     contiguous = tuple(_contiguous_strides(list(sizes)))
     if not strides:
         strides = contiguous
     elif len(strides) != len(sizes):
-        raise bad(f"has {len(strides)} strides {list(strides)} for {len(sizes)} sizes {list(sizes)}")
+        return f"has {len(strides)} strides {list(strides)} for {len(sizes)} sizes {list(sizes)}"
     elif strides != contiguous and numel and not _is_dense(sizes, strides):
-        raise bad(f"has strides {list(strides)} that do not lay out sizes {list(sizes)} densely "
-                  "(negative, overlapping or gapped)")
-    nbytes = numel * itemsize
-    if nbytes and t.offset < 0:
-        raise bad(f"has a negative offset for {nbytes} bytes")
-    return Layout(int(t.offset), nbytes, itemsize, numel, strides)
+        return (f"has strides {list(strides)} that do not lay out sizes {list(sizes)} densely "
+                "(negative, overlapping or gapped)")
+    return numel, numel * itemsize, strides
 
 
 def _is_dense(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
