@@ -250,6 +250,22 @@ def test_huge_num_outs_in_a_record_built_in_code_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
+    ("handles", "delegates", "match"),
+    [
+        ({"0": "x"}, None, r"debug_handle_map entry for instruction 0 is 'x'; expected a handle or a list of handles"),
+        ({"0": [1]}, {"0": [2]}, r"delegate_map entry for instruction 0 is a list, not a mapping"),
+    ],
+    ids=["handles", "delegate"],
+)
+def test_malformed_maps_in_a_record_built_in_code_are_refused(handles: Any, delegates: Any, match: str) -> None:
+    from numdiff.profile.events import Event, EventBlock
+
+    block = EventBlock(name="b", events=[Event(name="op", perf_data=None, _instruction_id=0)])
+    with pytest.raises(ETRecordError, match=match):
+        resolve_debug_handles([block], handles, delegates, None)
+
+
+@pytest.mark.parametrize(
     ("data", "match"),
     [
         (b"[" * 100_000 + b"]" * 100_000, r"JSON nested at least 100000 deep, more than the limit 200 \(max_nesting_depth\)"),
