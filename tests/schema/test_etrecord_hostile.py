@@ -28,7 +28,7 @@ from numdiff.schema.etrecord import parse_etrecord
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SOURCE = FIXTURES / "mlp_fp32" / "etrecord.bin"
 EDGE = "edge_dialect_exported_program/forward"
-ALL = sorted(p.parent.name for p in FIXTURES.glob("*/etrecord.bin"))
+ALL = sorted(str(p.parent.relative_to(FIXTURES)) for p in FIXTURES.rglob("etrecord.bin"))
 
 
 def rewrite(
