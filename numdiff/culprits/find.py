@@ -25,6 +25,7 @@ from numdiff.align import (
     EventLike,
     MatchKind,
     RuntimeOutput,
+    ShapeRelation,
     align_intermediate_outputs,
     find_op_names,
 )
@@ -108,6 +109,7 @@ def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalCompar
     alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
     by_handle = _plan_by_handle(inputs.aot_outputs, alignment)
     notes, paired_runtime = alignment.notes, [p.runtime_handle for p in alignment.pairs]
+    unreliable = _unreliable_positions(alignment, inputs.runtime_outputs)
     del alignment
     scorer = _Scorer(comparator, inputs.aot_op_names, inputs.runtime_op_names, limits, {},
                      inputs.stack_traces, inputs.module_paths, _latencies(events), {}, release)
@@ -123,6 +125,7 @@ def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalCompar
         if handle in keeper:
             plan.setdefault(keeper[handle], []).extend(items)
     scorer.plan, scorer.lineages = plan, lineage(graph_module.graph, set(plan))
+    scorer.unreliable = unreliable
     replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired,
                                _logged_inputs(plan, scorer.lineages, inputs.runtime_outputs))
     scorer.inputs_from_runtime = replay.inputs_from_runtime
@@ -147,6 +150,22 @@ def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: Alignment
         if found is not None:
             plan.setdefault(found[0], []).append(_Planned(pair, found[1]))
     return plan
+
+
+def _unreliable_positions(alignment: AlignmentReport,
+                          runtime_outputs: Mapping[DebugHandle, RuntimeOutput]) -> dict[DebugHandle, str]:
+    """Multi-output runtime instructions whose outputs were paired by position and some pair holds a
+    different number of elements: the positions do not line up, so none of its pairs is trusted."""
+    out: dict[DebugHandle, str] = {}
+    for pair in alignment.pairs:
+        logged = runtime_outputs.get(pair.runtime_handle)
+        if logged is None or logged.num_outputs < 2 or pair.runtime_handle in out:
+            continue
+        if pair.shape_relation is ShapeRelation.MISMATCH:
+            out[pair.runtime_handle] = (
+                f"not compared: outputs of this {logged.num_outputs}-output instruction were paired by position "
+                "and at least one pair holds a different number of elements, so the positions do not line up")
+    return out
 
 
 def _logged_inputs(plan: Mapping[str, list[_Planned]], lineages: Mapping[str, Lineage],
@@ -203,6 +222,7 @@ class _Scorer:
         self.acc_rel: dict[int, float] = {}
         self.runtime_nonfinite: set[str] = set()
         self.inputs_from_runtime: set[str] = set()
+        self.unreliable: dict[DebugHandle, str] = {}
         self.first_nonfinite: NonFinite | None = None
 
     def score_accumulated(self, items: list[_Planned]) -> None:
@@ -227,6 +247,8 @@ class _Scorer:
             element = item.element
             value = replay if out is None or element is None else out[element]
             runtime_value, transform = as_runtime_layout(item.pair.runtime_output, value, noise)
+            if item.pair.runtime_handle in self.unreliable:
+                runtime_value, transform = None, self.unreliable[item.pair.runtime_handle]
             self.transforms[f"{node.name}/{element}"] = transform
             self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
             ok = runtime_value is not None

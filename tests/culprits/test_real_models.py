@@ -1,0 +1,42 @@
+"""find_culprits on the realistic oracle fixtures (clean runs): no culprit, and the reasons are kept.
+
+llama with XNNPACK has multi-output delegate calls whose outputs align by position with AOT outputs
+of other sizes; those pairs must be left uncompared (with the reason), never blamed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from numdiff import Inspector
+from numdiff.culprits import CulpritReport
+
+REALISTIC = Path(__file__).resolve().parent.parent / "fixtures" / "realistic"
+
+
+def _report(name: str) -> CulpritReport:
+    d = REALISTIC / name
+    if not (d / "debug_buffer.bin").is_file():
+        pytest.skip(f"{name} has no debug buffer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Inspector(etdump_path=d / "etdump.etdp", etrecord=str(d / "etrecord.bin"),
+                         debug_buffer_path=d / "debug_buffer.bin").find_culprits("SNR")
+
+
+@pytest.mark.parametrize("name", ["real_llama", "real_lstm_gru", "real_mobilenet_xnn_int8",
+                                  "real_quant_portable_int8", "real_dynamic"])
+def test_clean_real_models_show_no_culprit(name: str) -> None:
+    rep = _report(name)
+    assert rep.culprits == [] and len(rep) > 0
+
+
+def test_llama_xnnpack_misaligned_delegate_outputs_are_not_blamed() -> None:
+    rep = _report("real_llama_xnn")
+    assert rep.culprits == []
+    skipped = [r for r in rep.rows if r.note and "positions do not line up" in r.note]
+    assert skipped and all(r.verdict.value == "unmatched" for r in skipped)
+    assert rep.first_nonfinite is not None and rep.first_nonfinite.inputs_nonfinite
