@@ -1,0 +1,273 @@
+"""Analyse every run of a manifest, in parallel, and write the fleet tables.
+
+A run's result is its saved analysis (``numdiff.report.Analysis``, what ``numdiff analyze`` writes),
+stored as ``OUT_DIR/analyses/<key>.json``. The key is a SHA-256 over the artifacts' SHA-256 hashes,
+the analyses asked for, the labels and the numdiff version: a re-run finds the file and skips the
+run; a changed file, label or numdiff gives a new key. A run that fails (missing or corrupt file,
+mismatched artifacts, a bug) is recorded with its reason and never stops the batch; failures are
+not stored, so a re-run tries them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from numdiff.batch.executors import run_tasks
+from numdiff.batch.manifest import RunSpec
+from numdiff.errors import AnalysisFileError, NumdiffError, UsageError
+
+__all__ = ["ANALYSES", "BatchResult", "Outcome", "Task", "analyse_task", "run_batch"]
+
+#: What a batch can compute per run; the profile always, the gap and culprits when asked.
+ANALYSES = ("profile", "gap", "culprits")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One run to analyse, as sent to a worker."""
+
+    run: str
+    key: str
+    etdump: str
+    etrecord: str | None
+    debug_buffer: str | None
+    labels: dict[str, str]
+    analyses: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a worker returns: the analysis as JSON and its flattened rows, or why it failed."""
+
+    status: str  # "ok" or "failed"
+    seconds: float
+    analysis_json: str | None = None
+    run_fields: dict[str, Any] = field(default_factory=dict)
+    op_rows: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    error_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """Counts and paths of one batch."""
+
+    total: int
+    ok: int
+    failed: int
+    reused: int
+    seconds: float
+    runs_path: str
+    ops_path: str
+    analyses_dir: str
+
+
+def _one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+class _WithoutCulprits:
+    """An Inspector seen without ``find_culprits`` (the saved analysis then says culprits were not run)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "find_culprits":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def _analyse(task: Task) -> Any:
+    from numdiff.inspector import Inspector
+    from numdiff.report import Analysis
+    from numdiff.report.models import CulpritSection
+
+    debug_buffer = task.debug_buffer if "gap" in task.analyses else None
+    inspector = Inspector(etdump_path=task.etdump, etrecord=task.etrecord, debug_buffer_path=debug_buffer)
+    paths = {"etdump": task.etdump, "etrecord": task.etrecord, "debug_buffer": debug_buffer}
+    paths = {k: v for k, v in paths.items() if v is not None}
+    if "gap" not in task.analyses:
+        analysis = Analysis.from_inspector(inspector, task.labels, artifact_paths=paths)  # type: ignore[arg-type]
+        return analysis.model_copy(update={
+            "gap": None, "gap_unavailable": "not asked (numdiff batch --analyses profile)",
+            "culprits": CulpritSection(available=False, reason="not asked (numdiff batch --analyses profile)")})
+    if "culprits" not in task.analyses:
+        analysis = Analysis.from_inspector(_WithoutCulprits(inspector), task.labels, artifact_paths=paths)  # type: ignore[arg-type]
+        return analysis.model_copy(update={
+            "culprits": CulpritSection(available=False, reason="not asked (numdiff batch --analyses profile,gap)")})
+    return Analysis.from_inspector(inspector, task.labels, artifact_paths=paths)  # type: ignore[arg-type]
+
+
+def analyse_task(task: Task) -> Outcome:
+    """Analyse one run (in a worker). Never raises for a bad run: the failure is the outcome."""
+    from numdiff.batch.tables import flatten
+
+    start = time.perf_counter()
+    try:
+        analysis = _analyse(task)
+        run_fields, op_rows = flatten(analysis)
+        return Outcome("ok", time.perf_counter() - start, analysis.model_dump_json(indent=1), run_fields, op_rows)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except NumdiffError as e:
+        return Outcome("failed", time.perf_counter() - start, error=_one_line(str(e)), error_type=type(e).__name__)
+    except BaseException as e:  # noqa: BLE001 - a bug or exhausted memory on one run must not stop the batch
+        return Outcome("failed", time.perf_counter() - start, error=f"internal error: {_one_line(str(e)) or type(e).__name__}"
+                       " (a bug in numdiff: please report it with this run's files)", error_type=type(e).__name__)
+
+
+# --- keys -----------------------------------------------------------------------------------------
+
+class _Hasher:
+    """SHA-256 of files, remembered per (path, size, mtime): a shared ETRecord is read once per batch."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, int, int], str] = {}
+
+    def __call__(self, path: str) -> str:
+        st = os.stat(path)
+        ident = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+        if ident not in self._seen:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+            self._seen[ident] = digest.hexdigest()
+        return self._seen[ident]
+
+
+def run_key(spec: RunSpec, analyses: Sequence[str], hasher: Callable[[str], str]) -> str:
+    """The key of a run's saved analysis (raises ``OSError`` when an artifact cannot be read)."""
+    from numdiff import __version__
+    from numdiff.report import FORMAT_VERSION
+
+    arts = {role: hasher(path) for role, path in
+            (("etdump", spec.etdump), ("etrecord", spec.etrecord),
+             ("debug_buffer", spec.debug_buffer if "gap" in analyses else None)) if path is not None}
+    blob = json.dumps({"artifacts": arts, "analyses": sorted(analyses), "labels": spec.labels,
+                       "numdiff": __version__, "format": FORMAT_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def _write_text(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".numdiff-", suffix=".json", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def parse_analyses(text: str) -> tuple[str, ...]:
+    """``"profile,gap"`` → the analyses to run (profile always; culprits need the gap)."""
+    asked = {a.strip() for a in text.split(",") if a.strip()}
+    unknown = asked - set(ANALYSES)
+    if unknown:
+        raise UsageError(f"unknown analysis {sorted(unknown)[0]!r} in --analyses {text!r}\n"
+                         f"Choose from: {', '.join(ANALYSES)} (comma-separated).")
+    if "culprits" in asked and "gap" not in asked:
+        raise UsageError(f"--analyses {text!r}: culprits need the gap\nUse --analyses profile,gap,culprits.")
+    return tuple(a for a in ANALYSES if a in asked or a == "profile")
+
+
+# --- the batch --------------------------------------------------------------------------------------
+
+Progress = Callable[[str, int, int], None]
+
+
+def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, backend: str = "pool",
+              workers: int | None = None, address: str | None = None, analyses: Sequence[str] = ANALYSES,
+              progress: Progress | None = None) -> BatchResult:
+    """Analyse every run not already analysed in ``out_dir``, then write the fleet tables there.
+
+    Raises:
+        UsageError: Bad backend/workers/address, or a missing optional package (``pyarrow``, ``ray``).
+    """
+    from numdiff.batch.tables import _arrow, flatten, write_tables
+    from numdiff.report import Analysis
+
+    _arrow()  # fail before the work if the tables cannot be written
+    start = time.perf_counter()
+    out = os.fspath(out_dir)
+    store = os.path.join(out, "analyses")
+    os.makedirs(store, exist_ok=True)
+    analyses = tuple(analyses)
+    labels = sorted({k for s in specs for k in s.labels})
+    rows: dict[str, dict[str, Any]] = {}
+    ops: dict[str, list[dict[str, Any]]] = {}
+    todo: list[Task] = []
+    hasher = _Hasher()
+    total = len(specs)
+
+    def record(spec: RunSpec, status: str, **fields: Any) -> None:
+        base = {"run": spec.run, **spec.labels, "etdump": spec.etdump, "etrecord": spec.etrecord,
+                "debug_buffer": spec.debug_buffer, "status": status, "reused": False}
+        rows[spec.run] = {**base, **fields}
+
+    by_run = {s.run: s for s in specs}
+    for n, spec in enumerate(specs):
+        if progress is not None and n % 50 == 0:
+            progress("hashing the artifacts", n, total)
+        missing = [(role, path) for role, path in (("etdump", spec.etdump), ("etrecord", spec.etrecord),
+                                                   ("debug_buffer", spec.debug_buffer if "gap" in analyses else None))
+                   if path is not None and not os.path.isfile(path)]
+        if missing:
+            role, path = missing[0]
+            record(spec, "failed", error=f"{role} file {path!r} does not exist (fix the path in the manifest, "
+                   "or add the file)", error_type="FileNotFoundError")
+            continue
+        try:
+            key = run_key(spec, analyses, hasher)
+        except OSError as e:
+            record(spec, "failed", error=f"{e.filename}: {e.strerror or e} (fix the manifest's path, or the file)",
+                   error_type="FileNotFoundError" if isinstance(e, FileNotFoundError) else "OSError")
+            continue
+        saved = os.path.join(store, key + ".json")
+        if os.path.exists(saved):
+            try:
+                run_fields, op_rows = flatten(Analysis.load(saved))
+            except AnalysisFileError:
+                pass  # a damaged result: analyse again
+            else:
+                record(spec, "ok", reused=True, key=key, analysis=os.path.relpath(saved, out), **run_fields)
+                ops[spec.run] = [{"run": spec.run, **spec.labels, **r} for r in op_rows]
+                continue
+        todo.append(Task(spec.run, key, spec.etdump, spec.etrecord, spec.debug_buffer, dict(spec.labels), analyses))
+
+    done = total - len(todo)
+    for task, result in run_tasks(analyse_task, todo, backend=backend, workers=workers, address=address):
+        spec = by_run[task.run]
+        done += 1
+        if progress is not None:
+            progress("analysing", done, total)
+        if not isinstance(result, Outcome):
+            record(spec, "failed", key=task.key, error=_one_line(str(result)) or type(result).__name__,
+                   error_type=type(result).__name__)
+            continue
+        if result.status != "ok" or result.analysis_json is None:
+            record(spec, "failed", key=task.key, error=result.error, error_type=result.error_type,
+                   seconds=result.seconds)
+            continue
+        saved = os.path.join(store, task.key + ".json")
+        _write_text(saved, result.analysis_json)
+        record(spec, "ok", key=task.key, analysis=os.path.relpath(saved, out), seconds=result.seconds,
+               **result.run_fields)
+        ops[spec.run] = [{"run": spec.run, **spec.labels, **r} for r in result.op_rows]
+
+    ordered = [rows[s.run] for s in specs]
+    runs_path, ops_path = write_tables(out, ordered, [r for s in specs for r in ops.get(s.run, [])], labels)
+    ok = sum(1 for r in ordered if r["status"] == "ok")
+    return BatchResult(total=total, ok=ok, failed=total - ok, reused=sum(1 for r in ordered if r["reused"]),
+                       seconds=time.perf_counter() - start, runs_path=runs_path, ops_path=ops_path,
+                       analyses_dir=store)

@@ -1,0 +1,159 @@
+"""The fleet tables: ``runs.parquet`` (one row per run) and ``ops.parquet`` (one row per run × aligned op).
+
+Every number is read from a saved :class:`~numdiff.report.Analysis` (nothing is recomputed here):
+
+* ``snr_db``, ``mse``, ``l1``: the row's value under each metric, as ``calculate_numeric_gap`` gives it
+  (the worst element for a multi-output op: lowest SNR, highest MSE/L1); ``max_abs_error``.
+* ``verdict``, ``is_culprit``, ``local_snr_db``, ``amplification``: the culprit row with the same AOT
+  ops (null when culprit localization was not run or not available).
+* ``noise_floor_db`` / ``below_floor``: the rounding-noise floor the HTML report draws.
+* ``latency_*_ms``: the runtime events carrying the row's runtime debug handles (wrappers such as
+  ``OPERATOR_CALL`` and ``Method::*`` left out), their durations added per execution, then
+  p10/p50/p90/avg/min/max over the executions, in milliseconds (null for a ``cycles`` profile).
+
+``aot_ops`` and ``runtime_ops`` are the op names joined by ``", "`` (a plain string column groups
+and filters easily in DuckDB and pandas); ``op`` is the last AOT op, the name the report shows.
+Label columns are strings, one per label name used by any run (null where a run has none).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from numdiff.errors import MissingDependencyError
+from numdiff.report.models import Analysis, EventStats
+
+__all__ = ["OPS_COLUMNS", "RUNS_COLUMNS", "flatten", "write_tables"]
+
+_WRAPPER = re.compile(r"^(Method|Program)::|^OPERATOR_CALL$")
+
+#: (column, arrow type name) of ``runs.parquet`` after ``run`` and the labels.
+RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("status", "string"), ("error", "string"), ("error_type", "string"), ("reused", "bool"), ("key", "string"),
+    ("analysis", "string"), ("seconds", "float64"), ("etdump", "string"), ("etrecord", "string"),
+    ("debug_buffer", "string"), ("events", "int64"), ("gap_rows", "int64"), ("culprits", "int64"),
+    ("gap_unavailable", "string"), ("worst_snr_db", "float64"), ("execute_p50_ms", "float64"),
+)
+#: (column, arrow type name) of ``ops.parquet`` after ``run`` and the labels.
+OPS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("row", "int64"), ("op", "string"), ("aot_ops", "string"), ("runtime_ops", "string"),
+    ("aot_debug_handle", "string"), ("snr_db", "float64"), ("mse", "float64"), ("l1", "float64"),
+    ("max_abs_error", "float64"), ("matched", "bool"), ("match", "string"), ("noise_floor_db", "float64"),
+    ("below_floor", "bool"), ("verdict", "string"), ("is_culprit", "bool"), ("local_snr_db", "float64"),
+    ("amplification", "float64"), ("module", "string"), ("source_line", "string"),
+    ("latency_p10_ms", "float64"), ("latency_p50_ms", "float64"), ("latency_p90_ms", "float64"),
+    ("latency_avg_ms", "float64"), ("latency_min_ms", "float64"), ("latency_max_ms", "float64"),
+    ("latency_runs", "int64"), ("latency_events", "int64"),
+)
+
+
+def _worst(values: Sequence[float], lowest: bool) -> float | None:
+    if not values:
+        return None
+    finite_first = sorted(values, key=lambda v: (math.isnan(v), v if lowest else -v))
+    return float(finite_first[0])
+
+
+def _to_ms(unit: str) -> float | None:
+    from numdiff.profile.timescale import TimeScale, time_scale_factor
+
+    scale = TimeScale.parse(unit)
+    return None if scale == TimeScale.CYCLES else time_scale_factor(scale, TimeScale.MS)
+
+
+def _latency(events: Sequence[EventStats], handles: set[int], factor: float | None) -> dict[str, Any]:
+    chosen = [e for e in events if e.durations and handles.intersection(e.debug_handles)]
+    out: dict[str, Any] = {"latency_events": len(chosen), "latency_runs": 0}
+    runs = min((len(e.durations) for e in chosen), default=0)
+    if factor is None or runs == 0:
+        return out
+    total = np.sum([e.durations[:runs] for e in chosen], axis=0) * factor
+    p10, p50, p90 = (float(v) for v in np.percentile(total, [10, 50, 90]))
+    out.update(latency_p10_ms=p10, latency_p50_ms=p50, latency_p90_ms=p90, latency_avg_ms=float(total.mean()),
+               latency_min_ms=float(total.min()), latency_max_ms=float(total.max()), latency_runs=runs)
+    return out
+
+
+def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One saved analysis as ``(run fields, op rows)`` (without ``run`` and labels; the batch adds them)."""
+    from numdiff.report._view import noise_floor_db
+
+    factor = _to_ms(analysis.profile.time_unit)
+    events = [e for b in analysis.profile.blocks for e in b.events if not _WRAPPER.search(e.name)]
+    culprits = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
+    ops: list[dict[str, Any]] = []
+    for r in analysis.gap.rows if analysis.gap is not None else []:
+        c = culprits.get(tuple(r.aot_ops))
+        snr = _worst(r.snr, lowest=True)
+        floor, _ = noise_floor_db(r)
+        ops.append({
+            "row": r.index, "op": r.aot_ops[-1] if r.aot_ops else "", "aot_ops": ", ".join(r.aot_ops),
+            "runtime_ops": ", ".join(r.runtime_ops), "aot_debug_handle": ",".join(str(h) for h in r.aot_debug_handle),
+            "snr_db": snr, "mse": _worst(r.mse, lowest=False), "l1": _worst(r.l1, lowest=False),
+            "max_abs_error": r.max_abs_error, "matched": r.matched, "match": r.match, "noise_floor_db": floor,
+            "below_floor": None if floor is None or snr is None or math.isnan(snr) else bool(snr < floor),
+            "verdict": None if c is None else c.verdict, "is_culprit": None if c is None else c.is_culprit,
+            "local_snr_db": None if c is None else c.local_gap, "amplification": None if c is None else c.amplification,
+            "module": r.module, "source_line": r.source_line,
+            **_latency(events, set(r.runtime_debug_handle), factor),
+        })
+    execute = [e for b in analysis.profile.blocks for e in b.events if e.name == "Method::execute" and e.p50 is not None]
+    snrs = [o["snr_db"] for o in ops if o["snr_db"] is not None]
+    run = {
+        "events": sum(len(b.events) for b in analysis.profile.blocks),
+        "gap_rows": None if analysis.gap is None else len(ops),
+        "culprits": sum(1 for c in analysis.culprits.rows if c.is_culprit) if analysis.culprits.available else None,
+        "gap_unavailable": analysis.gap_unavailable,
+        "worst_snr_db": _worst(snrs, lowest=True),
+        "execute_p50_ms": None if not execute or factor is None else float(execute[0].p50 or 0.0) * factor,
+    }
+    return run, ops
+
+
+def _arrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError("numdiff batch (the Parquet fleet tables)", "pyarrow", "batch") from e
+    return pyarrow
+
+
+def _schema(pa: Any, labels: Sequence[str], columns: Sequence[tuple[str, str]]) -> Any:
+    kinds = {"string": pa.string(), "bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64()}
+    return pa.schema([("run", pa.string()), *((name, pa.string()) for name in labels),
+                      *((name, kinds[kind]) for name, kind in columns)])
+
+
+def _clean(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _write(pa: Any, path: str, rows: Sequence[Mapping[str, Any]], schema: Any) -> None:
+    import pyarrow.parquet as pq
+
+    names = schema.names
+    table = pa.Table.from_pylist([{k: _clean(row.get(k)) for k in names} for row in rows], schema=schema)
+    tmp = path + ".tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def write_tables(out_dir: str, runs: Sequence[Mapping[str, Any]], ops: Sequence[Mapping[str, Any]],
+                 labels: Sequence[str]) -> tuple[str, str]:
+    """Write ``runs.parquet`` and ``ops.parquet`` into ``out_dir``; returns their paths.
+
+    ``runs`` and ``ops`` hold ``run``, the labels and the columns of ``RUNS_COLUMNS`` / ``OPS_COLUMNS``.
+    NaN is written as null (an unmatched pair has no SNR); ±inf stays (identical outputs: SNR +inf).
+    """
+    pa = _arrow()
+    runs_path, ops_path = os.path.join(out_dir, "runs.parquet"), os.path.join(out_dir, "ops.parquet")
+    _write(pa, runs_path, runs, _schema(pa, labels, RUNS_COLUMNS))
+    _write(pa, ops_path, ops, _schema(pa, labels, OPS_COLUMNS))
+    return runs_path, ops_path

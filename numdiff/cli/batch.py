@@ -1,0 +1,63 @@
+"""Analyse many runs (a device lab's fleet) and write one table of them, in parallel.
+
+MANIFEST is a CSV, JSON or YAML file, or a directory. A CSV has the columns run, etdump, etrecord,
+debug_buffer (paths relative to the manifest) and any label columns (device, build, input_set ...).
+A directory: every folder with etdump.etdp is a run; debug_buffer.bin beside it, etrecord.bin beside
+it or in a parent folder; key=value folder names become labels.
+
+OUT_DIR gets runs.parquet (one row per run: run, labels, status, error ...), ops.parquet (one row
+per run x aligned op: run, labels, aot_ops, snr_db, verdict, latency_p50_ms ...) and analyses/ (each
+run's saved analysis, readable by numdiff report). A run that fails is recorded with its reason and
+the batch goes on; re-running skips runs already analysed (keyed by the artifacts' hashes).
+Exit status 0 when every run was analysed, 3 when some failed (see runs.parquet).
+
+examples:
+  numdiff batch fleet.csv -o out/ --workers 2
+  numdiff batch fleet.csv -o out/ --backend ray --address auto
+  numdiff fleet summary out/ --by device -o fleet.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from numdiff.cli import _exit
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifest", metavar="MANIFEST", help="CSV/JSON/YAML manifest, or a directory of runs")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT_DIR",
+                        help="folder for runs.parquet, ops.parquet and analyses/ (created if needed)")
+    parser.add_argument("--backend", choices=["pool", "ray"], default="pool",
+                        help="pool: local processes (default); ray: Ray tasks (pip install 'numdiff[ray]')")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes (pool) or tasks in flight (ray); default: the CPU count")
+    parser.add_argument("--address", default=None, metavar="ADDR",
+                        help="Ray cluster to use (e.g. auto, ray://HEAD:10001); default: start a local Ray")
+    parser.add_argument("--analyses", default="profile,gap,culprits", metavar="LIST",
+                        help="what to compute per run: profile[,gap[,culprits]] (default: all three)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numdiff.batch import load_manifest, run_batch
+    from numdiff.batch.runner import parse_analyses
+    from numdiff.cli._progress import ProgressLine
+
+    analyses = parse_analyses(args.analyses)
+    specs = load_manifest(args.manifest)
+    bar = ProgressLine()
+    try:
+        result = run_batch(specs, args.output, backend=args.backend, workers=args.workers, address=args.address,
+                           analyses=analyses, progress=bar)
+    finally:
+        bar.close()
+    analysed = result.ok - result.reused
+    rate = f", {analysed / result.seconds:.1f} runs/s" if analysed and result.seconds > 0 else ""
+    print(f"{result.total} runs: {analysed} analysed, {result.reused} already done, {result.failed} failed "
+          f"({result.seconds:.1f} s{rate})", file=sys.stderr)
+    print(f"wrote {result.runs_path} and {result.ops_path}", file=sys.stderr)
+    if result.failed:
+        print(f"{result.failed} run(s) failed: see the status and error columns of {result.runs_path}", file=sys.stderr)
+        return _exit.BAD_INPUT
+    return _exit.OK
