@@ -37,6 +37,8 @@ def _commands() -> dict[str, ModuleType]:
             "doctor": import_module("numdiff.cli.doctor"),
             "explore": import_module("numdiff.cli.explore"),
             "culprits": import_module("numdiff.cli.culprits"),
+            "batch": import_module("numdiff.cli.batch"),
+            "fleet": import_module("numdiff.cli.fleet"),
             }
 
 
