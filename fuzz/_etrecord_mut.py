@@ -11,7 +11,7 @@ from typing import Any
 from fuzz._values import byte_mutation, edge_int, hostile_string
 from fuzz._zipraw import Entry, deflate_bomb, read_entries, write_zip
 
-__all__ = ["BOMB_SIZES", "mutate_etrecord", "warm_bombs"]
+__all__ = ["BOMB_SIZES", "mutate_etrecord", "mutate_json", "mutate_map", "warm_bombs"]
 
 BOMB_SIZES = (64 << 20, 600 << 20)
 
@@ -97,6 +97,35 @@ def mutate_json(doc: Any, rng: random.Random, canary: str) -> tuple[str, str]:
     text = json.dumps(doc)
     depth = rng.choice([50, 1000, 100_000])
     return text.replace(json.dumps(_NEST), "[" * depth + "]" * depth), how
+
+
+_MAPS = ("debug_handle_map", "delegate_map", "instruction_id_to_num_outs_map")
+
+
+def _map_value(entry: str, rng: random.Random, canary: str) -> Any:
+    """A plausible-looking but hostile value for one instruction of a small map entry."""
+    if entry == "instruction_id_to_num_outs_map":
+        return rng.choice([edge_int(rng), -1, 0, 2**63, 2**64 + 1, "3", 1.5, None, [1], {"n": 1}])
+    if entry == "debug_handle_map":
+        return rng.choice([edge_int(rng), -1, [edge_int(rng)], [], [[1]], list(range(rng.choice([2, 10_000]))),
+                           "1", None, {"1": 2}])
+    inner: Any = rng.choice([{}, {"1": [edge_int(rng)]}, {"x": "y"}, [], None, {"1": {"1": 1}}])
+    return rng.choice([{"name": hostile_string(rng, canary), "delegate_map": inner}, {"name": "XnnpackBackend"},
+                       {"delegate_map": inner}, [], "XnnpackBackend", {"name": None, "delegate_map": inner}])
+
+
+def mutate_map(entry: str, doc: Any, rng: random.Random, canary: str) -> tuple[str, str]:
+    """Add or change instructions in debug_handle_map / delegate_map / instruction_id_to_num_outs_map."""
+    if not isinstance(doc, dict) or not doc:
+        doc = {"forward": {}}
+    method = rng.choice(list(doc) + [hostile_string(rng, canary)])
+    table = doc.get(method)
+    if not isinstance(table, dict):
+        table = doc[method] = {}
+    for _ in range(rng.choice([1, 1, 3, 2000])):
+        key = rng.choice([str(rng.randrange(64)), str(edge_int(rng)), "-1", "x", "", "1e3", " 1", "0x1"])
+        table[key] = _map_value(entry, rng, canary)
+    return json.dumps(doc), f"map.{method if len(method) < 20 else 'method'}"
 
 
 def _evil_pickle(canary: str) -> bytes:
@@ -194,7 +223,11 @@ def mutate_etrecord(raw: bytes, rng: random.Random, canary: str) -> tuple[bytes,
         # the serialized programs are where most of the checking lives; favour them
         weights = [5.0 if len(entries[i].data) > 1000 else 1.0 for i in jsons]
         i = rng.choices(jsons, weights=weights)[0]
-        text, how = mutate_json(json.loads(entries[i].data), rng, canary)
+        name = entries[i].name.decode(errors="replace")
+        if name in _MAPS and rng.random() < 0.6:
+            text, how = mutate_map(name, json.loads(entries[i].data), rng, canary)
+        else:
+            text, how = mutate_json(json.loads(entries[i].data), rng, canary)
         entries[i] = entries[i].with_(data=text.encode("utf-8", "surrogatepass"), crc=None, size=None)
         return write_zip(entries), f"json[{entries[i].name.decode(errors='replace')}].{how}"
     if pickled:
