@@ -20,7 +20,7 @@ from numdiff.cli import _exit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="fleet_command", required=True, metavar="VIEW")
+    sub = parser.add_subparsers(dest="fleet_command", required=True, metavar="VIEW", help="view to show")
     p = sub.add_parser("summary", help="per-op x device view, printed and optionally as HTML",
                        description="Per-op x device view of a batch's tables (numdiff batch -o OUT_DIR).")
     p.add_argument("out_dir", metavar="OUT_DIR", help="folder written by numdiff batch")
