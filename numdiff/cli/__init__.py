@@ -45,6 +45,10 @@ def _commands() -> dict[str, ModuleType]:
 def _add_debug(parser: argparse.ArgumentParser, *, default: object) -> None:
     parser.add_argument("--debug", "--verbose", dest="debug", action="store_true", default=default,
                         help="print the full traceback with an error (--verbose is an alias)")
+    for action in parser._actions:  # commands with views of their own (numdiff fleet summary ... --debug)
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_debug(child, default=argparse.SUPPRESS)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -175,3 +175,11 @@ def test_exit_constants_are_distinct_and_documented() -> None:
     assert codes == [0, 1, 2, 3, 4, 5, 6, 130]
     for code in codes:
         assert re.search(rf"^{code} +``", _exit.__doc__ or "", re.MULTILINE), code
+
+
+def test_debug_is_accepted_after_any_command_and_view() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["fleet", "summary", "out", "--debug"]).debug is True
+    assert parser.parse_args(["--verbose", "fleet", "summary", "out"]).debug is True
+    assert parser.parse_args(["gap", "--etdump", "e", "--etrecord", "r", "--debug-buffer", "d", "--verbose"]).debug
+    assert parser.parse_args(["profile", "--etdump", "e"]).debug is False
