@@ -188,7 +188,8 @@ def _heatmap(s: FleetSummary, value: Any, note: Any, title: str, cmap: str, salt
         for j, g in enumerate(s.groups):
             text = note(s.cells.get((op, g)))
             if text:
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="#111")
+                dark = bool(np.isfinite(grid[i, j])) and float(image.norm(grid[i, j])) > 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="#fff" if dark else "#111")
     fig.colorbar(image, ax=ax, label=title, fraction=0.04, pad=0.02)
     ax.set_xlabel(s.by)
     fig.tight_layout()

@@ -203,7 +203,7 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
     store = os.path.join(out, "analyses")
     os.makedirs(store, exist_ok=True)
     analyses = tuple(analyses)
-    labels = sorted({k for s in specs for k in s.labels})
+    labels = list(dict.fromkeys(k for s in specs for k in s.labels))  # manifest order
     rows: dict[str, dict[str, Any]] = {}
     ops: dict[str, list[dict[str, Any]]] = {}
     todo: list[Task] = []

@@ -1,0 +1,37 @@
+"""A small generated fleet (12 runs: one truncated ETDump, one missing debug buffer) analysed once per session."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_fleet_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("numdiff_make_fleet", REPO / "scripts" / "make_fleet.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """12 runs over 6 devices, analysed with the pool backend (2 workers)."""
+    from numdiff.batch import load_manifest, run_batch
+
+    root = tmp_path_factory.mktemp("fleet")
+    manifest = make_fleet_module().make_fleet(root, 12, REPO / "numdiff/examples/planted_culprit", iterations=3,
+                                              seed=7, broken=1, missing=1)
+    out = root / "out"
+    result = run_batch(load_manifest(manifest), out, backend="pool", workers=2)
+    return {"root": root, "manifest": manifest, "out": out, "result": result}

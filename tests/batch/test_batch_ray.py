@@ -1,0 +1,43 @@
+"""numdiff batch on a local Ray (skipped when Ray is not installed: it is the optional 'ray' extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from numdiff.batch import load_manifest, run_batch
+
+
+def test_ray_backend_matches_the_pool(fleet: dict[str, Any], tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    specs = load_manifest(fleet["manifest"])[:6]  # the truncated ETDump, the missing buffer, 4 good runs
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_batch(specs, tmp_path / "out", backend="ray", workers=2)
+    finally:
+        ray.shutdown()
+    assert (result.ok, result.failed, result.reused) == (4, 2, 0)
+    runs = pd.read_parquet(tmp_path / "out" / "runs.parquet")
+    assert runs["status"].tolist() == ["failed", "failed", "ok", "ok", "ok", "ok"]
+    assert runs.loc[0, "error_type"] == "ETDumpError"
+    pool = pd.read_parquet(fleet["out"] / "ops.parquet")
+    ray_ops = pd.read_parquet(tmp_path / "out" / "ops.parquet")
+    cols = ["run", "device", "aot_ops", "snr_db", "verdict", "latency_p50_ms"]
+    expected = pool[pool["run"].isin(ray_ops["run"])][cols].reset_index(drop=True)
+    pd.testing.assert_frame_equal(ray_ops[cols], expected)
+
+
+def test_queryable_with_duckdb_and_pandas(fleet: dict[str, Any]) -> None:
+    ops = pd.read_parquet(fleet["out"] / "ops.parquet")
+    by_pandas = (ops[ops["verdict"].isin(["suspicious", "broken"])].groupby(["aot_ops", "device"]).size()
+                 .rename("runs").reset_index().sort_values(["aot_ops", "device"]).reset_index(drop=True))
+    assert ("relu", "rpi5") in set(zip(by_pandas["aot_ops"], by_pandas["device"]))
+    duckdb = pytest.importorskip("duckdb")
+    path = str(fleet["out"] / "ops.parquet")
+    by_duckdb = duckdb.sql(
+        f"SELECT aot_ops, device, count(*) AS runs FROM '{path}' "
+        "WHERE verdict IN ('suspicious', 'broken') GROUP BY aot_ops, device ORDER BY aot_ops, device").df()
+    pd.testing.assert_frame_equal(by_duckdb, by_pandas, check_dtype=False)
