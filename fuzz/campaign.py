@@ -82,7 +82,8 @@ def _plan(n: int, kinds: list[str], seeds: list[Any], seed: int, gap_fraction: f
 
 
 def run_campaign(tasks: list[tuple[Any, ...]], seeds: list[Any], workers: int, max_tasks: int,
-                 kill_after: float, log: str, progress: bool = True) -> list[CaseResult]:
+                 kill_after: float, log: str, progress: bool = True,
+                 max_seconds: float | None = None) -> list[CaseResult]:
     ctx = mp.get_context("fork")
     pool = [_Worker(ctx, seeds, max_tasks, kill_after, log) for _ in range(workers)]
     pending = list(reversed(tasks))
@@ -121,6 +122,8 @@ def run_campaign(tasks: list[tuple[Any, ...]], seeds: list[Any], workers: int, m
             if dead or res.get("recycle") or w.done >= w.max_tasks:
                 w.kill()
                 pool[i] = w = _Worker(ctx, seeds, max_tasks, kill_after, log)
+            if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+                pending.clear()  # out of time: finish the cases in flight, start no more
             if pending:
                 w.send(pending.pop())
         if progress and time.monotonic() - last > 30:
@@ -165,8 +168,10 @@ def _table(rows: list[list[Any]], headers: list[str]) -> str:
 
 
 def summarize(results: list[CaseResult], kinds: list[str], elapsed: float, workers: int, gap_fraction: float,
-              timeouts_confirmed: int, out: Path) -> str:
-    lines = [f"numdiff fuzz campaign: {len(results)} mutants in {elapsed:.0f} s on {workers} workers "
+              timeouts_confirmed: int, out: Path, planned: int = 0) -> str:
+    stopped = f" (time limit reached: {planned - len(results)} of {planned} planned not run)" \
+        if planned > len(results) else ""
+    lines = [f"numdiff fuzz campaign: {len(results)} mutants{stopped} in {elapsed:.0f} s on {workers} workers "
              f"({len(results) / max(elapsed, 1e-9):.1f} mutants/s)",
              f"each case: Inspector, to_dataframe, print_data_tabular; calculate_numeric_gap('SNR') on a sampled "
              f"{gap_fraction:.0%} of the cases with ETRecord + debug buffer "
@@ -284,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kill-after", type=float, default=8.0, help="kill a case's worker after this many seconds")
     p.add_argument("--warm-up", type=int, default=12,
                    help="mutants of each kind run in the parent before forking, to import lazily loaded code")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="stop starting new cases after this long; the summary covers the cases run")
     p.add_argument("--replay", metavar="DIR", help="re-run one saved case directory in-process")
     args = p.parse_args(argv)
     if args.replay:
@@ -303,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
           file=sys.stderr, flush=True)
     t0 = time.monotonic()
     results = run_campaign(tasks, seeds, args.workers, args.max_tasks, args.kill_after,
-                           log=str(out / "worker-stderr.log"))
+                           log=str(out / "worker-stderr.log"), max_seconds=args.max_seconds)
     elapsed = time.monotonic() - t0
     confirmed = _recheck_timeouts(results, {t[0]: t for t in tasks}, seeds)
     for r in results:
@@ -315,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(dst / "case.txt", "a") as f:
                 f.write(json.dumps(r.__dict__) + "\n")
     shutil.rmtree(work, ignore_errors=True)
-    text = summarize(results, kinds, elapsed, args.workers, args.gap_fraction, confirmed, out)
+    text = summarize(results, kinds, elapsed, args.workers, args.gap_fraction, confirmed, out, planned=len(tasks))
     (out / "summary.txt").write_text(text + "\n")
     with open(out / "results.jsonl", "w") as f:
         for r in results:
