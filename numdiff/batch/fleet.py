@@ -89,7 +89,7 @@ def summarize(runs: Any, ops: Any, by: str = "device") -> FleetSummary:
     """
     import pandas as pd
 
-    labels = [c for c in runs.columns if c not in _RUN_COLUMNS]
+    labels = [c for c in runs.columns if c not in _run_columns()]
     if by not in runs.columns or by not in labels:
         raise UsageError(f"--by {by!r} is not a label of this fleet\n"
                          f"Labels in the tables: {', '.join(labels) or '(none)'}.")
@@ -118,10 +118,11 @@ def summarize(runs: Any, ops: Any, by: str = "device") -> FleetSummary:
                         runs_failed={str(k): int(v) for k, v in failed.items()}, failures=failures)
 
 
-#: Columns of runs.parquet that are not labels.
-_RUN_COLUMNS = frozenset({"run", "status", "error", "error_type", "reused", "key", "analysis", "seconds", "etdump",
-                          "etrecord", "debug_buffer", "events", "gap_rows", "culprits", "gap_unavailable",
-                          "worst_snr_db", "execute_p50_ms"})
+def _run_columns() -> frozenset[str]:
+    """Columns of runs.parquet that are not labels."""
+    from numdiff.batch.tables import RUNS_COLUMNS
+
+    return frozenset({"run", *(name for name, _ in RUNS_COLUMNS)})
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:

@@ -36,7 +36,7 @@ __all__ = ["ARTIFACT_COLUMNS", "RESERVED_COLUMNS", "ManifestError", "RunSpec", "
 ARTIFACT_COLUMNS = ("etdump", "etrecord", "debug_buffer")
 #: Names a label may not take: the tables' own columns.
 RESERVED_COLUMNS = frozenset({
-    "run", *ARTIFACT_COLUMNS, "labels", "status", "error", "error_type", "reused", "key", "analysis", "seconds",
+    "run", *ARTIFACT_COLUMNS, "labels", "status", "error", "error_type", "reused", "key", "analysis", "seconds", "cpu_seconds", "worker_peak_rss_mib",
     "events", "gap_rows", "culprits", "gap_unavailable", "worst_snr_db", "execute_p50_ms", "row", "op", "aot_ops",
     "runtime_ops", "aot_debug_handle", "snr_db", "mse", "l1", "max_abs_error", "matched", "match", "noise_floor_db",
     "below_floor", "verdict", "is_culprit", "local_snr_db", "amplification", "module", "source_line",

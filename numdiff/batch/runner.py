@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -47,12 +48,14 @@ class Outcome:
     """What a worker returns: the analysis as JSON and its flattened rows, or why it failed."""
 
     status: str  # "ok" or "failed"
-    seconds: float
+    seconds: float = 0.0
     analysis_json: str | None = None
     run_fields: dict[str, Any] = field(default_factory=dict)
     op_rows: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     error_type: str | None = None
+    cpu_seconds: float | None = None
+    worker_peak_rss_mib: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +113,35 @@ def analyse_task(task: Task) -> Outcome:
     """Analyse one run (in a worker). Never raises for a bad run: the failure is the outcome."""
     from numdiff.batch.tables import flatten
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
+
+    def used() -> dict[str, Any]:
+        return {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
+                "worker_peak_rss_mib": _peak_rss_mib()}
+
     try:
         analysis = _analyse(task)
         run_fields, op_rows = flatten(analysis)
-        return Outcome("ok", time.perf_counter() - start, analysis.model_dump_json(indent=1), run_fields, op_rows)
+        return Outcome("ok", analysis_json=analysis.model_dump_json(indent=1), run_fields=run_fields,
+                       op_rows=op_rows, **used())
     except (KeyboardInterrupt, SystemExit):
         raise
     except NumdiffError as e:
-        return Outcome("failed", time.perf_counter() - start, error=_one_line(str(e)), error_type=type(e).__name__)
+        return Outcome("failed", error=_one_line(str(e)), error_type=type(e).__name__, **used())
     except BaseException as e:  # noqa: BLE001 - a bug or exhausted memory on one run must not stop the batch
-        return Outcome("failed", time.perf_counter() - start, error=f"internal error: {_one_line(str(e)) or type(e).__name__}"
-                       " (a bug in numdiff: please report it with this run's files)", error_type=type(e).__name__)
+        return Outcome("failed", error=f"internal error: {_one_line(str(e)) or type(e).__name__}"
+                       " (a bug in numdiff: please report it with this run's files)", error_type=type(e).__name__,
+                       **used())
+
+
+def _peak_rss_mib() -> float | None:
+    """Peak resident memory of this (worker) process so far, in MiB (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+    peak = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 # --- keys -----------------------------------------------------------------------------------------
@@ -257,12 +277,13 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
             continue
         if result.status != "ok" or result.analysis_json is None:
             record(spec, "failed", key=task.key, error=result.error, error_type=result.error_type,
-                   seconds=result.seconds)
+                   seconds=result.seconds, cpu_seconds=result.cpu_seconds,
+                   worker_peak_rss_mib=result.worker_peak_rss_mib)
             continue
         saved = os.path.join(store, task.key + ".json")
         _write_text(saved, result.analysis_json)
         record(spec, "ok", key=task.key, analysis=os.path.relpath(saved, out), seconds=result.seconds,
-               **result.run_fields)
+               cpu_seconds=result.cpu_seconds, worker_peak_rss_mib=result.worker_peak_rss_mib, **result.run_fields)
         ops[spec.run] = [{"run": spec.run, **spec.labels, **r} for r in result.op_rows]
 
     ordered = [rows[s.run] for s in specs]

@@ -36,7 +36,7 @@ _WRAPPER = re.compile(r"^(Method|Program)::|^OPERATOR_CALL$")
 #: (column, arrow type name) of ``runs.parquet`` after ``run`` and the labels.
 RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("status", "string"), ("error", "string"), ("error_type", "string"), ("reused", "bool"), ("key", "string"),
-    ("analysis", "string"), ("seconds", "float64"), ("etdump", "string"), ("etrecord", "string"),
+    ("analysis", "string"), ("seconds", "float64"), ("cpu_seconds", "float64"), ("worker_peak_rss_mib", "float64"), ("etdump", "string"), ("etrecord", "string"),
     ("debug_buffer", "string"), ("events", "int64"), ("gap_rows", "int64"), ("culprits", "int64"),
     ("gap_unavailable", "string"), ("worst_snr_db", "float64"), ("execute_p50_ms", "float64"),
 )

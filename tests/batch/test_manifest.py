@@ -129,3 +129,10 @@ def test_cli_bad_manifest_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["batch", str(path), "-o", str(tmp_path / "out")]) == 3
     err = capsys.readouterr().err
     assert "row 1 (line 2): has 5 cells" in err and "Traceback" not in err
+
+
+def test_every_table_column_is_reserved() -> None:
+    from numdiff.batch.manifest import RESERVED_COLUMNS
+    from numdiff.batch.tables import OPS_COLUMNS, RUNS_COLUMNS
+
+    assert {name for name, _ in RUNS_COLUMNS + OPS_COLUMNS} <= RESERVED_COLUMNS
