@@ -1,0 +1,53 @@
+"""Runs on a numdiff service: show one (as `numdiff submit` prints it), list them, compare two.
+
+compare is the CI gate over HTTP: exit status 1 when NEW regressed against BASE (or the
+model's baseline). Exit status 5 for a refused token or a run outside the token's project
+(an unknown run looks the same), 6 when the server cannot be reached.
+
+example:
+  numdiff runs show --server http://127.0.0.1:8000 --token $T 12 --wait
+  numdiff runs list --model mlp --label device=pixel8
+  numdiff runs compare 12 --base 7
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from numdiff.cli._service import add_client_options
+    from numdiff.cli.analyze import add_label_option
+
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = sub.add_parser("show", help="print a run as JSON", description="print a run as JSON")
+    add_client_options(show)
+    show.add_argument("run_id", type=int, metavar="RUN_ID", help="the run's id")
+    show.add_argument("--wait", action="store_true", help="wait until it is analysed")
+    lst = sub.add_parser("list", help="list runs as JSON", description="list runs as JSON (newest first)")
+    add_client_options(lst)
+    lst.add_argument("--model", default=None, help="only runs of this model")
+    lst.add_argument("--status", default=None, choices=("queued", "running", "done", "failed"), help="only runs in this state")
+    add_label_option(lst)
+    cmp = sub.add_parser("compare", help="compare a run with another or the baseline (CI gate)",
+                         description="compare a run with another or the model's baseline; exit 1 on a regression")
+    add_client_options(cmp)
+    cmp.add_argument("new", type=int, metavar="NEW", help="the run to check")
+    cmp.add_argument("--base", type=int, default=None, help="the run to compare with (default: the model's baseline)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numdiff.cli._service import client_from, print_json, status_code
+    from numdiff.cli.analyze import parse_labels
+
+    with client_from(args) as client:
+        if args.action == "show":
+            out = client.wait(args.run_id) if args.wait else client.result(args.run_id)
+            print_json(out)
+            return status_code(out, args.wait)
+        if args.action == "list":
+            print_json(client.runs(args.model, args.status, parse_labels(args.label)))
+            return 0
+        result = client.compare(args.new, args.base)
+        print_json(result)
+        return 0 if result["passed"] else 1

@@ -1,0 +1,137 @@
+"""Service metadata in SQL (SQLAlchemy 2): projects, tokens, models, runs and their jobs.
+
+SQLite in the data directory by default (WAL mode, so the web server and the workers share it),
+PostgreSQL by URL. The schema is created and upgraded by Alembic at start-up
+(:func:`migrate`); the models below and ``migrations/versions`` must agree.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+__all__ = ["Base", "Job", "ModelRow", "Project", "Run", "Token", "default_url", "make_engine", "migrate", "now",
+           "session_factory"]
+
+#: Job states. ``queued`` → ``running`` → ``done`` | ``failed``; a running job whose lease ran out is queued again.
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Project(Base):
+    __tablename__ = "projects"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
+
+
+class Token(Base):
+    """A bearer token: only its SHA-256 is stored."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), index=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
+    revoked: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class ModelRow(Base):
+    """A model of a project; ``baseline_run_id`` is the run new runs are compared with by default."""
+
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    baseline_run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
+
+
+class Run(Base):
+    """One device run: its artifacts (store hashes), labels and the analysis results once done."""
+
+    __tablename__ = "runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), index=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), index=True)
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    etrecord_sha256: Mapped[str] = mapped_column(String(64))
+    etdump_sha256: Mapped[str] = mapped_column(String(64))
+    debug_buffer_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    analysis_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    report_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
+    finished: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Job(Base):
+    """The analysis job of a run (profile, gap, culprits and the HTML report, in one child process)."""
+
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32), default="analyze")
+    status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    lease_until: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
+
+
+def default_url(data: str | os.PathLike[str]) -> str:
+    """The embedded default: SQLite in ``DATA/numdiff.sqlite3``."""
+    return "sqlite:///" + str(Path(data).resolve() / "numdiff.sqlite3")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL mode and a busy timeout (several processes share it)."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(conn: Any, _record: Any) -> None:
+            cur = conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def session_factory(engine: Engine) -> sessionmaker[Any]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def migrate(engine: Engine) -> None:
+    """Create or upgrade the schema with Alembic (script location inside this package)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")

@@ -1,0 +1,250 @@
+"""Persisted analysis jobs and the worker processes that run them.
+
+A worker (``python -m numdiff.service.jobs --data DIR --db URL``, started by ``numdiff serve
+--workers N``) claims one job at a time with an atomic ``UPDATE ... WHERE id = ? AND attempts = ?``
+(a compare-and-set that works the same on SQLite and PostgreSQL), holds a lease on it that it
+renews while the job runs, and analyses the run in a forked child process limited in address
+space (``RLIMIT_AS``) and wall time. The child reads the uploads with numdiff's hardened readers
+(:meth:`numdiff.report.Analysis.from_files`): the web process never parses an upload. Results go
+to the store (the saved-analysis JSON and the HTML report) and the run row in one transaction.
+
+A worker killed mid-job stops renewing its lease; once the lease runs out the job is claimed
+again (``attempts`` counts the tries; past ``max_attempts`` the job fails with that reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import multiprocessing
+import os
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+
+from numdiff.service import db
+from numdiff.service.settings import Settings
+from numdiff.service.store import Store
+
+__all__ = ["Worker", "claim", "main"]
+
+#: Exit statuses of the job child process.
+_CHILD_OK, _CHILD_BAD_INPUT, _CHILD_INTERNAL, _CHILD_MEMORY = 0, 3, 4, 7
+
+
+def claim(session: Any, worker: str, lease_s: float) -> tuple[int, int] | None:
+    """Claim the oldest queued job (or one whose lease ran out); ``(job id, attempt)`` or None."""
+    t = db.now()
+    cand = session.execute(
+        select(db.Job.id, db.Job.attempts).where(or_(db.Job.status == db.QUEUED,
+                                                     and_(db.Job.status == db.RUNNING, db.Job.lease_until < t)))
+        .order_by(db.Job.id).limit(1)).first()
+    if cand is None:
+        session.rollback()
+        return None
+    res = session.execute(
+        update(db.Job).where(db.Job.id == cand.id, db.Job.attempts == cand.attempts,
+                             db.Job.status.in_((db.QUEUED, db.RUNNING)))
+        .values(status=db.RUNNING, worker=worker, attempts=cand.attempts + 1,
+                lease_until=t + datetime.timedelta(seconds=lease_s)))
+    session.commit()
+    return (cand.id, cand.attempts + 1) if res.rowcount == 1 else None
+
+
+def _limit_memory(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _child(paths: dict[str, str | None], labels: dict[str, str], out: str, memory: int) -> None:
+    """Runs in the forked child: analyse, write ``analysis.json`` and ``report.html`` into ``out``."""
+    _die_with_parent()
+    outdir = Path(out)
+    try:
+        _limit_memory(memory)
+        from numdiff.errors import InternalError, NumdiffError
+        from numdiff.report import Analysis, write_html
+
+        try:
+            analysis = Analysis.from_files(paths["etdump"], paths["etrecord"], paths["debug_buffer"], labels=labels)
+            analysis.save(outdir / "analysis.json")
+            write_html(analysis, outdir / "report.html")
+        except InternalError as e:
+            (outdir / "reason.txt").write_text(f"internal error in numdiff: {e}")
+            os._exit(_CHILD_INTERNAL)
+        except NumdiffError as e:
+            (outdir / "reason.txt").write_text(f"bad input: {e}")
+            os._exit(_CHILD_BAD_INPUT)
+    except MemoryError:
+        (outdir / "reason.txt").write_text(f"the analysis needed more than the job memory limit of "
+                                           f"{memory >> 20} MiB (NUMDIFF_SERVICE_JOB_MEMORY_MB)")
+        os._exit(_CHILD_MEMORY)
+    except BaseException as e:  # noqa: BLE001 - a bug: say which
+        (outdir / "reason.txt").write_text(f"internal error in numdiff: {type(e).__name__}: {e}\n"
+                                           + traceback.format_exc(limit=8))
+        os._exit(_CHILD_INTERNAL)
+    os._exit(_CHILD_OK)
+
+
+class Worker:
+    """One worker process's loop: claim, run in a limited child, record, repeat until told to stop."""
+
+    def __init__(self, settings: Settings, name: str) -> None:
+        self.settings = settings
+        self.name = name
+        self.engine = db.make_engine(settings.db_url)
+        self.sessions = db.session_factory(self.engine)
+        self.store = Store(settings.data)
+        self.stop = threading.Event()
+        self._ctx = multiprocessing.get_context("fork")
+
+    def warm_up(self) -> None:
+        """Import the analysis code (and run it once on the bundled example) so each forked job starts warm."""
+        try:
+            from numdiff.examples import example_files
+            from numdiff.report import Analysis, render_html
+
+            ex = example_files()
+            render_html(Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer))
+        except Exception:  # noqa: BLE001 - warming up is an optimisation only
+            pass
+
+    def run_forever(self, poll_s: float = 0.2) -> None:
+        while not self.stop.is_set():
+            with self.sessions() as s:
+                claimed = claim(s, self.name, self.settings.lease_s)
+            if claimed is None:
+                self.stop.wait(poll_s)
+                continue
+            self.run_job(*claimed)
+
+    def _still_mine(self, s: Any, job_id: int, attempt: int) -> Any:
+        return and_(db.Job.id == job_id, db.Job.attempts == attempt, db.Job.worker == self.name,
+                    db.Job.status == db.RUNNING)
+
+    def _finish(self, job_id: int, attempt: int, run_id: int, status: str, reason: str | None,
+                analysis: str | None = None, report: str | None = None, elapsed_ms: int | None = None) -> None:
+        with self.sessions() as s:
+            res = s.execute(update(db.Job).where(self._still_mine(s, job_id, attempt))
+                            .values(status=status, reason=reason, lease_until=None, elapsed_ms=elapsed_ms))
+            if res.rowcount != 1:  # the lease was lost and someone else has the job now
+                s.rollback()
+                return
+            s.execute(update(db.Run).where(db.Run.id == run_id)
+                      .values(status=status, reason=reason, analysis_sha256=analysis, report_sha256=report,
+                              finished=db.now()))
+            s.commit()
+
+    def run_job(self, job_id: int, attempt: int) -> None:
+        with self.sessions() as s:
+            job = s.get(db.Job, job_id)
+            run = s.get(db.Run, job.run_id) if job is not None else None
+            model = s.get(db.ModelRow, run.model_id) if run is not None else None
+        if job is None or run is None or model is None:
+            return
+        if attempt > self.settings.max_attempts:
+            self._finish(job_id, attempt, run.id, db.FAILED,
+                         f"the analysis was started {attempt - 1} times and its worker died each time "
+                         "(killed, or out of memory); giving up")
+            return
+        with self.sessions() as s:
+            s.execute(update(db.Run).where(db.Run.id == run.id).values(status=db.RUNNING))
+            s.commit()
+        paths = {"etdump": str(self.store.path(run.etdump_sha256)), "etrecord": str(self.store.path(run.etrecord_sha256)),
+                 "debug_buffer": None if run.debug_buffer_sha256 is None else str(self.store.path(run.debug_buffer_sha256))}
+        labels = {str(k): str(v) for k, v in (run.labels or {}).items()}
+        labels.setdefault("model", model.name)
+        out = Path(tempfile.mkdtemp(prefix=f"job{job_id}-", dir=self.store.tmp))
+        started = time.monotonic()
+        try:
+            proc = self._ctx.Process(target=_child, args=(paths, labels, str(out), self.settings.job_memory_bytes),
+                                     daemon=True)
+            proc.start()
+            status, reason = self._supervise(proc, out, job_id, attempt, started)
+            elapsed = int((time.monotonic() - started) * 1000)
+            if status == "lost" or status == "stopped":
+                return
+            if status == db.DONE:
+                analysis = self.store.put_file(out / "analysis.json")
+                report = self.store.put_file(out / "report.html")
+                self._finish(job_id, attempt, run.id, db.DONE, None, analysis, report, elapsed)
+            else:
+                self._finish(job_id, attempt, run.id, db.FAILED, reason, elapsed_ms=elapsed)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def _supervise(self, proc: Any, out: Path, job_id: int, attempt: int, started: float) -> tuple[str, str | None]:
+        beat = max(self.settings.lease_s / 3.0, 0.1)
+        while True:
+            proc.join(timeout=min(beat, 0.5))
+            if proc.exitcode is not None:
+                break
+            if self.stop.is_set():  # shutting down: give the job back for the next worker
+                proc.kill()
+                proc.join()
+                with self.sessions() as s:
+                    s.execute(update(db.Job).where(self._still_mine(s, job_id, attempt))
+                              .values(status=db.QUEUED, worker=None, lease_until=None, attempts=attempt - 1))
+                    s.commit()
+                return "stopped", None
+            if time.monotonic() - started > self.settings.job_timeout_s:
+                proc.kill()
+                proc.join()
+                return db.FAILED, (f"the analysis took longer than the job time limit of "
+                                   f"{self.settings.job_timeout_s:g} s (NUMDIFF_SERVICE_JOB_TIMEOUT_S)")
+            with self.sessions() as s:
+                res = s.execute(update(db.Job).where(self._still_mine(s, job_id, attempt))
+                                .values(lease_until=db.now() + datetime.timedelta(seconds=self.settings.lease_s)))
+                s.commit()
+            if res.rowcount != 1:
+                proc.kill()
+                proc.join()
+                return "lost", None
+        reason_file = out / "reason.txt"
+        reason = reason_file.read_text(errors="replace")[:4000] if reason_file.exists() else None
+        if proc.exitcode == _CHILD_OK:
+            return db.DONE, None
+        if proc.exitcode < 0:
+            return db.FAILED, reason or (f"the analysis process was killed by signal {-proc.exitcode} "
+                                         f"(out of memory? limit {self.settings.job_memory_bytes >> 20} MiB)")
+        return db.FAILED, reason or f"the analysis process exited with status {proc.exitcode}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m numdiff.service.jobs", description="a numdiff service worker")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--db", default=None)
+    parser.add_argument("--name", default=f"worker-{os.getpid()}")
+    args = parser.parse_args(argv)
+    settings = Settings.create(args.data, args.db)
+    worker = Worker(settings, f"{args.name}-{os.getpid()}")
+
+    def _stop(_sig: int, _frame: Any) -> None:
+        worker.stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    worker.warm_up()
+    worker.run_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

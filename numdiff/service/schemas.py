@@ -1,0 +1,98 @@
+"""Pydantic models of every request and response of the REST API (``/docs`` shows them)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["CompareRequest", "CompareResult", "GapRecord", "ModelOut", "ProjectOut", "RunList", "RunOut",
+           "RunResult", "BaselineRequest"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+
+
+class ProjectOut(_Out):
+    name: str
+    models: int
+    runs: int
+
+
+class ModelOut(_Out):
+    name: str
+    runs: int
+    baseline_run: int | None = None
+
+
+class RunOut(_Out):
+    """A run and its analysis job's state. ``status``: queued, running, done or failed (``reason`` says why)."""
+
+    id: int
+    model: str
+    status: str
+    reason: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    created: datetime.datetime
+    finished: datetime.datetime | None = None
+    attempts: int = 0
+    artifacts: dict[str, str | None] = Field(default_factory=dict, description="role -> SHA-256 of the upload")
+
+
+class RunList(_Out):
+    runs: list[RunOut]
+
+
+class GapRecord(_Out):
+    """One row of the SNR gap, with the columns of ``calculate_numeric_gap``'s DataFrame.
+
+    The intermediate outputs are summaries of the tensors (dtype, shapes, min/max/mean/std), not
+    the values; the full values stay in the run's files.
+    """
+
+    aot_ops: list[str]
+    aot_intermediate_output: dict[str, Any] | None = None
+    runtime_ops: list[str]
+    runtime_intermediate_output: dict[str, Any] | None = None
+    gap: list[float]
+    aot_debug_handle: list[int] = Field(default_factory=list)
+    matched: bool = True
+    match: str | None = None
+
+
+class RunResult(RunOut):
+    """A run with its results once ``status`` is done: the SNR gap rows and the culprit rows."""
+
+    gap: list[GapRecord] | None = None
+    gap_unavailable: str | None = None
+    culprits: list[dict[str, Any]] | None = None
+    culprits_unavailable: str | None = None
+
+
+class CompareRequest(BaseModel):
+    """Compare ``new_run`` with ``base_run``, or with its model's baseline when ``base_run`` is omitted."""
+
+    model_config = ConfigDict(extra="forbid")
+    new_run: int
+    base_run: int | None = None
+    max_snr_drop_db: float = Field(default=3.0, ge=0)
+    max_latency_increase_pct: float = Field(default=10.0, ge=0)
+    min_latency_increase_us: float = Field(default=5.0, ge=0)
+    snr_cap_db: float = Field(default=140.0, ge=0)
+
+
+class CompareResult(_Out):
+    """``passed`` is the CI gate; ``diff`` is ``numdiff diff --format json``'s document."""
+
+    passed: bool
+    base_run: int
+    new_run: int
+    regressions: int
+    diff: dict[str, Any]
+
+
+class BaselineRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: int

@@ -1,0 +1,104 @@
+"""Run the service: migrate the schema, start the worker processes, serve HTTP until SIGTERM/SIGINT.
+
+The web server (uvicorn, in this process) and the workers (``python -m numdiff.service.jobs``,
+child processes) share only the database and the store. A worker that dies is started again
+within a second; on SIGTERM/SIGINT uvicorn stops taking requests, the workers give their running
+jobs back to the queue, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from numdiff.service.settings import Settings
+
+__all__ = ["prepare", "serve"]
+
+
+def prepare(settings: Settings) -> None:
+    """Create or upgrade the schema and remove uploads a crash left half-written."""
+    from numdiff.service import db
+    from numdiff.service.store import Store
+
+    engine = db.make_engine(settings.db_url)
+    try:
+        db.migrate(engine)
+    finally:
+        engine.dispose()
+    Store(settings.data).clean_tmp()
+
+
+class _Workers:
+    def __init__(self, settings: Settings, count: int) -> None:
+        self.settings = settings
+        self.count = count
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * count
+        self.stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="numdiff-workers", daemon=True)
+
+    def _start(self, i: int) -> None:
+        cmd = [sys.executable, "-m", "numdiff.service.jobs", "--data", str(self.settings.data),
+               "--db", self.settings.db_url, "--name", f"w{i}"]
+        self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+
+    def start(self) -> None:
+        for i in range(self.count):
+            self._start(i)
+        self._write_pids()
+        self._thread.start()
+
+    def _write_pids(self) -> None:
+        """``DATA/workers.pid``: the worker processes' ids, one a line (for operators and the fault tests)."""
+        path = self.settings.data / "workers.pid"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(f"{p.pid}\n" for p in self.procs if p is not None))
+        os.replace(tmp, path)
+
+    def _watch(self) -> None:
+        while not self.stopping.wait(1.0):
+            changed = False
+            for i, p in enumerate(self.procs):
+                if p is not None and p.poll() is not None and not self.stopping.is_set():
+                    print(f"numdiff serve: worker {p.pid} exited with {p.returncode}; starting another",
+                          file=sys.stderr, flush=True)
+                    self._start(i)
+                    changed = True
+            if changed:
+                self._write_pids()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self.stopping.set()
+        for p in self.procs:
+            if p is not None and p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def serve(settings: Settings, host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    from numdiff.service.app import create_app
+
+    prepare(settings)
+    pool = _Workers(settings, workers)
+    pool.start()
+    try:
+        config: Any = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning",
+                                     timeout_graceful_shutdown=10, limit_concurrency=2000, backlog=2048)
+        server = uvicorn.Server(config)
+        print(f"numdiff serve: http://{host}:{port}/ui (API docs at /docs), data in {settings.data}, "
+              f"{workers} worker(s)", file=sys.stderr, flush=True)
+        server.run()
+    finally:
+        pool.stop()

@@ -1,0 +1,64 @@
+"""Settings of one service instance: where data lives, the database, limits on uploads and jobs.
+
+Every limit has a documented default and an environment variable (read at start-up):
+
+=============================================  =========================  =========
+variable                                       meaning                    default
+=============================================  =========================  =========
+``NUMDIFF_SERVICE_MAX_UPLOAD_MB``              largest file of an upload  1024
+``NUMDIFF_SERVICE_JOB_MEMORY_MB``              address space of a job     8192
+``NUMDIFF_SERVICE_JOB_TIMEOUT_S``              wall time of a job         600
+``NUMDIFF_SERVICE_LEASE_S``                    a worker's lease on a job  30
+``NUMDIFF_SERVICE_MAX_ATTEMPTS``               tries before a job fails   3
+=============================================  =========================  =========
+
+A worker renews its lease every third of ``LEASE_S``; a job whose worker died (lease run out) is
+picked up again by another worker, up to ``MAX_ATTEMPTS`` times.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from numdiff.errors import UsageError
+
+__all__ = ["Settings"]
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not a number\nSet it to a number such as {default:g}, or unset it.") from None
+    if not value > 0:
+        raise UsageError(f"{name}={raw!r} must be greater than 0\nSet it to a number such as {default:g}, or unset it.")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data: Path
+    db_url: str
+    max_upload_bytes: int
+    job_memory_bytes: int
+    job_timeout_s: float
+    lease_s: float
+    max_attempts: int
+
+    @classmethod
+    def create(cls, data: str | os.PathLike[str], db_url: str | None = None) -> Settings:
+        from numdiff.service.db import default_url
+
+        root = Path(data).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(data=root, db_url=db_url or default_url(root),
+                   max_upload_bytes=int(_env_float("NUMDIFF_SERVICE_MAX_UPLOAD_MB", 1024) * (1 << 20)),
+                   job_memory_bytes=int(_env_float("NUMDIFF_SERVICE_JOB_MEMORY_MB", 8192) * (1 << 20)),
+                   job_timeout_s=_env_float("NUMDIFF_SERVICE_JOB_TIMEOUT_S", 600),
+                   lease_s=_env_float("NUMDIFF_SERVICE_LEASE_S", 30),
+                   max_attempts=int(_env_float("NUMDIFF_SERVICE_MAX_ATTEMPTS", 3)))

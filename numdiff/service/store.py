@@ -1,0 +1,126 @@
+"""Content-addressed artifact store: ``DATA/objects/ab/cdef...`` named by the bytes' SHA-256.
+
+A blob is written to a temporary file in the store's own ``tmp`` directory, flushed and fsynced,
+then moved into place with ``os.replace`` (atomic on one file system), so a blob is either
+absent or complete; a crash leaves at most an orphan temporary file, removed at start-up.
+Identical bytes are stored once (an ETRecord uploaded for many runs takes its space once).
+Names users give to files are never used as paths: only hashes are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["BlobWriter", "Store", "TooLarge"]
+
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+CHUNK = 1 << 20
+
+
+class TooLarge(Exception):
+    """A blob grew past its size limit while being written (the temporary file is removed)."""
+
+
+class BlobWriter:
+    """Write one blob in chunks: ``write`` as the bytes arrive, then ``commit`` (or ``abort``)."""
+
+    def __init__(self, store: Store, limit: int) -> None:
+        self._store = store
+        self._limit = limit
+        fd, name = tempfile.mkstemp(dir=store.tmp, prefix="upload-")
+        self._file: BinaryIO = os.fdopen(fd, "wb")
+        self._path = Path(name)
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self._limit:
+            self.abort()
+            raise TooLarge(f"larger than the limit of {self._limit} bytes")
+        self._hash.update(chunk)
+        self._file.write(chunk)
+
+    def commit(self) -> str:
+        """Make the blob visible under its hash and return the hash."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        digest = self._hash.hexdigest()
+        target = self._store.path(digest)
+        if target.exists():  # dedupe: same bytes, same name
+            self._path.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self._path, target)
+            self._store.sync_dir(target.parent)
+        return digest
+
+    def abort(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+        self._path.unlink(missing_ok=True)
+
+
+class Store:
+    """The blob store under ``root`` (``objects/`` and ``tmp/``)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.objects = self.root / "objects"
+        self.tmp = self.root / "tmp"
+        self.objects.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    def path(self, digest: str) -> Path:
+        if not _HEX.match(digest):
+            raise ValueError(f"not a SHA-256 hex digest: {digest!r}")
+        return self.objects / digest[:2] / digest[2:]
+
+    def exists(self, digest: str) -> bool:
+        return self.path(digest).is_file()
+
+    def writer(self, limit: int) -> BlobWriter:
+        return BlobWriter(self, limit)
+
+    def put_bytes(self, data: bytes) -> str:
+        w = self.writer(len(data))
+        w.write(data)
+        return w.commit()
+
+    def put_file(self, path: str | os.PathLike[str], limit: int = 1 << 62) -> str:
+        w = self.writer(limit)
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                w.write(chunk)
+        return w.commit()
+
+    def read_bytes(self, digest: str) -> bytes:
+        return self.path(digest).read_bytes()
+
+    def clean_tmp(self, older_than_s: float = 0.0) -> int:
+        """Remove temporary files left by a crash (uploads that never committed); returns how many."""
+        import time
+
+        removed = 0
+        for p in self.tmp.iterdir():
+            try:
+                if time.time() - p.stat().st_mtime >= older_than_s:
+                    p.unlink() if p.is_file() else None
+                    removed += 1
+            except FileNotFoundError:
+                pass
+        return removed
+
+    @staticmethod
+    def sync_dir(path: Path) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
