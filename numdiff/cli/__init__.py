@@ -39,6 +39,11 @@ def _commands() -> dict[str, ModuleType]:
             "culprits": import_module("numdiff.cli.culprits"),
             "batch": import_module("numdiff.cli.batch"),
             "fleet": import_module("numdiff.cli.fleet"),
+            "serve": import_module("numdiff.cli.serve"),
+            "admin": import_module("numdiff.cli.admin"),
+            "submit": import_module("numdiff.cli.submit"),
+            "runs": import_module("numdiff.cli.runs"),
+            "fetch-report": import_module("numdiff.cli.fetch_report"),
             }
 
 
