@@ -40,11 +40,8 @@ BUILT = [n for n in NAMES if "build_error" not in expected(n)]
 REFERENCE_LOADS = [n for n in BUILT if "error" not in expected(n)["inspector"]]
 REFERENCE_FAILS = [n for n in BUILT if "error" in expected(n)["inspector"]]
 
-COND = "issue 8: an Edge graph with torch.cond does not load (higher-order op in nested subgraphs)"
-
 #: (fixture, what) -> the issue-8 item numdiff still gets wrong there.
 KNOWN: dict[tuple[str, str], str] = {
-    **{("real_cond", f"gap {g}/{m}"): COND for g in GRAPHS for m in ("L1", "MSE", "SNR")},
     ("real_llama_xnn", "fp32-snr-floor"): (
         "issue 8: XNNPACK multi-output delegate rows pair unrelated tensors (false alarm near -4 dB)"),
 }

@@ -236,8 +236,13 @@ def _from_graph_map(etrecord: ETRecordPrograms, name: str) -> tuple[str, Exporte
 
 
 def _runnable(program: Any, name: str) -> torch.fx.GraphModule:
+    from numdiff.schema._export_serde import BUILT_KEY
+    from numdiff.schema._runnable import runnable_module
+
     try:
-        module = program.module()
+        built = getattr(program, "graph_module", None) is not None and program.graph_module.meta.get(BUILT_KEY)
+        # Programs numdiff built: a module without module()'s unlifting (which imports torch._dynamo).
+        module = (runnable_module(program) if built else None) or program.module()
     except Exception as e:
         raise CaptureError(
             f"reference graph {name!r}: cannot build a runnable module ({type(e).__name__}: {e})\n"

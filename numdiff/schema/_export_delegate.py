@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,6 +30,7 @@ __all__ = [
     "DelegateCall",
     "LoweredModule",
     "UnrunnableOp",
+    "load_lowered_module",
 ]
 
 #: The op type name the reference shows for a delegate call node.
@@ -138,3 +142,34 @@ class UnrunnableOp:
 
     def __repr__(self) -> str:
         return f"UnrunnableOp({self.__name__!r})"
+
+
+def load_lowered_module(text: str, load: Callable[..., torch.export.ExportedProgram]) -> LoweredModule:
+    """A delegate's lowered module from the JSON text ExecuTorch writes as the call's first argument.
+
+    ``load`` loads the partition's original program (parsed JSON, state dict, constants, example inputs).
+    """
+    from numdiff.schema._graph_meta import ProgramLoadError
+
+    try:
+        data = json.loads(text)
+        backend_id = str(data["backend_id"])
+        processed = base64.b64decode(data["processed_bytes"])
+        specs = [(str(cs["key"]), base64.b64decode(cs["value"])) for cs in data.get("compile_specs", [])]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ProgramLoadError(f"delegate's lowered module is unreadable: {type(e).__name__}: {e}") from e
+    original = None
+    reason = None
+    if data.get("original_module") is not None:
+        try:
+            original = load(
+                data["original_module"],
+                base64.b64decode(data.get("original_state_dict") or ""),
+                base64.b64decode(data.get("original_constants") or ""),
+                b"",
+            )
+        except ProgramLoadError as e:
+            reason = f"its original program does not load: {e.problem}"
+    else:
+        reason = "the ETRecord stores no original program for it"
+    return LoweredModule(backend_id, processed, specs, original, data.get("named_data_store"), reason)
