@@ -410,18 +410,23 @@ class Inspector:
         return numeric_gap_report(self._gap_inputs(reference_graph, disable_debug_handle_validation, None), comparator)
 
     def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
-                      thresholds: Any = None) -> CulpritReport:
+                      thresholds: Any = None, *, float_program: Any = None,
+                      target_snr_db: float | None = None) -> CulpritReport:
         """Which op is wrong by itself: local error (replay on the runtime's inputs) vs accumulated.
 
         See :mod:`numdiff.culprits`. ``thresholds`` is a ``Thresholds`` or ``{op type: Thresholds
         or dict}``. Returns a ``CulpritReport`` (``.culprits``, ``.to_dataframe()``, ``str()``).
+        ``float_program`` (the float model's ``ExportedProgram`` or ETRecord path) adds
+        ``report.quantization``: layers ranked by quantization cost, with the layers to keep in
+        higher precision for ``target_snr_db`` (see :mod:`numdiff.culprits.quant_view`).
         """
         from numdiff.culprits import find_culprits
 
         events = [ev for block in self.event_blocks for ev in block.events]
         return find_culprits(self._etrecord, events, self._comparator(distance), reference_graph=reference_graph,
                              thresholds=thresholds, etdump_path=self._etdump_path,
-                             release=self._debug_buffer.release if self._debug_buffer is not None else None)
+                             release=self._debug_buffer.release if self._debug_buffer is not None else None,
+                             float_program=float_program, target_snr_db=target_snr_db)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator

@@ -11,6 +11,7 @@ exit status: 0 no culprit, 1 at least one culprit, 2 bad arguments, 3 bad or mis
 example:
   numdiff culprits --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin
   numdiff culprits ... --threshold softmax:expected=256 --format json
+  numdiff culprits ... --float-program float.etrecord --target-snr 30   (quantization view)
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", action="append", default=[], metavar="OP:FIELD=VALUE",
                    help="override a verdict limit in noise units for an op type ('default', 'quantized' or an "
                    "op such as softmax); FIELD is ok, expected or broken. Repeatable.")
+    d = parser.add_argument_group("deeper localization")
+    d.add_argument("--float-program", default=None, metavar="PATH",
+                   help="ETRecord of the float model: adds the quantization view (layers ranked by the error "
+                   "their quantization costs, and the layers to keep in higher precision)")
+    d.add_argument("--target-snr", type=float, default=None, metavar="DB",
+                   help="output SNR the keep-in-higher-precision suggestion aims for (default: 30)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 
@@ -78,7 +85,14 @@ def run(args: argparse.Namespace) -> int:
     thresholds = parse_thresholds(args.threshold)
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
-    report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds)
+    options: dict[str, Any] = {}
+    if args.float_program is not None:
+        options.update(float_program=args.float_program, target_snr_db=args.target_snr)
+    elif args.target_snr is not None:
+        raise UsageError("--target-snr needs --float-program (it sets the quantization view's target)")
+    report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
+                                     **options)
+    quant = None if report.quantization is None else report.quantization.to_dataframe()
     df = report.to_dataframe()
     if args.format == "table":
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
@@ -87,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
         shown = [[_cell(v) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
         print(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40))
         print()
+        if quant is not None:
+            cols = ["rank", "layer", "snr_db", "keep_in_float", "deployed_node", "note"]
+            shown = [[("keep" if v else "") if c == "keep_in_float" else _cell(v) for c, v in zip(cols, row)]
+                     for row in quant[cols].itertuples(index=False)]
+            print(tabulate(shown, headers=cols, tablefmt="simple", maxcolwidths=40))
+            print()
         print(report)
     elif args.format == "csv":
         out = df.drop(columns=["stack_traces"]).copy()
@@ -97,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
         records = [{k: jsonable(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
         json.dump({"metric": report.metric, "graph": report.graph_name,
                    "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
-                   "culprits": [r.index for r in report.culprits], "rows": records}, sys.stdout, indent=1)
+                   "culprits": [r.index for r in report.culprits], "rows": records,
+                   **({} if quant is None or report.quantization is None else {"quantization": {
+                       "target_snr_db": jsonable(report.quantization.target_snr_db),
+                       "estimated_snr_db": jsonable(report.quantization.estimated_snr_db),
+                       "suggested_keep": report.quantization.suggested_keep,
+                       "layers": [{k: jsonable(v) for k, v in r.items()} for r in quant.to_dict(orient="records")]}})},
+                  sys.stdout, indent=1)
         print()
     return 1 if report.culprits else 0

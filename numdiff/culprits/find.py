@@ -63,6 +63,8 @@ def find_culprits(
     disable_debug_handle_validation: bool = False,
     etdump_path: str | None = None,
     release: Callable[[Any], None] | None = None,
+    float_program: Any = None,
+    target_snr_db: float | None = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -76,6 +78,9 @@ def find_culprits(
         disable_debug_handle_validation: As in ``calculate_numeric_gap``.
         etdump_path: For messages.
         release: Called with each runtime output once its row is written.
+        float_program: The float model's ``ExportedProgram`` or ETRecord path: adds the
+            quantization view (``report.quantization``, see :mod:`numdiff.culprits.quant_view`).
+        target_snr_db: Output SNR the quantization view's keep-in-float suggestion aims for.
 
     Raises:
         MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
@@ -84,12 +89,19 @@ def find_culprits(
     from numdiff.culprits._runs import per_run_figures, run_count
 
     events = list(events)
+    quant = None
+    if float_program is not None:
+        from numdiff.culprits.quant_view import DEFAULT_TARGET_SNR_DB, load_float_program
+
+        quant = (load_float_program(float_program),
+                 DEFAULT_TARGET_SNR_DB if target_snr_db is None else float(target_snr_db))
 
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
                         etdump_path, release)
 
-    report = analyse(events)
+    report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
+                      etdump_path, release, quant)
     runs = run_count(events)
     if runs > 1:
         report = replace(report, runs=per_run_figures(events, runs, report, analyse))
@@ -98,8 +110,10 @@ def find_culprits(
 
 def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalComparatorBase,
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
-             etdump_path: str | None, release: Callable[[Any], None] | None) -> CulpritReport:
-    """One run's report (``events`` show that run's values)."""
+             etdump_path: str | None, release: Callable[[Any], None] | None,
+             quant: tuple[Any, float] | None = None) -> CulpritReport:
+    """One run's report (``events`` show that run's values); ``quant`` = (float program, target
+    SNR) also runs the quantization view in the same replay."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
@@ -126,15 +140,22 @@ def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalCompar
             plan.setdefault(keeper[handle], []).extend(items)
     scorer.plan, scorer.lineages = plan, lineage(graph_module.graph, set(plan))
     scorer.unreliable = unreliable
-    replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired,
-                               _logged_inputs(plan, scorer.lineages, inputs.runtime_outputs))
+    logged = _logged_inputs(plan, scorer.lineages, inputs.runtime_outputs)
+    replay: ReplayInterpreter
+    if quant is None:
+        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged)
+    else:
+        from numdiff.culprits.quant_view import QuantReplay
+
+        replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1])
     scorer.inputs_from_runtime = replay.inputs_from_runtime
     replay.run(*_as_args(etrecord))
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, HIGHER_IS_BETTER.get(type(comparator).__name__, False),
-                         inputs.notes + tuple(n.detail for n in notes))
+                         inputs.notes + tuple(n.detail for n in notes),
+                         quantization=getattr(replay, "view", lambda: None)())
 
 
 def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: AlignmentReport) -> dict[DebugHandle, list[_Planned]]:

@@ -12,6 +12,8 @@ from numdiff.culprits._noise import Verdict
 if TYPE_CHECKING:
     import pandas as pd
 
+    from numdiff.culprits.quant_view import QuantizationView
+
 __all__ = ["CulpritReport", "CulpritRow", "MatchRecord", "NonFinite", "RunFigures"]
 
 
@@ -146,6 +148,7 @@ class CulpritReport:
         higher_is_better: How to read the metric.
         notes: Remarks from capture and alignment.
         runs: Per-run figures when the runs logged different values (else empty).
+        quantization: The quantization view (``find_culprits(float_program=...)``), else None.
     """
 
     rows: tuple[CulpritRow, ...]
@@ -156,6 +159,7 @@ class CulpritReport:
     higher_is_better: bool = False
     notes: tuple[str, ...] = field(default=())
     runs: tuple[RunFigures, ...] = field(default=())
+    quantization: QuantizationView | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -273,6 +277,8 @@ class CulpritReport:
             lines.append(f"{len(self.runs)} runs logged different values; culprit rows per run: "
                          + "; ".join(f"run {f.run}: {list(f.culprits)}" for f in self.runs)
                          + (" (see per_run_dataframe())" if per_run else ""))
+        if self.quantization is not None:
+            lines.append(str(self.quantization))
         unmatched = sum(1 for m in self.matching if m.status == "unmatched")
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")

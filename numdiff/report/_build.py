@@ -24,6 +24,8 @@ from numdiff.report.models import (
     Histogram,
     ProfileBlock,
     ProfileSummary,
+    QuantizationSection,
+    QuantLayerModel,
     TensorStats,
 )
 
@@ -79,7 +81,7 @@ def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, 
 
 
 def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object],
-                   progress: Progress | None = None) -> Analysis:
+                   progress: Progress | None = None, culprit_options: Mapping[str, Any] | None = None) -> Analysis:
     from numdiff import __version__
 
     _step(progress, "hashing the artifacts", 0, 1)
@@ -95,7 +97,7 @@ def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Ma
         profile=profile_summary(inspector.event_blocks),
         gap=gap,
         gap_unavailable=unavailable,
-        culprits=_culprits(inspector) if gap is not None else CulpritSection(
+        culprits=_culprits(inspector, culprit_options or {}) if gap is not None else CulpritSection(
             available=False, reason="not available: no numerical gap (" + (unavailable or "") + ")"),
         notes=list(getattr(inspector, "notes", ())),
     )
@@ -265,7 +267,7 @@ def _value_stats(aot: Any, runtime: Any) -> tuple[TensorStats | None, TensorStat
 
 # --- culprits (issue 9; optional) ---------------------------------------------------------------
 
-def _culprits(inspector: Any) -> CulpritSection:
+def _culprits(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
     try:
         importlib.import_module("numdiff.culprits")
     except ImportError as e:
@@ -274,7 +276,8 @@ def _culprits(inspector: Any) -> CulpritSection:
     if finder is None:
         return CulpritSection(available=False, reason="not available: the Inspector has no find_culprits()")
     try:
-        frame = finder().to_dataframe()
+        report = finder(**options)
+        frame = report.to_dataframe()
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
     from numdiff.present.gap_table import user_frame
@@ -290,7 +293,19 @@ def _culprits(inspector: Any) -> CulpritSection:
             verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
             is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
             noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
-    return CulpritSection(available=True, rows=rows)
+    return CulpritSection(available=True, rows=rows, quantization=_quantization(getattr(report, "quantization", None)))
+
+
+def _quantization(view: Any) -> QuantizationSection | None:
+    """The saved form of a ``QuantizationView`` (None when there is none)."""
+    if view is None:
+        return None
+    return QuantizationSection(
+        target_snr_db=view.target_snr_db, estimated_snr_db=_num(view.estimated_snr_db),
+        suggested_snr_db=_num(view.suggested_snr_db), suggested_keep=list(view.suggested_keep),
+        layers=[QuantLayerModel(layer=r.layer, module_path=r.module_path, snr_db=_num(r.snr_db),
+                                keep_in_float=r.keep_in_float, from_runtime=r.from_runtime, note=r.note)
+                for r in view.layers])
 
 
 def _num(value: Any) -> float | None:

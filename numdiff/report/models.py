@@ -23,6 +23,8 @@ __all__ = [
     "ArtifactInfo",
     "CulpritRow",
     "CulpritSection",
+    "QuantLayerModel",
+    "QuantizationSection",
     "EventStats",
     "GapRowModel",
     "GapSection",
@@ -34,7 +36,7 @@ __all__ = [
 
 #: Version of the file layout this numdiff writes. Older versions are migrated on load
 #: (``numdiff.report.storage.MIGRATIONS``); newer ones are refused.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class _Model(BaseModel):
@@ -160,12 +162,34 @@ class CulpritRow(_Model):
     source_line: str | None = None
 
 
+class QuantLayerModel(_Model):
+    """One layer of the quantization view (``find_culprits(float_program=...)``)."""
+
+    layer: str = Field(description="module path / op type (#occurrence), matched between the two graphs")
+    module_path: str = ""
+    snr_db: float | None = Field(default=None, description="deployed output vs the float op on the same inputs")
+    keep_in_float: bool = False
+    from_runtime: bool = False
+    note: str | None = None
+
+
+class QuantizationSection(_Model):
+    """Layers ranked by quantization cost (costliest first) and the keep-in-float suggestion."""
+
+    target_snr_db: float
+    estimated_snr_db: float | None = None
+    suggested_snr_db: float | None = None
+    layers: list[QuantLayerModel] = Field(default_factory=list)
+    suggested_keep: list[str] = Field(default_factory=list)
+
+
 class CulpritSection(_Model):
-    """Culprit rows, or why there are none."""
+    """Culprit rows, or why there are none (format 2: the optional quantization view)."""
 
     available: bool
     reason: str | None = None
     rows: list[CulpritRow] = Field(default_factory=list)
+    quantization: QuantizationSection | None = None
 
 
 class Analysis(_Model):
@@ -187,17 +211,19 @@ class Analysis(_Model):
 
     @classmethod
     def from_inspector(cls, inspector: object, labels: dict[str, str] | None = None, *,
-                       artifact_paths: dict[str, object] | None = None) -> Analysis:
+                       artifact_paths: dict[str, object] | None = None,
+                       culprit_options: dict[str, Any] | None = None) -> Analysis:
         """Analyse an ``Inspector``: profile, gap (SNR, MSE, L1) when possible, culprits when available.
 
         Args:
             inspector: A ``numdiff.Inspector``.
             labels: Free-form ``{key: value}`` to remember (device, build, model ...).
             artifact_paths: ``{"etdump"|"etrecord"|"debug_buffer": path}`` to hash into the file.
+            culprit_options: Keyword arguments of ``find_culprits`` (e.g. ``float_program``).
         """
         from numdiff.report._build import build_analysis
 
-        return build_analysis(inspector, labels or {}, artifact_paths or {})
+        return build_analysis(inspector, labels or {}, artifact_paths or {}, culprit_options=culprit_options)
 
     @classmethod
     def from_files(cls, etdump: object, etrecord: object = None, debug_buffer: object = None,

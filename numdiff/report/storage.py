@@ -24,9 +24,15 @@ __all__ = ["MIGRATIONS", "load_analysis", "migrate", "save_analysis"]
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: ``{v: function turning a version-v object into a version v+1 object}``. Empty while the
-#: layout is still at version 1.
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 adds the optional ``culprits.quantization`` (absent in version 1: nothing to fill)."""
+    return {**data, "format_version": 2}
+
+
+#: ``{v: function turning a version-v object into a version v+1 object}``.
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
 def save_analysis(analysis: Analysis, path: object) -> None:
