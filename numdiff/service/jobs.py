@@ -64,11 +64,12 @@ def _limit_memory(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send ``sig`` to this process when its parent dies (no effect elsewhere)."""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(sig))  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
@@ -127,7 +128,10 @@ class Worker:
             pass
 
     def run_forever(self, poll_s: float = 0.2) -> None:
+        parent = os.getppid()
         while not self.stop.is_set():
+            if os.getppid() != parent:  # the server died: stop (its restart starts new workers)
+                break
             with self.sessions() as s:
                 claimed = claim(s, self.name, self.settings.lease_s)
             if claimed is None:
@@ -241,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    worker.warm_up()
+    _die_with_parent(signal.SIGTERM)
+    if os.environ.get("NUMDIFF_SERVICE_WARM_UP", "1") != "0":
+        worker.warm_up()
     worker.run_forever()
     return 0
 

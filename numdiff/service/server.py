@@ -86,7 +86,18 @@ class _Workers:
 
 
 def serve(settings: Settings, host: str, port: int, workers: int) -> None:
+    import signal
+
     import uvicorn
+
+    class _Server(uvicorn.Server):
+        """uvicorn re-raises SIGTERM after its shutdown, which would skip stopping the workers: don't."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
 
     from numdiff.service.app import create_app
 
@@ -96,7 +107,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     try:
         config: Any = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning",
                                      timeout_graceful_shutdown=10, limit_concurrency=2000, backlog=2048)
-        server = uvicorn.Server(config)
+        server = _Server(config)
         print(f"numdiff serve: http://{host}:{port}/ui (API docs at /docs), data in {settings.data}, "
               f"{workers} worker(s)", file=sys.stderr, flush=True)
         server.run()
