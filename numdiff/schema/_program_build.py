@@ -17,13 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import sympy  # type: ignore[import-untyped]
 import torch
 from torch.export import graph_signature as gs
 from torch.export.exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from torch.utils._pytree import treespec_loads
-from torch.utils._sympy.numbers import int_oo
-from torch.utils._sympy.value_ranges import ValueRanges
 
 from torch._export.verifier import Verifier
 
@@ -118,6 +115,8 @@ def signature(signature_json: Any, names: ProgramNames) -> gs.ExportGraphSignatu
 
 
 def _bound(value: Any, infinite: Any) -> Any:
+    import sympy  # type: ignore[import-untyped]  # only for programs with shape symbols (seconds to import)
+
     if value is None:
         return infinite
     if not isinstance(value, int) or isinstance(value, bool):
@@ -127,10 +126,17 @@ def _bound(value: Any, infinite: Any) -> Any:
     return sympy.Integer(value)
 
 
-def range_constraints(program: dict[str, Any]) -> dict[sympy.Symbol, ValueRanges]:  # type: ignore[type-arg]
-    """Shape symbols (names checked by the guard) with their bounds."""
-    out: dict[sympy.Symbol, ValueRanges] = {}  # type: ignore[type-arg]
-    for symbol, bounds in (program.get("range_constraints") or {}).items():
+def range_constraints(program: dict[str, Any]) -> dict[Any, Any]:
+    """Shape symbols (names checked by the guard) with their bounds (``sympy.Symbol`` → ``ValueRanges``)."""
+    constraints = program.get("range_constraints") or {}
+    if not constraints:
+        return {}
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    out: dict[Any, Any] = {}
+    for symbol, bounds in constraints.items():
         if not isinstance(bounds, dict):
             raise ProgramLoadError(f"range constraint for {symbol!r} is not a JSON object")
         low, high = _bound(bounds.get("min_val"), -int_oo), _bound(bounds.get("max_val"), int_oo)
