@@ -1,0 +1,210 @@
+"""Load test of the numdiff service on loopback: concurrent uploads and status/result requests.
+
+    python benchmarks/service_load.py                       # 200 uploads, 1,000 requests, SQLite
+    python benchmarks/service_load.py --db postgresql://...  # the same against PostgreSQL
+    python benchmarks/service_load.py --uploads 40 --requests 200 --workers 2
+
+Starts ``numdiff serve`` on a free 127.0.0.1 port with a fresh data directory, creates a token,
+then (1) measures one run end to end and the library alone (``Analysis.from_files`` +
+``render_html`` in this process, warm) to show what the service adds; (2) fires ``--uploads``
+uploads of the bundled example at once (``--concurrency`` threads) while ``--requests``
+status/result requests run alongside; (3) waits (bounded by ``--timeout``) until every run is
+analysed, and checks every stored analysis: status done, SNR rows and culprit ops equal to the
+library's. Prints p50/p99 latency per request kind, request throughput, analyses per minute.
+Stops by itself; exits 1 if any analysis is missing or wrong, or the deadline passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def _snr_rows(rows: list[Any]) -> list[tuple[Any, ...]]:
+    return [(tuple(r["aot_ops"]), tuple(r["runtime_ops"]), tuple(repr(float(v)) for v in r["gap"])) for r in rows]
+
+
+def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int, timeout: float) -> dict[str, Any]:
+    """Fire the load at a running server; returns figures and the list of problems found (empty when all is well)."""
+    import httpx
+
+    from numdiff.client import Client
+    from numdiff.examples import example_files
+    from numdiff.report import Analysis
+
+    ex = example_files()
+    ref = Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer)
+    assert ref.gap is not None
+    expected_rows = [(tuple(r.aot_ops), tuple(r.runtime_ops), tuple(repr(float(v)) for v in r.snr)) for r in ref.gap.rows]
+    expected_culprits = [tuple(r.aot_ops) for r in ref.culprits.rows]
+
+    lat: dict[str, list[float]] = {"upload": [], "status": [], "result": []}
+    lock = threading.Lock()
+    ids: list[int] = []
+    problems: list[str] = []
+    local = threading.local()
+
+    def client() -> Client:
+        if not hasattr(local, "c"):
+            local.c = Client(url, token, timeout=120)
+        c: Client = local.c
+        return c
+
+    def upload(i: int) -> None:
+        t = time.perf_counter()
+        try:
+            run = client().submit("load", ex.etrecord, ex.etdump, ex.debug_buffer, {"device": f"dev{i % 8}", "i": str(i)})
+        except Exception as e:  # noqa: BLE001 - a benchmark records failures instead of stopping
+            with lock:
+                problems.append(f"upload {i}: {type(e).__name__}: {e}")
+            return
+        with lock:
+            lat["upload"].append(time.perf_counter() - t)
+            ids.append(int(run["id"]))
+
+    def status(j: int) -> None:
+        with lock:
+            known = list(ids)
+        kind = "result" if j % 4 == 3 else "status"
+        t = time.perf_counter()
+        try:
+            if not known:
+                client().runs(model="load", limit=20)
+            elif kind == "status":
+                client().run(known[j % len(known)])
+            else:
+                client().result(known[j % len(known)])
+        except Exception as e:  # noqa: BLE001
+            with lock:
+                problems.append(f"request {j}: {type(e).__name__}: {e}")
+            return
+        with lock:
+            lat[kind].append(time.perf_counter() - t)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(upload, i) for i in range(uploads)]
+        futures += [pool.submit(status, j) for j in range(requests)]
+        for f in futures:
+            f.result()
+    requests_done = time.perf_counter()
+
+    deadline = time.monotonic() + timeout
+    pending = set(ids)
+    with Client(url, token) as c:
+        while pending and time.monotonic() < deadline:
+            for rid in list(pending):
+                if c.run(rid)["status"] in ("done", "failed"):
+                    pending.discard(rid)
+            if pending:
+                time.sleep(0.5)
+        analysed = time.perf_counter()
+        if pending:
+            problems.append(f"{len(pending)} run(s) not analysed within {timeout:g} s: {sorted(pending)[:10]}")
+        for rid in sorted(set(ids) - pending):
+            res = c.result(rid)
+            if res["status"] != "done":
+                problems.append(f"run {rid}: {res['status']}: {res.get('reason')}")
+                continue
+            if _snr_rows(res["gap"] or []) != expected_rows:
+                problems.append(f"run {rid}: SNR rows differ from the library's")
+            if [tuple(r["aot_ops"]) for r in res["culprits"] or []] != expected_culprits:
+                problems.append(f"run {rid}: culprit rows differ from the library's")
+            saved = c.analysis(rid)
+            if saved["labels"].get("i") is None or res["labels"]["i"] != saved["labels"]["i"]:
+                problems.append(f"run {rid}: the stored analysis is not this run's")
+        r = httpx.get(url + "/healthz", timeout=10)
+        if r.status_code != 200:
+            problems.append(f"/healthz answered {r.status_code} after the load")
+    n_requests = sum(len(v) for v in lat.values())
+    figures: dict[str, Any] = {
+        "uploads": uploads, "uploads_ok": len(ids), "requests": requests,
+        "latency_ms": {k: {"p50": 1000 * _pct(v, 50), "p99": 1000 * _pct(v, 99), "n": len(v)} for k, v in lat.items()},
+        "request_throughput_per_s": n_requests / max(requests_done - started, 1e-9),
+        "analyses_per_min": 60 * len(set(ids) - pending) / max(analysed - started, 1e-9),
+        "wall_s": analysed - started, "problems": problems,
+    }
+    return figures
+
+
+def overhead(url: str, token: str, repeat: int = 3) -> dict[str, float]:
+    """Median seconds per run: the library alone (warm, in this process) vs one run through the idle service."""
+    from numdiff.client import Client
+    from numdiff.examples import example_files
+    from numdiff.report import Analysis, render_html
+
+    ex = example_files()
+    render_html(Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer))  # warm
+    lib, svc, job = [], [], []
+    with Client(url, token) as c:
+        for _ in range(repeat):
+            t = time.perf_counter()
+            render_html(Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer))
+            lib.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            run = c.wait(c.submit("overhead", ex.etrecord, ex.etdump, ex.debug_buffer)["id"], poll=0.05)
+            svc.append(time.perf_counter() - t)
+            job.append((run["finished"], run["created"]))
+    return {"library_s": statistics.median(lib), "service_end_to_end_s": statistics.median(svc),
+            "added_s": statistics.median(svc) - statistics.median(lib)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uploads", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=200, help="client threads (default 200)")
+    parser.add_argument("--workers", type=int, default=2, help="analysis workers of the server (default 2)")
+    parser.add_argument("--db", default=None, help="database URL (default: SQLite in a fresh data directory)")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for all analyses (default 1800)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+
+    from tests.service._server import running
+
+    with tempfile.TemporaryDirectory(prefix="numdiff-load-") as tmp, \
+            running(Path(tmp) / "data", args.db, workers=args.workers, NUMDIFF_SERVICE_MAX_UPLOAD_MB="64") as server:
+        token = server.token("load")
+        over = overhead(server.url, token)
+        figures = run_load(server.url, token, args.uploads, args.requests, args.concurrency, args.timeout)
+        figures["overhead"] = over
+    if args.json:
+        print(json.dumps(figures, indent=1))
+    else:
+        print(f"service load on {os.cpu_count()} CPUs, {args.workers} workers, "
+              f"{'PostgreSQL' if args.db else 'SQLite'}: {figures['uploads_ok']}/{args.uploads} uploads, "
+              f"{args.requests} status/result requests, {args.concurrency} client threads")
+        for kind, f in figures["latency_ms"].items():
+            print(f"  {kind:7s} p50 {f['p50']:8.1f} ms   p99 {f['p99']:8.1f} ms   (n={f['n']})")
+        print(f"  request throughput {figures['request_throughput_per_s']:.1f} req/s; "
+              f"analyses {figures['analyses_per_min']:.1f} per minute; all done in {figures['wall_s']:.1f} s")
+        print(f"  one run: library alone {over['library_s']:.2f} s, through the service {over['service_end_to_end_s']:.2f} s "
+              f"(+{over['added_s']:.2f} s: upload, queue, fork, store, polling)")
+        for p in figures["problems"][:20]:
+            print("  PROBLEM:", p)
+        print("OK: every analysis stored and correct" if not figures["problems"] else "FAILED")
+    return 0 if not figures["problems"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
