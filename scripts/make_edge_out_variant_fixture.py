@@ -4,7 +4,7 @@ Dev script for the oracle virtualenv (ExecuTorch 1.5.1), never run by tests::
 
     /root/.cache/numdiff-oracle/bin/python scripts/make_edge_out_variant_fixture.py
 
-Writes ``tests/fixtures/edge_out_variant/etrecord.bin`` and ``expected.json``: what the
+Writes ``tests/fixtures/edge_out_variant/etrecord.bin`` and ``edge_loader_expected.json``: what the
 reference's ``parse_etrecord`` returns for the Edge program (node names, ops, targets' names,
 argument layout, debug handles) and its output on a fixed input, plus whether a target equals
 ExecuTorch's Edge op object. ``tests/schema/test_edge_loader.py`` compares numdiff with it.
@@ -68,7 +68,7 @@ def main() -> None:
         "out_target_equals_edge_sin": bool(sin_node.target == exir_ops.edge.aten.sin.default),
         "dialect": ep.dialect,
     }
-    (OUT / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    (OUT / "edge_loader_expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     print("wrote", path, path.stat().st_size, "bytes")
 
 

@@ -44,7 +44,7 @@ def _load(entries: dict[str, bytes], program: dict[str, Any] | None = None) -> t
 
 
 def test_out_variant_program_loads_as_the_reference_returns_it() -> None:
-    expected = json.loads((OUT_VARIANT / "expected.json").read_text())
+    expected = json.loads((OUT_VARIANT / "edge_loader_expected.json").read_text())
     ep = parse_etrecord(OUT_VARIANT / "etrecord.bin").edge_dialect_program
     assert isinstance(ep, torch.export.ExportedProgram)
     got = [
