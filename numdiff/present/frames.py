@@ -66,7 +66,19 @@ def events_dataframe(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> 
 
 
 def block_dataframe(block: EventBlock, include_units: bool, include_delegate_debug_data: bool) -> pd.DataFrame:
+    """The block's frame; computed on its columns while its events were not made (no ``Event`` records)."""
     units = f" ({block.target_time_scale.value})" if include_units else ""
+    cols = block.columns()
+    data = None
+    if cols is not None and len(cols) and not (include_delegate_debug_data and (cols.metadata or cols.parser)):
+        from numdiff.present._frames_columnar import columnar_rows
+
+        data = columnar_rows(cols, units)
+    if data is not None:
+        df = pd.DataFrame({name: _column(cells) for name, cells in data.items()}, columns=list(data))
+        n = len(cols)
+        df.insert(0, "event_block_name", np.asarray([block.name] * n), allow_duplicates=True)
+        return df
     rows = [e.asdict(_units=units) for e in block.events]
     columns = list(rows[0]) if rows else list(_empty_row(units))
     df = events_dataframe(rows, columns)

@@ -28,8 +28,8 @@ import numpy.typing as npt
 
 from numdiff._types import ProgramOutput
 from numdiff.errors import ETDumpError
-from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, EventBlock
-from numdiff.profile.perf import PerfData
+from numdiff.profile._columns import BlockColumns, SlotDebug, materialise
+from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
 from numdiff.profile.timescale import TimeScale, time_scale_factor
 from numdiff.schema.debug_buffer import DebugBuffer, inflate_value
 from numdiff.schema.etdump import ETDump, EventColumns, EventKind, RunData, Tensor, Value, read_value
@@ -178,60 +178,82 @@ def build_event_blocks(
 
 
 def _block(dump: ETDump, group: _Group, opts: _Options) -> EventBlock:
-    first_run, first = group.members[0]
-    factor = time_scale_factor(opts.source, opts.target)
-    rows = np.stack([s.profile_rows for _, s in group.members])  # runs x slots
-    safe = np.maximum(rows, 0)
-    starts = np.stack([r.columns.start_time[safe[i]] for i, (r, _) in enumerate(group.members)])
-    ends = np.stack([r.columns.end_time[safe[i]] for i, (r, _) in enumerate(group.members)])
-    events = []
-    for j, (instruction_id, profile_sig, debug_sig) in enumerate(first.slots):
-        ev = Event(name="", _instruction_id=instruction_id, _delegate_metadata_parser=opts.parser,
-                   _delegate_time_scale_converter=opts.converter)
-        if profile_sig is not None:
-            _apply_signature(ev, profile_sig)
-            what = f"event {ev.name!r} of run {group.name!r}"
-            ev.perf_data = PerfData(_durations(ev, starts[:, j], ends[:, j], factor, opts, dump, what))
-            ev._start_time = [int(x) for x in starts[:, j]]
-            metadata = [dump.event_at(r.columns, int(s.profile_rows[j])).profile_event.delegate_debug_metadata  # type: ignore[union-attr]
-                        for r, s in group.members] if ev.is_delegated_op else []
-            if any(metadata):
-                ev._delegate_debug_metadatas = [m if m else "" for m in metadata]  # type: ignore[misc]
-        if debug_sig is not None:
-            _apply_signature(ev, debug_sig)
-            _attach_debug_data(ev, dump, group, j, opts)
-        events.append(ev)
+    """The block of a group of runs; its ``Event`` records are made on first access."""
+    cols = _columns(dump, group, opts)
     run_output = _program_outputs(dump, group, opts)
-    return EventBlock(
+    block = EventBlock(
         name=group.name,  # type: ignore[arg-type]
-        events=events,
         source_time_scale=opts.source,
         target_time_scale=opts.target,
         bundled_input_index=group.bundled_input_index,
         run_output=run_output,
     )
+    block.set_columns(cols, lambda: materialise(cols))
+    return block
 
 
-def _apply_signature(ev: Event, sig: _Sig) -> None:
-    name, _, dint, dstr = sig
-    ident: int | str | None = dint if dint is not None else dstr
-    ev.is_delegated_op = ident is not None
-    ev.delegate_debug_identifier = ident
-    label = str(ident) if ident is not None else name
-    if label:
-        ev.name = label
+def _label(sigs: tuple[_Sig | None, _Sig | None]) -> tuple[str, bool | None, int | str | None]:
+    """Event name, is-delegated flag and delegate identifier after applying the slot's signatures."""
+    name, delegated, ident = "", None, None
+    for sig in sigs:
+        if sig is not None:
+            _, _, dint, dstr = sig
+            ident = dint if dint is not None else dstr
+            delegated = ident is not None
+            label = str(ident) if ident is not None else sig[0]
+            if label:
+                name = label
+    return name, delegated, ident
 
 
-def _durations(ev: Event, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], factor: float,
-               opts: _Options, dump: ETDump, what: str) -> list[float]:
-    if not ev.is_delegated_op:
-        return (_elapsed(start, end, dump, what) / factor).tolist()  # type: ignore[no-any-return]
+def _columns(dump: ETDump, group: _Group, opts: _Options) -> BlockColumns:
+    first = group.members[0][1]
+    factor = time_scale_factor(opts.source, opts.target)
+    rows = np.stack([s.profile_rows for _, s in group.members])  # runs x slots
+    safe = np.maximum(rows, 0)
+    starts = np.stack([r.columns.start_time[safe[i]] for i, (r, _) in enumerate(group.members)])
+    ends = np.stack([r.columns.end_time[safe[i]] for i, (r, _) in enumerate(group.members)])
+    labels = [_label((p, d)) for _, p, d in first.slots]
+    timed = [_label((p, None)) for _, p, _ in first.slots]  # durations use the profile event's own label
+    profiled = np.array([p is not None for _, p, _ in first.slots], dtype=np.bool_)
+    delegated = np.array([bool(d) for _, d, _ in timed], dtype=np.bool_)
+    durations = np.full(starts.shape, np.nan)
+    plain = profiled & ~delegated
+    wrapped = starts[:, plain] > ends[:, plain]
+    if np.any(wrapped & ((starts[:, plain] > _MAX_U32) | (ends[:, plain] > _MAX_U32))):
+        plain[:] = False  # a corrupt timestamp: per event, so the error names the first one
+    durations[:, plain] = _elapsed(starts[:, plain], ends[:, plain], dump, "") / factor
+    metadata: dict[int, list[str]] = {}
+    debug: dict[int, SlotDebug] = {}
+    for j in np.flatnonzero(profiled & ~plain).tolist():
+        name, is_delegated, _ = timed[j]
+        what = f"event {name!r} of run {group.name!r}"
+        durations[:, j] = _durations(bool(is_delegated), name, starts[:, j], ends[:, j], factor, opts, dump, what)
+    for j in np.flatnonzero(profiled & delegated).tolist():
+        meta = [dump.event_at(r.columns, int(s.profile_rows[j])).profile_event.delegate_debug_metadata  # type: ignore[union-attr]
+                for r, s in group.members]
+        if any(meta):
+            metadata[j] = [m if m else "" for m in meta]  # type: ignore[misc]
+    for j, (_, _, debug_sig) in enumerate(first.slots):
+        if debug_sig is not None:
+            debug[j] = _debug_data(labels[j][0], dump, group, j, opts)
+    return BlockColumns(
+        names=[n for n, _, _ in labels], instruction_ids=[k[0] for k in first.slots],
+        identifiers=[i for _, _, i in labels], delegated=[d for _, d, _ in labels], profiled=profiled,
+        durations=durations, start_times=starts, metadata=metadata, debug=debug,
+        parser=opts.parser, converter=opts.converter)
+
+
+def _durations(delegated: bool, name: str, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64],
+               factor: float, opts: _Options, dump: ETDump, what: str) -> npt.NDArray[np.float64]:
+    if not delegated:
+        return _elapsed(start, end, dump, what) / factor
     if opts.converter is None:
-        return _elapsed(start.astype(np.float64) / factor, end.astype(np.float64) / factor, dump, what).tolist()  # type: ignore[no-any-return]
+        return _elapsed(start.astype(np.float64) / factor, end.astype(np.float64) / factor, dump, what)
     convert = opts.converter
-    conv_start = np.array([convert(ev.name, int(t)) for t in start], dtype=np.float64)
-    conv_end = np.array([convert(ev.name, int(t)) for t in end], dtype=np.float64)
-    return [float(x) for x in _elapsed(conv_start, conv_end, dump, what)]
+    conv_start = np.array([convert(name, int(t)) for t in start], dtype=np.float64)
+    conv_end = np.array([convert(name, int(t)) for t in end], dtype=np.float64)
+    return _elapsed(conv_start, conv_end, dump, what)
 
 
 def _values(dump: ETDump, run: RunData, rows: tuple[int, ...], opts: _Options, where: str) -> list[Value | None]:
@@ -269,10 +291,10 @@ def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:
         b.int_value, b.bool_value, b.float_value, b.double_value, b.string_value)
 
 
-def _attach_debug_data(ev: Event, dump: ETDump, group: _Group, j: int, opts: _Options) -> None:
-    where = f"event {ev.name!r} of run {group.name!r}"
+def _debug_data(name: str, dump: ETDump, group: _Group, j: int, opts: _Options) -> SlotDebug:
+    where = f"event {name!r} of run {group.name!r}"
     per_run = [_values(dump, r, s.debug_rows[j], opts, f"{where} #{i}") for i, (r, s) in enumerate(group.members)]
-    ev.debug_data = _inflate(per_run[0], opts, where)
+    debug_data = _inflate(per_run[0], opts, where)
     differing = [i for i, vals in enumerate(per_run[1:], start=1)
                  if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0]))]
     if differing:
@@ -280,8 +302,8 @@ def _attach_debug_data(ev: Event, dump: ETDump, group: _Group, j: int, opts: _Op
             f"{where}: runs {differing} logged values that differ from run 0; debug_data holds run 0's "
             "(the reference refuses to load such a dump)"
         )
-    if len(per_run) > 1:
-        ev._run_debug_data = tuple(_Loader(vals, opts, where) for vals in per_run)
+    loaders = tuple(_Loader(vals, opts, where) for vals in per_run) if len(per_run) > 1 else None
+    return SlotDebug(debug_data, loaders)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,6 +201,19 @@ class EventBlock:
 
         return block_dataframe(self, include_units, include_delegate_debug_data)
 
+    def set_columns(self, columns: Any, loader: Callable[[], list[Event]]) -> None:
+        """Keep the block's events in columns; ``loader`` makes the ``Event`` records on first access.
+
+        ``columns`` (a ``numdiff.profile._columns.BlockColumns``) stays available to the tabular
+        views until ``events`` is read or assigned.
+        """
+        self.__dict__["_events_loader"] = loader
+        self.__dict__["_columns"] = columns
+
+    def columns(self) -> Any:
+        """The block's events in columns, or None once ``events`` was read or assigned."""
+        return self.__dict__.get("_columns")
+
     def set_reference_output_loader(self, loader: Callable[[], ProgramOutput | None]) -> None:
         """Have ``reference_output`` read on first access (ETRecord pickles need torch)."""
         self.__dict__["_reference_loader"] = loader
@@ -219,9 +232,25 @@ def _set_reference_output(self: EventBlock, value: ProgramOutput | None) -> None
     self.__dict__["_reference_output"] = value
 
 
+def _get_events(self: EventBlock) -> list[Event]:
+    loader = self.__dict__.pop("_events_loader", None)
+    if loader is not None:
+        self.__dict__["_events"] = loader()
+        self.__dict__.pop("_columns", None)
+    value: list[Event] = self.__dict__["_events"]
+    return value
+
+
+def _set_events(self: EventBlock, value: list[Event]) -> None:
+    self.__dict__.pop("_events_loader", None)
+    self.__dict__.pop("_columns", None)
+    self.__dict__["_events"] = value
+
+
 _EVENT_COMPARED = tuple(f.name for f in dataclasses.fields(Event) if f.compare)
 _BLOCK_COMPARED = tuple(f.name for f in dataclasses.fields(EventBlock) if f.compare)
 
 # A property over the dataclass field: the generated __init__ assigns through the setter, and the
 # Inspector can install a loader so that building the profiling view never unpickles tensors.
+EventBlock.events = property(_get_events, _set_events)  # type: ignore[assignment]
 EventBlock.reference_output = property(_get_reference_output, _set_reference_output)  # type: ignore[assignment]

@@ -1,0 +1,90 @@
+"""A block's events kept in columns until a caller asks for ``Event`` objects.
+
+The builder (``numdiff.profile._build``) does every check and every read that can fail while the
+Inspector is constructed, and leaves here what is needed to make the ``Event`` records: one entry
+per slot for names and identifiers, and runs x slots matrices for start times and durations. The
+records are made on the first access to ``EventBlock.events`` (``materialise``), with the same
+values the eager path gave: the durations are computed with the same numpy operations, element by
+element, and converted to Python floats the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff._types import ProgramOutput
+from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event
+from numdiff.profile.perf import PerfData
+
+__all__ = ["BlockColumns", "SlotDebug", "materialise"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlotDebug:
+    """The values a slot's debug events logged (run 0's), and per-run loaders when runs > 1."""
+
+    debug_data: ProgramOutput
+    run_loaders: tuple[Callable[[], ProgramOutput], ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockColumns:
+    """The events of one block, column-wise (index ``j`` is the ``j``-th event of the block).
+
+    Attributes:
+        names: ``Event.name`` of each slot.
+        instruction_ids: Instruction id of each slot.
+        identifiers: Delegate debug identifier (int or str) of each slot, or None.
+        delegated: ``Event.is_delegated_op`` of each slot (None: never set, as the eager path).
+        profiled: Whether the slot has a profile event (then it has durations and start times).
+        durations: runs x slots durations in the target time scale (NaN where not profiled).
+        start_times: runs x slots raw start timestamps.
+        metadata: Delegate debug metadata per slot (only slots that have some).
+        debug: Logged values per slot (only slots with debug events).
+    """
+
+    names: list[str]
+    instruction_ids: list[int]
+    identifiers: list[int | str | None]
+    delegated: list[bool | None]
+    profiled: npt.NDArray[np.bool_]
+    durations: npt.NDArray[np.float64]
+    start_times: npt.NDArray[np.uint64]
+    metadata: dict[int, list[str]]
+    debug: dict[int, SlotDebug]
+    parser: DelegateMetadataParser | None
+    converter: DelegateTimeScaleConverter | None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def materialise(cols: BlockColumns) -> list[Event]:
+    """The ``Event`` records of a block, as the eager builder made them."""
+    durations = cols.durations.T.tolist()  # slots x runs, Python floats
+    starts = cols.start_times.T.tolist()  # slots x runs, Python ints
+    profiled = cols.profiled.tolist()
+    events = []
+    for j, name in enumerate(cols.names):
+        ev = Event(name=name, _instruction_id=cols.instruction_ids[j], _delegate_metadata_parser=cols.parser,
+                   _delegate_time_scale_converter=cols.converter)
+        if cols.delegated[j] is not None:
+            ev.is_delegated_op = cols.delegated[j]
+            ev.delegate_debug_identifier = cols.identifiers[j]
+        if profiled[j]:
+            ev.perf_data = PerfData(durations[j])
+            ev._start_time = starts[j]
+        meta = cols.metadata.get(j)
+        if meta is not None:
+            ev._delegate_debug_metadatas = meta
+        dbg = cols.debug.get(j)
+        if dbg is not None:
+            ev.debug_data = dbg.debug_data
+            if dbg.run_loaders is not None:
+                ev._run_debug_data = dbg.run_loaders
+        events.append(ev)
+    return events
