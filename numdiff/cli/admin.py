@@ -18,7 +18,7 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from numdiff.cli.serve import add_db_options
 
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION", help="what to do")
     create = sub.add_parser("create-token", help="create a token for a project (and the project if needed)",
                             description="create a token for a project (and the project if needed)")
     add_db_options(create)

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from numdiff.cli._service import add_client_options
     from numdiff.cli.analyze import add_label_option
 
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION", help="what to do")
     show = sub.add_parser("show", help="print a run as JSON", description="print a run as JSON")
     add_client_options(show)
     show.add_argument("run_id", type=int, metavar="RUN_ID", help="the run's id")
