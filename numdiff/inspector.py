@@ -411,7 +411,8 @@ class Inspector:
 
     def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
                       thresholds: Any = None, *, float_program: Any = None,
-                      target_snr_db: float | None = None) -> CulpritReport:
+                      target_snr_db: float | None = None, decode_steps: bool | None = None,
+                      step_inputs: Any = None) -> CulpritReport:
         """Which op is wrong by itself: local error (replay on the runtime's inputs) vs accumulated.
 
         See :mod:`numdiff.culprits`. ``thresholds`` is a ``Thresholds`` or ``{op type: Thresholds
@@ -419,6 +420,8 @@ class Inspector:
         ``float_program`` (the float model's ``ExportedProgram`` or ETRecord path) adds
         ``report.quantization``: layers ranked by quantization cost, with the layers to keep in
         higher precision for ``target_snr_db`` (see :mod:`numdiff.culprits.quant_view`).
+        ``step_inputs`` (each run's inputs) or ``decode_steps=True`` adds ``report.decode``: the
+        runs as the steps of one generation (see :mod:`numdiff.culprits.decode`).
         """
         from numdiff.culprits import find_culprits
 
@@ -426,7 +429,8 @@ class Inspector:
         return find_culprits(self._etrecord, events, self._comparator(distance), reference_graph=reference_graph,
                              thresholds=thresholds, etdump_path=self._etdump_path,
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
-                             float_program=float_program, target_snr_db=target_snr_db)
+                             float_program=float_program, target_snr_db=target_snr_db,
+                             decode_steps=decode_steps, step_inputs=step_inputs)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator

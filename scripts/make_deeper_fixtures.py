@@ -70,5 +70,59 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+
+def _generate(program: bytes, prompt: list[int], steps: int, cache_shape: tuple[int, ...]) -> list[tuple[Any, ...]]:
+    """Run the program one token per run (prompt, then greedy decode): each run's inputs."""
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    module = _load_for_executorch_from_buffer(program)
+    k, v = torch.zeros(cache_shape), torch.zeros(cache_shape)
+    token, runs = prompt[0], []
+    for pos in range(len(prompt) + steps):
+        if pos < len(prompt):
+            token = prompt[pos]
+        inputs = (torch.tensor([[token]]), torch.tensor([pos]), k.clone(), v.clone())
+        runs.append(inputs)
+        logits, k, v = module.run_method("forward", inputs)
+        token = int(logits.argmax())
+    return runs
+
+
+def build_decode(out_root: Path) -> dict[str, Any]:
+    import copy
+
+    torch.manual_seed(11)
+    model = dm.DecodeStep().eval()
+    twin = copy.deepcopy(model)
+    bad_from = 4
+    dm.bad_rope_from(bad_from, 1.5)(twin)
+    shape = (1, model.heads, model.max_seq, model.head_dim)
+    example = (torch.tensor([[3]]), torch.tensor([0]), torch.zeros(shape), torch.zeros(shape))
+    good = rt.export_and_lower(model, example)
+    bad = rt.export_and_lower(twin, example)
+    assert good.etrecord is not None and bad.etrecord is not None
+    for attr in ("_debug_handle_map", "_delegate_map"):
+        if getattr(good.etrecord, attr) != getattr(bad.etrecord, attr):
+            raise RuntimeError(f"decode: {attr} differs between the model and its twin")
+    prompt = [3, 11]
+    runs = _generate(bad.buffer, prompt, 4, shape)
+    out_dir = out_root / "deeper_decode"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rt.save_etrecord(good, out_dir / "etrecord.bin", runs[0])
+    rt.run_with_etdump(bad.buffer, runs, out_dir, debug_buffer=True)
+    torch.save([list(r) for r in runs], out_dir / "step_inputs.pt")
+    graph = good.etrecord.exported_program.graph
+    planted = [n.name for n in graph.nodes if n.op == "call_function" and "index_select" in str(n.target)]
+    truth = {"generator": GENERATOR, "model": (dm.DecodeStep.__doc__ or "").splitlines()[0],
+             "runs": len(runs), "prompt_tokens": len(prompt), "first_bad_step": bad_from,
+             "plant": f"twin's rotary cos/sin rows for positions >= {bad_from} x1.5",
+             "planted_aot_ops": planted}
+    (out_dir / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    return truth
+
+
+BUILDERS["deeper_decode"] = build_decode
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,7 +6,8 @@ is run on the values the runtime logged for its inputs and compared with the run
 A culprit is an op whose local error is beyond its noise (quantization step, float epsilon x
 reduction length) while the ops it consumes are fine.
 
-exit status: 0 no culprit, 1 at least one culprit, 2 bad arguments, 3 bad or missing input.
+exit status: 0 no culprit, 1 at least one culprit (in any decode step with --decode-steps), 2 bad arguments,
+3 bad or missing input.
 
 example:
   numdiff culprits --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin
@@ -46,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "their quantization costs, and the layers to keep in higher precision)")
     d.add_argument("--target-snr", type=float, default=None, metavar="DB",
                    help="output SNR the keep-in-higher-precision suggestion aims for (default: 30)")
+    d.add_argument("--decode-steps", action="store_true",
+                   help="the runs are the decode steps of one generation: first divergent step, its culprit, "
+                   "the output gap over the following steps")
+    d.add_argument("--step-inputs", default=None, metavar="PATH",
+                   help="torch.save file of a list with each run's input tuple (read weights-only); implies "
+                   "--decode-steps and checks every step on its own inputs")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 
@@ -90,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         options.update(float_program=args.float_program, target_snr_db=args.target_snr)
     elif args.target_snr is not None:
         raise UsageError("--target-snr needs --float-program (it sets the quantization view's target)")
+    if args.decode_steps or args.step_inputs is not None:
+        options.update(decode_steps=True, step_inputs=args.step_inputs)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
                                      **options)
     quant = None if report.quantization is None else report.quantization.to_dataframe()
@@ -107,6 +116,12 @@ def run(args: argparse.Namespace) -> int:
                      for row in quant[cols].itertuples(index=False)]
             print(tabulate(shown, headers=cols, tablefmt="simple", maxcolwidths=40))
             print()
+        if report.decode is not None:
+            steps = report.decode.to_dataframe()
+            print(tabulate([[_cell(v) if c != "diverges" else ("DIVERGES" if v else "") for c, v in zip(steps.columns, row)]
+                            for row in steps.itertuples(index=False)], headers=list(steps.columns), tablefmt="simple",
+                           maxcolwidths=40))
+            print()
         print(report)
     elif args.format == "csv":
         out = df.drop(columns=["stack_traces"]).copy()
@@ -122,7 +137,13 @@ def run(args: argparse.Namespace) -> int:
                        "target_snr_db": jsonable(report.quantization.target_snr_db),
                        "estimated_snr_db": jsonable(report.quantization.estimated_snr_db),
                        "suggested_keep": report.quantization.suggested_keep,
-                       "layers": [{k: jsonable(v) for k, v in r.items()} for r in quant.to_dict(orient="records")]}})},
+                       "layers": [{k: jsonable(v) for k, v in r.items()} for r in quant.to_dict(orient="records")]}}),
+                   **({} if report.decode is None else {"decode": {
+                       "first_divergent_step": None if report.decode.first_divergent_step is None
+                       else report.decode.first_divergent_step.step,
+                       "steps": [{k: jsonable(v) for k, v in r.items()}
+                                 for r in report.decode.to_dataframe().to_dict(orient="records")]}})},
                   sys.stdout, indent=1)
         print()
-    return 1 if report.culprits else 0
+    diverged = report.decode is not None and report.decode.first_divergent_step is not None
+    return 1 if report.culprits or diverged else 0

@@ -62,7 +62,8 @@ def noise_units(replay: Any, runtime: torch.Tensor, noise: Noise,
     per_channel = isinstance(noise.quant_step, torch.Tensor) and noise.quant_step.numel() > 1
     if sums is not None and not per_channel:  # all finite: from the float64 sums, no float64 copies
         _, squared, _, count = sums
-        peak = float(replay.detach().abs().max()) if replay.is_floating_point() else float(replay.abs().max())
+        peak = float(replay.detach().abs().max()) if replay.is_floating_point() \
+            else float(replay.detach().to(torch.int64).abs().max())  # bool has no abs()
         scale = float(noise.sigma(torch.tensor([peak], dtype=torch.float64), runtime.dtype))
         return math.sqrt(squared / count) / scale, 0, 0, None
     ref, got = replay.detach().double(), runtime.detach().double()

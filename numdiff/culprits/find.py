@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -36,6 +36,7 @@ from numdiff.culprits._measure import any_nonfinite, as_runtime_layout, noise_un
 from numdiff.culprits._noise import Noise, Thresholds, ThresholdsArg, Verdict, op_type, resolve_thresholds
 from numdiff.culprits._replay import Lineage, ReplayInterpreter, lineage
 from numdiff.culprits.report import CulpritReport, CulpritRow, NonFinite
+from numdiff.errors import UsageError
 from numdiff.gap import gather, stack_traces_for
 from numdiff.present.gap_table import HIGHER_IS_BETTER, user_frame
 
@@ -65,6 +66,8 @@ def find_culprits(
     release: Callable[[Any], None] | None = None,
     float_program: Any = None,
     target_snr_db: float | None = None,
+    decode_steps: bool | None = None,
+    step_inputs: Any = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -81,6 +84,10 @@ def find_culprits(
         float_program: The float model's ``ExportedProgram`` or ETRecord path: adds the
             quantization view (``report.quantization``, see :mod:`numdiff.culprits.quant_view`).
         target_snr_db: Output SNR the quantization view's keep-in-float suggestion aims for.
+        decode_steps: The runs are the decode steps of one generation: adds ``report.decode``
+            (see :mod:`numdiff.culprits.decode`). Implied by ``step_inputs``.
+        step_inputs: Each run's input tuple (a list, or a ``torch.save`` file of it): every step
+            is analysed on its own inputs.
 
     Raises:
         MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
@@ -96,13 +103,34 @@ def find_culprits(
         quant = (load_float_program(float_program),
                  DEFAULT_TARGET_SNR_DB if target_snr_db is None else float(target_snr_db))
 
+    steps = None
+    if step_inputs is not None:
+        from numdiff.culprits.decode import load_step_inputs
+
+        steps = load_step_inputs(step_inputs)
+        if len(steps) != run_count(events):
+            raise UsageError(f"step_inputs has {len(steps)} entries but the ETDump holds {run_count(events)} runs "
+                             "of the method\nPass one input tuple per run, in run order (prefill included).")
+
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
                         etdump_path, release)
 
     report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
-                      etdump_path, release, quant)
+                      etdump_path, release, quant, None if not steps else steps[0])
     runs = run_count(events)
+    if steps is not None or decode_steps:
+        from numdiff.culprits._runs import _RunView, _figures
+        from numdiff.culprits.decode import decode_view, output_node
+
+        def analyse_step(run: int, inputs: tuple[Any, ...] | None) -> CulpritReport:
+            view = [cast(EventLike, _RunView(ev, run)) for ev in events]
+            return _analyse(etrecord, view, comparator, reference_graph, thresholds,
+                            disable_debug_handle_validation, etdump_path, release, None, inputs)
+
+        decoded = decode_view(runs, steps, analyse_step, report, output_node(etrecord, report.graph_name))
+        figures = tuple(_figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
+        return replace(report, decode=decoded, runs=figures)
     if runs > 1:
         report = replace(report, runs=per_run_figures(events, runs, report, analyse))
     return report
@@ -111,13 +139,17 @@ def find_culprits(
 def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalComparatorBase,
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Callable[[Any], None] | None,
-             quant: tuple[Any, float] | None = None) -> CulpritReport:
+             quant: tuple[Any, float] | None = None, step_input: tuple[Any, ...] | None = None) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
     SNR) also runs the quantization view in the same replay."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
+    if step_input is not None:  # one decode step's own graph inputs instead of the representative ones
+        from numdiff.culprits.decode import WithInputs
+
+        etrecord = WithInputs(etrecord, step_input)
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
     alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
@@ -148,6 +180,9 @@ def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalCompar
         from numdiff.culprits.quant_view import QuantReplay
 
         replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1])
+    if step_input is not None:
+        scorer.supplied = {n.name for n in graph_module.graph.nodes if n.op == "placeholder"}
+        replay.inputs_from_runtime.update(scorer.supplied)
     scorer.inputs_from_runtime = replay.inputs_from_runtime
     replay.run(*_as_args(etrecord))
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
@@ -243,6 +278,7 @@ class _Scorer:
         self.acc_rel: dict[int, float] = {}
         self.runtime_nonfinite: set[str] = set()
         self.inputs_from_runtime: set[str] = set()
+        self.supplied: set[str] = set()
         self.unreliable: dict[DebugHandle, str] = {}
         self.first_nonfinite: NonFinite | None = None
 
@@ -384,10 +420,13 @@ class _Scorer:
 
     def _source(self, lin: Lineage, node: torch.fx.Node, notes: list[str]) -> str:
         from_runtime = [p for p in lin.producers if self.substituted.get(p, self.substituted.get((p[0], None), False))]
-        logged = [g for g in lin.graph_inputs if g in self.inputs_from_runtime]
+        logged = [g for g in lin.graph_inputs if g in self.inputs_from_runtime and g not in self.supplied]
+        supplied = [g for g in lin.graph_inputs if g in self.supplied]
         representative = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime]
         from_aot = [f"{p[0]}" for p in lin.producers if p not in from_runtime] + representative
-        from_runtime += [(g, None) for g in logged]
+        from_runtime += [(g, None) for g in logged + supplied]
+        if supplied:
+            notes.append(f"graph inputs {', '.join(supplied)} taken from step_inputs")
         if logged:
             notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs")
         if representative:

@@ -12,6 +12,7 @@ from numdiff.culprits._noise import Verdict
 if TYPE_CHECKING:
     import pandas as pd
 
+    from numdiff.culprits.decode import DecodeView
     from numdiff.culprits.quant_view import QuantizationView
 
 __all__ = ["CulpritReport", "CulpritRow", "MatchRecord", "NonFinite", "RunFigures"]
@@ -149,6 +150,7 @@ class CulpritReport:
         notes: Remarks from capture and alignment.
         runs: Per-run figures when the runs logged different values (else empty).
         quantization: The quantization view (``find_culprits(float_program=...)``), else None.
+        decode: The decode-step view (``find_culprits(step_inputs=... or decode_steps=True)``), else None.
     """
 
     rows: tuple[CulpritRow, ...]
@@ -160,6 +162,7 @@ class CulpritReport:
     notes: tuple[str, ...] = field(default=())
     runs: tuple[RunFigures, ...] = field(default=())
     quantization: QuantizationView | None = None
+    decode: DecodeView | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -279,6 +282,8 @@ class CulpritReport:
                          + (" (see per_run_dataframe())" if per_run else ""))
         if self.quantization is not None:
             lines.append(str(self.quantization))
+        if self.decode is not None:
+            lines.append(str(self.decode))
         unmatched = sum(1 for m in self.matching if m.status == "unmatched")
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")

@@ -18,6 +18,8 @@ from numdiff.report.models import (
     ArtifactInfo,
     CulpritRow,
     CulpritSection,
+    DecodeSection,
+    DecodeStepModel,
     EventStats,
     GapRowModel,
     GapSection,
@@ -293,7 +295,20 @@ def _culprits(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
             verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
             is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
             noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
-    return CulpritSection(available=True, rows=rows, quantization=_quantization(getattr(report, "quantization", None)))
+    return CulpritSection(available=True, rows=rows, quantization=_quantization(getattr(report, "quantization", None)),
+                          decode=_decode(getattr(report, "decode", None)))
+
+
+def _decode(view: Any) -> DecodeSection | None:
+    """The saved form of a ``DecodeView`` (None when there is none)."""
+    if view is None:
+        return None
+    first = view.first_divergent_step
+    return DecodeSection(
+        with_step_inputs=view.with_step_inputs, first_divergent_step=None if first is None else first.step,
+        steps=[DecodeStepModel(step=s.step, output_gap=_num(s.output_gap), diverges=s.diverges,
+                               culprit_ops=[list(o) for o in s.culprit_ops], note=s.note) for s in view.steps],
+        notes=list(view.notes))
 
 
 def _quantization(view: Any) -> QuantizationSection | None:

@@ -23,6 +23,8 @@ __all__ = [
     "ArtifactInfo",
     "CulpritRow",
     "CulpritSection",
+    "DecodeSection",
+    "DecodeStepModel",
     "QuantLayerModel",
     "QuantizationSection",
     "EventStats",
@@ -183,13 +185,33 @@ class QuantizationSection(_Model):
     suggested_keep: list[str] = Field(default_factory=list)
 
 
+class DecodeStepModel(_Model):
+    """One decode step (run) of the decode-step view."""
+
+    step: int = Field(ge=0)
+    output_gap: float | None = Field(default=None, description="the output row's accumulated gap in this step")
+    diverges: bool = False
+    culprit_ops: list[list[str]] = Field(default_factory=list)
+    note: str | None = None
+
+
+class DecodeSection(_Model):
+    """The runs as the steps of one generation (``find_culprits(step_inputs=...)``)."""
+
+    with_step_inputs: bool = False
+    first_divergent_step: int | None = None
+    steps: list[DecodeStepModel] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
 class CulpritSection(_Model):
-    """Culprit rows, or why there are none (format 2: the optional quantization view)."""
+    """Culprit rows, or why there are none (format 2: the optional quantization and decode views)."""
 
     available: bool
     reason: str | None = None
     rows: list[CulpritRow] = Field(default_factory=list)
     quantization: QuantizationSection | None = None
+    decode: DecodeSection | None = None
 
 
 class Analysis(_Model):
