@@ -59,6 +59,10 @@ def add_pages(app: FastAPI) -> None:
     def root() -> RedirectResponse:
         return RedirectResponse("/ui", status_code=303)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
     @app.get("/ui/login", response_class=HTMLResponse, include_in_schema=False)
     def login_form() -> HTMLResponse:
         return _page("login.html", title="Sign in")
@@ -125,9 +129,11 @@ def add_pages(app: FastAPI) -> None:
         table: dict[str, dict[str, float | None]] = {}
         order: list[str] = []
         totals: dict[str, float | None] = {}
+        unit = ""
         for value, run in columns:
             analysis = load_analysis(svc, run)
             totals[value] = _total_p50(analysis)
+            unit = analysis.profile.time_unit
             seen: dict[str, int] = {}
             for row in (analysis.gap.rows if analysis.gap else []):
                 base = ", ".join(row.aot_ops) or "(no reference op)"
@@ -141,7 +147,7 @@ def add_pages(app: FastAPI) -> None:
         spread = {k: (max(vs) - min(vs)) if len(vs := [v for v in table[k].values() if v is not None and math.isfinite(v)]) > 1
                   else None for k in order}
         return _page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
-                     order=order, table=table, worst=worst, spread=spread, totals=totals, fmt=_fmt_snr)
+                     order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr)
 
     @app.get("/ui/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(run_id: int, request: Request) -> Response:
