@@ -4,7 +4,7 @@ Dev script for the oracle virtualenv (ExecuTorch 1.5.1), never run by tests::
 
     /root/.cache/numdiff-oracle/bin/python scripts/make_edge_out_variant_fixture.py
 
-Writes ``tests/fixtures/edge_out_variant/etrecord.bin`` and ``edge_loader_expected.json``: what the
+Writes ``tests/fixtures/edge_out_variant/etrecord_after_to_executorch.bin`` and ``edge_loader_expected.json``: what the
 reference's ``parse_etrecord`` returns for the Edge program (node names, ops, targets' names,
 argument layout, debug handles) and its output on a fixed input, plus whether a target equals
 ExecuTorch's Edge op object. ``tests/schema/test_edge_loader.py`` compares numdiff with it.
@@ -53,7 +53,7 @@ def main() -> None:
     edge = to_edge(torch.export.export(model, (x,)))
     edge_ops = {n.name: n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"}
     et = edge.to_executorch()
-    path = OUT / "etrecord.bin"
+    path = OUT / "etrecord_after_to_executorch.bin"  # no representative inputs: not named etrecord.bin
     generate_etrecord(str(path), edge, et)  # after to_executorch: the Edge program holds out variants
     record = parse_etrecord(str(path))
     ep = record.edge_dialect_program

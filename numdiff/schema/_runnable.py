@@ -5,13 +5,14 @@ numerical gap only needs to *run* the graph. For a program whose signature lifts
 buffers and constants and returns only user outputs — every program ExecuTorch writes for
 inference — :func:`runnable_module` copies the graph, turns the lifted inputs into attributes of
 the module and keeps node names, targets and metadata (so debug handles written onto the
-program's nodes are on the copy too). The module takes the user inputs flat, in any nesting the
+program's nodes are on the copy too) and drops ``getitem`` nodes nothing reads, as ``module()`` does. The module takes the user inputs flat, in any nesting the
 ETRecord stores them (``[(x, y)]``), and returns the user outputs as a tuple. Anything else
 returns ``None``; the caller then uses ``module()``.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -59,6 +60,9 @@ def runnable_module(program: torch.export.ExportedProgram) -> torch.fx.GraphModu
                 root.add_module(str(node.target), getattr(source, str(node.target)))
             new = graph.node_copy(node, lambda n: env[n])
         env[node] = new
+    for node in reversed(list(graph.nodes)):  # as module() does: no getitem for an output nothing reads
+        if node.op == "call_function" and node.target is operator.getitem and not node.users:
+            graph.erase_node(node)
     graph.set_codegen(_FlatInputs())
     graph.lint()
     return torch.fx.GraphModule(root, graph)

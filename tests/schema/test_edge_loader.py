@@ -45,7 +45,7 @@ def _load(entries: dict[str, bytes], program: dict[str, Any] | None = None) -> t
 
 def test_out_variant_program_loads_as_the_reference_returns_it() -> None:
     expected = json.loads((OUT_VARIANT / "edge_loader_expected.json").read_text())
-    ep = parse_etrecord(OUT_VARIANT / "etrecord.bin").edge_dialect_program
+    ep = parse_etrecord(OUT_VARIANT / "etrecord_after_to_executorch.bin").edge_dialect_program
     assert isinstance(ep, torch.export.ExportedProgram)
     got = [
         {
@@ -68,7 +68,7 @@ def test_out_variant_program_loads_as_the_reference_returns_it() -> None:
 
 
 def test_alloc_nodes_show_the_reference_op_type() -> None:
-    ep = parse_etrecord(OUT_VARIANT / "etrecord.bin").edge_dialect_program
+    ep = parse_etrecord(OUT_VARIANT / "etrecord_after_to_executorch.bin").edge_dialect_program
     assert isinstance(ep, torch.export.ExportedProgram)
     types = [op_type_name(n) for n in ep.graph.nodes if n.op == "call_function"]
     assert types.count("alloc") == 6 and "sin.out" in types
@@ -81,7 +81,7 @@ def test_alloc_nodes_show_the_reference_op_type() -> None:
     ("(100000, 100000, 100000);7", r"asks for 1000000000000000 elements"),
 ])
 def test_bad_alloc_argument_is_a_named_error(spec: str, match: str) -> None:
-    entries = _entries(OUT_VARIANT / "etrecord.bin")
+    entries = _entries(OUT_VARIANT / "etrecord_after_to_executorch.bin")
     program = json.loads(entries[EDGE])
     alloc = next(n for n in program["graph_module"]["graph"]["nodes"] if n["target"] == "memory.alloc")
     alloc["inputs"][0]["arg"]["as_string"] = spec
@@ -90,7 +90,7 @@ def test_bad_alloc_argument_is_a_named_error(spec: str, match: str) -> None:
 
 
 def test_reference_to_a_missing_value_is_a_named_error(tmp_path: Path) -> None:
-    entries = _entries(OUT_VARIANT / "etrecord.bin")
+    entries = _entries(OUT_VARIANT / "etrecord_after_to_executorch.bin")
     program = json.loads(entries[EDGE])
     node = next(n for n in program["graph_module"]["graph"]["nodes"] if n["target"].endswith("sin.out"))
     node["inputs"][0]["arg"]["as_tensor"]["name"] = "nowhere"
