@@ -240,14 +240,19 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.create(args.data, args.db)
     worker = Worker(settings, f"{args.name}-{os.getpid()}")
 
+    warming = [True]
+
     def _stop(_sig: int, _frame: Any) -> None:
         worker.stop.set()
+        if warming[0]:  # nothing to give back yet: leave at once rather than finish warming up
+            raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     _die_with_parent(signal.SIGTERM)
     if os.environ.get("NUMDIFF_SERVICE_WARM_UP", "1") != "0":
         worker.warm_up()
+    warming[0] = False
     worker.run_forever()
     return 0
 
