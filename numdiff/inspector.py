@@ -412,7 +412,7 @@ class Inspector:
     def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
                       thresholds: Any = None, *, float_program: Any = None,
                       target_snr_db: float | None = None, decode_steps: bool | None = None,
-                      step_inputs: Any = None) -> CulpritReport:
+                      step_inputs: Any = None, taps: Any = None, tap_outputs: Any = None) -> CulpritReport:
         """Which op is wrong by itself: local error (replay on the runtime's inputs) vs accumulated.
 
         See :mod:`numdiff.culprits`. ``thresholds`` is a ``Thresholds`` or ``{op type: Thresholds
@@ -421,7 +421,8 @@ class Inspector:
         ``report.quantization``: layers ranked by quantization cost, with the layers to keep in
         higher precision for ``target_snr_db`` (see :mod:`numdiff.culprits.quant_view`).
         ``step_inputs`` (each run's inputs) or ``decode_steps=True`` adds ``report.decode``: the
-        runs as the steps of one generation (see :mod:`numdiff.culprits.decode`).
+        runs as the steps of one generation (see :mod:`numdiff.culprits.decode`). ``taps`` (a tap
+        sidecar) with ``tap_outputs`` adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`).
         """
         from numdiff.culprits import find_culprits
 
@@ -430,7 +431,7 @@ class Inspector:
                              thresholds=thresholds, etdump_path=self._etdump_path,
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
-                             decode_steps=decode_steps, step_inputs=step_inputs)
+                             decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator

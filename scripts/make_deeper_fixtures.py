@@ -124,5 +124,54 @@ def build_decode(out_root: Path) -> dict[str, Any]:
 BUILDERS["deeper_decode"] = build_decode
 
 
+
+def build_taps(out_root: Path) -> dict[str, Any]:
+    """fp32 MLP fully inside one XNNPACK delegate, twin (fc2 weights + N(0, 0.05)) exported with
+    FULL_TENSOR taps on every op; the ETRecord is the correct model's, untapped."""
+    import copy
+
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.devtools.intermediate_output_tap import (
+        FULL_TENSOR,
+        select_all_call_function,
+        strip_taps_,
+        tap_intermediate_outputs_,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+
+    sys.path.insert(0, str(REPO))
+    from numdiff.export_helpers.taps import write_tap_sidecar
+
+    torch.manual_seed(5)
+    model = cm.MLP3().eval()
+    twin = copy.deepcopy(model)
+    cm.bump_weight("fc2", 0.05)(twin)
+    example = (torch.randn(2, 8),)
+    good = rt.export_and_lower(model, example, partitioners=[XnnpackPartitioner()])
+    ep = torch.export.export(twin, example)
+    ep, specs = tap_intermediate_outputs_(ep, (select_all_call_function(), FULL_TENSOR))
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    strip_taps_(edge)
+    program = edge.to_executorch()
+    out_dir = out_root / "deeper_taps"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rt.save_etrecord(good, out_dir / "etrecord.bin", example)
+    rt.run_with_etdump(program.buffer, [example], out_dir, debug_buffer=True)
+    write_tap_sidecar(specs, out_dir / "taps.json", user_outputs=1)
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    outputs = _load_for_executorch_from_buffer(program.buffer).run_method("forward", example)
+    torch.save([o.clone() for o in outputs], out_dir / "tap_outputs.pt")
+    graph = good.etrecord.exported_program.graph
+    planted = [n.name for n in graph.nodes if n.op == "call_function" and "fc2" in str(n.meta.get("nn_module_stack"))]
+    truth = {"generator": GENERATOR, "model": "fp32 MLP3 in one XNNPACK delegate; twin fc2 weights + N(0, 0.05), "
+             "tapped (FULL_TENSOR, every op)", "planted_aot_ops": planted, "taps": len(specs)}
+    (out_dir / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    return truth
+
+
+BUILDERS["deeper_taps"] = build_taps
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--step-inputs", default=None, metavar="PATH",
                    help="torch.save file of a list with each run's input tuple (read weights-only); implies "
                    "--decode-steps and checks every step on its own inputs")
+    d.add_argument("--taps", default=None, metavar="PATH",
+                   help="tap sidecar written at export (numdiff.export_helpers.taps): localize inside delegates "
+                   "with the tapped values; needs --tap-outputs")
+    d.add_argument("--tap-outputs", default=None, metavar="PATH",
+                   help="torch.save file of the tapped method's flat outputs (read weights-only)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 
@@ -97,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         options.update(float_program=args.float_program, target_snr_db=args.target_snr)
     elif args.target_snr is not None:
         raise UsageError("--target-snr needs --float-program (it sets the quantization view's target)")
+    if args.taps is not None or args.tap_outputs is not None:
+        options.update(taps=args.taps, tap_outputs=args.tap_outputs)
     if args.decode_steps or args.step_inputs is not None:
         options.update(decode_steps=True, step_inputs=args.step_inputs)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
@@ -115,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
             shown = [[("keep" if v else "") if c == "keep_in_float" else _cell(v) for c, v in zip(cols, row)]
                      for row in quant[cols].itertuples(index=False)]
             print(tabulate(shown, headers=cols, tablefmt="simple", maxcolwidths=40))
+            print()
+        if report.inside_delegates is not None:
+            tapped = report.inside_delegates.to_dataframe()
+            cols = ["node", "module_path", "local_gap", "local_noise_units", "verdict", "is_culprit"]
+            print(tabulate([[_cell(v) for v in row] for row in tapped[cols].itertuples(index=False)], headers=cols,
+                           tablefmt="simple", maxcolwidths=40))
             print()
         if report.decode is not None:
             steps = report.decode.to_dataframe()
@@ -142,8 +155,13 @@ def run(args: argparse.Namespace) -> int:
                        "first_divergent_step": None if report.decode.first_divergent_step is None
                        else report.decode.first_divergent_step.step,
                        "steps": [{k: jsonable(v) for k, v in r.items()}
-                                 for r in report.decode.to_dataframe().to_dict(orient="records")]}})},
+                                 for r in report.decode.to_dataframe().to_dict(orient="records")]}}),
+                   **({} if report.inside_delegates is None else {"inside_delegates": {
+                       "culprits": [r.node for r in report.inside_delegates.culprits],
+                       "rows": [{k: jsonable(v) for k, v in r.items()}
+                                for r in report.inside_delegates.to_dataframe().to_dict(orient="records")]}})},
                   sys.stdout, indent=1)
         print()
     diverged = report.decode is not None and report.decode.first_divergent_step is not None
-    return 1 if report.culprits or diverged else 0
+    inside = report.inside_delegates is not None and bool(report.inside_delegates.culprits)
+    return 1 if report.culprits or diverged or inside else 0

@@ -11,6 +11,7 @@ values once the row is written. Culprit: local error beyond noise while no produ
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -68,6 +69,8 @@ def find_culprits(
     target_snr_db: float | None = None,
     decode_steps: bool | None = None,
     step_inputs: Any = None,
+    taps: str | os.PathLike[str] | None = None,
+    tap_outputs: Any = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -88,6 +91,10 @@ def find_culprits(
             (see :mod:`numdiff.culprits.decode`). Implied by ``step_inputs``.
         step_inputs: Each run's input tuple (a list, or a ``torch.save`` file of it): every step
             is analysed on its own inputs.
+        taps: Tap sidecar (``numdiff.export_helpers.taps``): adds ``report.inside_delegates``,
+            the tapped ops inside delegates replayed on the tapped values (see
+            :mod:`numdiff.culprits.taps`); needs ``tap_outputs``.
+        tap_outputs: The tapped method's flat outputs (a list, or a ``torch.save`` file of it).
 
     Raises:
         MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
@@ -96,6 +103,9 @@ def find_culprits(
     from numdiff.culprits._runs import per_run_figures, run_count
 
     events = list(events)
+    if (taps is None) != (tap_outputs is None):
+        raise UsageError("taps and tap_outputs go together: the sidecar says where each tapped value is in the "
+                         "method's outputs\nPass both (CLI: --taps and --tap-outputs).")
     quant = None
     if float_program is not None:
         from numdiff.culprits.quant_view import DEFAULT_TARGET_SNR_DB, load_float_program
@@ -118,6 +128,11 @@ def find_culprits(
 
     report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
                       etdump_path, release, quant, None if not steps else steps[0])
+    if taps is not None:
+        from numdiff.culprits.taps import inside_delegates
+
+        report = replace(report, inside_delegates=inside_delegates(etrecord, taps, tap_outputs,
+                                                                   resolve_thresholds(thresholds)))
     runs = run_count(events)
     if steps is not None or decode_steps:
         from numdiff.culprits._runs import _RunView, _figures

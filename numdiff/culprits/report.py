@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from numdiff.culprits.decode import DecodeView
     from numdiff.culprits.quant_view import QuantizationView
+    from numdiff.culprits.taps import TapView
 
 __all__ = ["CulpritReport", "CulpritRow", "MatchRecord", "NonFinite", "RunFigures"]
 
@@ -151,6 +152,7 @@ class CulpritReport:
         runs: Per-run figures when the runs logged different values (else empty).
         quantization: The quantization view (``find_culprits(float_program=...)``), else None.
         decode: The decode-step view (``find_culprits(step_inputs=... or decode_steps=True)``), else None.
+        inside_delegates: Tapped ops inside delegates (``find_culprits(taps=..., tap_outputs=...)``), else None.
     """
 
     rows: tuple[CulpritRow, ...]
@@ -163,6 +165,7 @@ class CulpritReport:
     runs: tuple[RunFigures, ...] = field(default=())
     quantization: QuantizationView | None = None
     decode: DecodeView | None = None
+    inside_delegates: TapView | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -284,6 +287,8 @@ class CulpritReport:
             lines.append(str(self.quantization))
         if self.decode is not None:
             lines.append(str(self.decode))
+        if self.inside_delegates is not None:
+            lines.append(str(self.inside_delegates))
         unmatched = sum(1 for m in self.matching if m.status == "unmatched")
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")

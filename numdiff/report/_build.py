@@ -28,6 +28,7 @@ from numdiff.report.models import (
     ProfileSummary,
     QuantizationSection,
     QuantLayerModel,
+    TapRowModel,
     TensorStats,
 )
 
@@ -296,7 +297,17 @@ def _culprits(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
             is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
             noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
     return CulpritSection(available=True, rows=rows, quantization=_quantization(getattr(report, "quantization", None)),
-                          decode=_decode(getattr(report, "decode", None)))
+                          decode=_decode(getattr(report, "decode", None)),
+                          inside_delegates=_taps(getattr(report, "inside_delegates", None)))
+
+
+def _taps(view: Any) -> list[TapRowModel] | None:
+    """The saved form of a ``TapView`` (None when there is none)."""
+    if view is None:
+        return None
+    return [TapRowModel(node=r.node, module_path=r.module_path, local_gap=_num(r.local_gap),
+                        local_noise_units=_num(r.local_noise_units), verdict=r.verdict.value, is_culprit=r.is_culprit)
+            for r in view.rows]
 
 
 def _decode(view: Any) -> DecodeSection | None:

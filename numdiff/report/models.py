@@ -26,6 +26,7 @@ __all__ = [
     "DecodeSection",
     "DecodeStepModel",
     "QuantLayerModel",
+    "TapRowModel",
     "QuantizationSection",
     "EventStats",
     "GapRowModel",
@@ -204,14 +205,27 @@ class DecodeSection(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
+class TapRowModel(_Model):
+    """One tapped op inside a delegate, replayed on the tapped values."""
+
+    node: str
+    module_path: str | None = None
+    local_gap: float | None = None
+    local_noise_units: float | None = None
+    verdict: str | None = None
+    is_culprit: bool = False
+
+
 class CulpritSection(_Model):
-    """Culprit rows, or why there are none (format 2: the optional quantization and decode views)."""
+    """Culprit rows, or why there are none (format 2: the optional quantization, decode and
+    inside-delegate views)."""
 
     available: bool
     reason: str | None = None
     rows: list[CulpritRow] = Field(default_factory=list)
     quantization: QuantizationSection | None = None
     decode: DecodeSection | None = None
+    inside_delegates: list[TapRowModel] | None = None
 
 
 class Analysis(_Model):

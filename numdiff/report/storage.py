@@ -27,8 +27,8 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 adds the optional ``culprits.quantization`` and ``culprits.decode`` (absent in version 1:
-    nothing to fill)."""
+    """Version 2 adds the optional ``culprits.quantization``, ``culprits.decode`` and
+    ``culprits.inside_delegates`` (absent in version 1: nothing to fill)."""
     return {**data, "format_version": 2}
 
 
