@@ -33,7 +33,6 @@ from numdiff.schema._program_build import (
     LoadedProgram,
     NumdiffEdgeVerifier,
     module_call_graph,
-    range_constraints,
     signature,
 )
 from numdiff.schema._program_guard import guard_program
@@ -102,7 +101,9 @@ def _build(program: dict[str, Any], names: Any, weights: Any, consts: Any, examp
         graph_module = GraphBuilder(names, _lowered).build(gm_json.get("graph"))
         sig = signature(gm_json.get("signature") or {}, names)
         calls = module_call_graph(gm_json.get("module_call_graph"), names)
-        ranges = range_constraints(program)
+        raw_ranges = program.get("range_constraints") or {}
+        if not isinstance(raw_ranges, dict) or not all(isinstance(v, dict) for v in raw_ranges.values()):
+            raise ProgramLoadError("range_constraints is not a JSON object of {min_val, max_val} objects")
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         if isinstance(e, ProgramLoadError):
             raise
@@ -110,17 +111,19 @@ def _build(program: dict[str, Any], names: Any, weights: Any, consts: Any, examp
     graph_module.meta[BUILT_KEY] = True
     example = examples if isinstance(examples, tuple) and len(examples) == 2 else None
     try:
-        return LoadedProgram(
+        loaded = LoadedProgram(
             root=graph_module,
             graph=graph_module.graph,
             graph_signature=sig,
             state_dict=weights,
-            range_constraints=ranges,
+            range_constraints={},
             module_call_graph=calls,
             example_inputs=example,
             constants=consts,
             verifiers=[_verifier(program, graph_module)],
         )
+        loaded._numdiff_pending_ranges = dict(raw_ranges) if raw_ranges else None
+        return loaded
     except Exception as e:
         raise ProgramLoadError(f"loaded program fails verification: {type(e).__name__}: {str(e)[:400]}") from e
 

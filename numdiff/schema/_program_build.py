@@ -60,7 +60,21 @@ class NumdiffEdgeVerifier(Verifier):
 
 
 class LoadedProgram(ExportedProgram):
-    """An ``ExportedProgram`` numdiff built from a file (no fake-tensor ``val`` metadata on nodes)."""
+    """An ``ExportedProgram`` numdiff built from a file (no fake-tensor ``val`` metadata on nodes).
+
+    Its range constraints are decoded on first use: they need sympy, whose import alone costs
+    over a second, and running the graph never reads them.
+    """
+
+    _numdiff_pending_ranges: dict[str, Any] | None = None
+
+    @property  # type: ignore[misc]
+    def range_constraints(self) -> dict[Any, Any]:
+        pending = self._numdiff_pending_ranges
+        if pending is not None:
+            self._range_constraints = range_constraints({"range_constraints": pending})
+            self._numdiff_pending_ranges = None
+        return self._range_constraints
 
     def validate(self) -> None:
         """Check the signature against the graph's placeholders and outputs, and the module call graph."""
