@@ -8,6 +8,7 @@ parsed, here: the analysis job (``numdiff.service.jobs``) reads them with the ha
 from __future__ import annotations
 
 import csv
+import errno
 import io
 from typing import Annotated, Any
 
@@ -197,6 +198,11 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(413, f"a file of the upload is {e} (NUMDIFF_SERVICE_MAX_UPLOAD_MB)") from None
         except (BadForm, MultipartParseError) as e:
             raise HTTPException(422, f"bad upload: {e}") from None
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):  # disk or quota full: nothing was committed
+                raise HTTPException(507, "the server's store is full (no space left or quota exceeded); "
+                                         "nothing was kept: retry once space is freed") from None
+            raise
         model_name = (form.fields.get("model") or [""])[0].strip()
         if not model_name or len(model_name) > 200:
             raise HTTPException(422, "the form needs a model name (field 'model', at most 200 characters)")

@@ -186,8 +186,14 @@ class Worker:
             if status == "lost" or status == "stopped":
                 return
             if status == db.DONE:
-                analysis = self.store.put_file(out / "analysis.json")
-                report = self.store.put_file(out / "report.html")
+                try:
+                    analysis = self.store.put_file(out / "analysis.json")
+                    report = self.store.put_file(out / "report.html")
+                except OSError as e:  # disk or quota full: the job fails with the reason, nothing half-stored
+                    self._finish(job_id, attempt, run.id, db.FAILED,
+                                 f"could not store the results: {e.strerror or e} (free space in the data directory "
+                                 "and submit the run again)", elapsed_ms=elapsed)
+                    return
                 self._finish(job_id, attempt, run.id, db.DONE, None, analysis, report, elapsed)
             else:
                 self._finish(job_id, attempt, run.id, db.FAILED, reason, elapsed_ms=elapsed)
