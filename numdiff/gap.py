@@ -40,6 +40,8 @@ class GapInputs:
     module_paths: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     method: str = "forward"
+    delegate_outputs: dict[DebugHandle, tuple[int, ...]] = field(default_factory=dict)
+    """``{runtime handle: output handle ids}`` of multi-output delegate calls (see numdiff.align)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +116,7 @@ def gather(
             "the numerical gap needs an ETRecord\n"
             "Pass etrecord= (CLI: --etrecord) with the ETRecord written when the model was exported."
         )
-    from numdiff.align import collect_runtime_outputs
+    from numdiff.align import collect_runtime_outputs, delegate_output_ids
     from numdiff.capture import aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph
     from numdiff.schema.debug_buffer import MissingTensor
 
@@ -162,6 +164,7 @@ def gather(
         runtime_op_names=runtime_op_names,
         module_paths=module_paths(graph_module),
         notes=tuple(result.notes),
+        delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
     )
 
 
@@ -187,6 +190,19 @@ def _is_missing(data: Any, missing_type: type) -> bool:
     return isinstance(data, missing_type)
 
 
+def _reference_raises(report: AlignmentReport) -> bool:
+    """Whether the reference's comparison aborts on these pairs (two tensors whose element counts differ)."""
+    from numdiff.align import ShapeRelation, shape_relation
+
+    def mismatched(aot: Any, runtime: Any) -> bool:
+        if isinstance(aot, (list, tuple)) and isinstance(runtime, (list, tuple)):
+            return len(aot) != len(runtime) or any(mismatched(a, r) for a, r in zip(aot, runtime, strict=True))
+        return (hasattr(aot, "shape") and hasattr(runtime, "shape")
+                and shape_relation(aot, runtime) is ShapeRelation.MISMATCH)
+
+    return any(mismatched(pair.aot_output, pair.runtime_output) for pair in report.pairs)
+
+
 def numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase,
                 release: Callable[[Any], None] | None = None) -> pd.DataFrame:
     """The reference's gap DataFrame (with its ``stacktraces`` column) for gathered inputs.
@@ -197,6 +213,9 @@ def numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase,
     from numdiff.comparators import NumericalComparatorBase
 
     report = pair_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    if inputs.delegate_outputs and _reference_raises(report):
+        # The reference aborts this table; pair delegate outputs with the nodes that give them.
+        report = pair_outputs(inputs.aot_outputs, inputs.runtime_outputs, delegate_outputs=inputs.delegate_outputs)
     report.warn("pairing runtime and AOT intermediate outputs", stacklevel=3)
     mapping = report.to_reference_mapping()
     if type(comparator).compare is NumericalComparatorBase.compare and release is not None:
@@ -215,7 +234,8 @@ def numeric_gap_report(inputs: GapInputs, comparator: NumericalComparatorBase) -
     """numdiff's fuller analysis for gathered inputs (no warnings: everything is on the report)."""
     from numdiff.align import align_intermediate_outputs
 
-    report = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    report = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs,
+                                        delegate_outputs=inputs.delegate_outputs)
     table = comparator.compare_aligned(report, inputs.aot_op_names, inputs.runtime_op_names)
     return GapReport(inputs.graph_name, type(comparator).__name__, table, report, inputs.stack_traces,
                      inputs.module_paths, inputs.notes, inputs.method)

@@ -41,10 +41,7 @@ REFERENCE_LOADS = [n for n in BUILT if "error" not in expected(n)["inspector"]]
 REFERENCE_FAILS = [n for n in BUILT if "error" in expected(n)["inspector"]]
 
 #: (fixture, what) -> the issue-8 item numdiff still gets wrong there.
-KNOWN: dict[tuple[str, str], str] = {
-    ("real_llama_xnn", "fp32-snr-floor"): (
-        "issue 8: XNNPACK multi-output delegate rows pair unrelated tensors (false alarm near -4 dB)"),
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _param(name: str, what: str, *values: Any) -> Any:

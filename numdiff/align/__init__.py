@@ -8,6 +8,9 @@ Stages, in order::
                                   └─align_intermediate_outputs─▶ AlignmentReport   (numdiff: also
                                                                    multi-output ops, element-wise)
 
+A multi-output delegate call's outputs are paired with the graph nodes that produce them
+(:func:`delegate_output_ids`, passed as ``delegate_outputs=``), not by the reference's rule.
+
 Every skipped pair and every guessed match is a typed :class:`AlignmentNote` on the report; the
 drop-in functions (:func:`map_runtime_aot_intermediate_outputs`,
 :func:`merge_runtime_overlapping_debug_handles`) return the reference's dicts and summarise the
@@ -27,6 +30,7 @@ from numdiff.align._records import (
     is_sequence,
     shape_relation,
 )
+from numdiff.align.delegate_outputs import delegate_output_ids, partition_output_ids
 from numdiff.align.pairing import (
     align_intermediate_outputs,
     find_op_names,
@@ -51,11 +55,13 @@ __all__ = [
     "ShapeRelation",
     "align_intermediate_outputs",
     "collect_runtime_outputs",
+    "delegate_output_ids",
     "find_op_names",
     "is_sequence",
     "map_runtime_aot_intermediate_outputs",
     "merge_overlapping_outputs",
     "merge_runtime_overlapping_debug_handles",
     "pair_outputs",
+    "partition_output_ids",
     "shape_relation",
 ]

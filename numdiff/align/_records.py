@@ -87,6 +87,9 @@ class MatchKind(str, Enum):
     """numdiff only: the k-th element of an AOT sequence with the k-th runtime element."""
     ELEMENT_SHAPE_DTYPE = "element_shape_dtype"
     """numdiff only: an AOT sequence element with the only runtime element of its shape and dtype."""
+    DELEGATE_OUTPUT = "delegate_output"
+    """numdiff only: the k-th output of a multi-output delegate call with the graph node that
+    produces the delegate's k-th output (reported under that node's handle)."""
 
 
 class ShapeRelation(str, Enum):
@@ -181,6 +184,11 @@ class NoteKind(str, Enum):
     """No unique shape/dtype match: the last runtime value was taken."""
     ELEMENT_UNMATCHED = "element_unmatched"
     """numdiff only: an element of an AOT sequence found no runtime value."""
+    DELEGATE_ORDER_UNKNOWN = "delegate_order_unknown"
+    """numdiff only: which graph node gives each output of a multi-output delegate call is not
+    known (no graph, or the graph shows another number of partition outputs): its outputs are
+    paired by the reference's position rule, and a pair whose shapes cannot correspond is not
+    scored."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from numdiff.align._records import (
     RuntimeOutput,
     is_sequence,
 )
+from numdiff.align.delegate_outputs import DELEGATE_CALL
 
 __all__ = [
     "align_intermediate_outputs",
@@ -135,8 +136,13 @@ def _pair_one(
     index: int,
     expand: bool,
     notes: list[AlignmentNote],
+    output_ids: tuple[int, ...] | None = None,
 ) -> list[AlignedPair]:
-    """Pairs for the ``index``-th output (from the end) of one runtime instruction."""
+    """Pairs for the ``index``-th output (from the end) of one runtime instruction.
+
+    ``output_ids`` (a multi-output delegate call's output handle ids, in output order) picks the
+    AOT output by the delegate's own output order instead of the runtime handle's order.
+    """
     handle, data = runtime.handle, runtime.data
     position = -(index + 1)
 
@@ -144,17 +150,22 @@ def _pair_one(
         notes.append(AlignmentNote(kind, detail, aot_handle=handle, runtime_handle=handle))
         return []
 
-    if index >= len(handle):
+    ids = handle if output_ids is None else output_ids
+    if index >= len(ids):
         return note(
             NoteKind.RUNTIME_TOO_SHORT,
             f"output {index} of {runtime.num_outputs} has no id in runtime handle {handle}",
         )
-    key = (handle[position],)
+    key = (ids[position],)
     if key not in aot_by_handle:
         return note(NoteKind.AOT_OUTPUT_MISSING, f"no AOT output for handle {key} (output {index})")
     aot = aot_by_handle[key]
     if is_sequence(data) and len(data) == 0:
         return note(NoteKind.NO_RUNTIME_DATA, f"the runtime logged no values for output {index}")
+    if output_ids is not None and is_sequence(data) and not is_sequence(aot):
+        if index >= len(data):
+            return note(NoteKind.RUNTIME_TOO_SHORT, f"runtime logged {len(data)} values, needs output {index}")
+        return [AlignedPair(key, aot, handle, data[position], MatchKind.DELEGATE_OUTPUT, index)]
 
     if is_sequence(aot):
         if not is_sequence(data):
@@ -194,6 +205,7 @@ def _pair(
     aot_intermediate_outputs: Mapping[DebugHandle, Any],
     runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
     expand: bool,
+    delegate_outputs: Mapping[DebugHandle, tuple[int, ...]] | None = None,
 ) -> AlignmentReport:
     aot_handles = list(aot_intermediate_outputs)
     runtimes = list(runtime_outputs.values())
@@ -234,9 +246,20 @@ def _pair(
             continue
         # Outputs past the handle's length have no id to pair with: one note for all of them, so
         # a huge count (from a hostile file) costs nothing.
+        output_ids = None if delegate_outputs is None else delegate_outputs.get(runtime.handle)
+        if (delegate_outputs is not None and output_ids is None and runtime.num_outputs > 1
+                and runtime.op_name == DELEGATE_CALL):
+            notes.append(
+                AlignmentNote(
+                    NoteKind.DELEGATE_ORDER_UNKNOWN,
+                    f"the graph does not show which node gives each of the {runtime.num_outputs} outputs "
+                    f"of this delegate call; paired by position from the end of its handle",
+                    runtime_handle=runtime.handle,
+                )
+            )
         paired = min(runtime.num_outputs, len(runtime.handle))
         for index in range(paired):
-            pairs.extend(_pair_one(aot_by_handle, runtime, index, expand, notes))
+            pairs.extend(_pair_one(aot_by_handle, runtime, index, expand, notes, output_ids))
         if runtime.num_outputs > paired:
             notes.append(
                 AlignmentNote(
@@ -253,6 +276,8 @@ def _pair(
 def pair_outputs(
     aot_intermediate_outputs: Mapping[DebugHandle, Any],
     runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
+    *,
+    delegate_outputs: Mapping[DebugHandle, tuple[int, ...]] | None = None,
 ) -> AlignmentReport:
     """The reference's pairs, as typed records, with a note for everything skipped or guessed.
 
@@ -262,6 +287,12 @@ def pair_outputs(
     Args:
         aot_intermediate_outputs: ``{handle: output}`` captured from the reference graph.
         runtime_outputs: ``{handle: RuntimeOutput}`` from :func:`collect_runtime_outputs`.
+        delegate_outputs: ``{runtime handle: output handle ids}`` of multi-output delegate calls
+            (:func:`~numdiff.align.delegate_output_ids`). When given, each output of such a call
+            is paired with the node that produces it and reported under that node's handle
+            (:attr:`MatchKind.DELEGATE_OUTPUT`), not by the reference's position rule; a
+            multi-output delegate call missing from it gets a
+            :attr:`NoteKind.DELEGATE_ORDER_UNKNOWN` note. Defaults to None (the reference's rule).
 
     Returns:
         The report; it does not warn (call :meth:`AlignmentReport.warn`).
@@ -271,12 +302,14 @@ def pair_outputs(
         >>> [(p.aot_handle, p.aot_output, p.runtime_output, p.match.value) for p in report.pairs]
         [((0, 1), 200, 150, 'direct')]
     """
-    return _pair(aot_intermediate_outputs, runtime_outputs, expand=False)
+    return _pair(aot_intermediate_outputs, runtime_outputs, expand=False, delegate_outputs=delegate_outputs)
 
 
 def align_intermediate_outputs(
     aot_intermediate_outputs: Mapping[DebugHandle, Any],
     runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
+    *,
+    delegate_outputs: Mapping[DebugHandle, tuple[int, ...]] | None = None,
 ) -> AlignmentReport:
     """numdiff's fuller alignment: like :func:`pair_outputs`, with sequences split element-wise.
 
@@ -285,6 +318,7 @@ def align_intermediate_outputs(
     runtime value of the element's shape and dtype; an element with no unique match gets a
     :attr:`NoteKind.ELEMENT_UNMATCHED` note. Each pair records how it was matched
     (:attr:`AlignedPair.match`) and how the shapes relate (:attr:`AlignedPair.shape_relation`).
+    ``delegate_outputs`` is as for :func:`pair_outputs`.
 
     Example:
         >>> import torch
@@ -294,7 +328,7 @@ def align_intermediate_outputs(
         >>> [(p.element_index, p.match.value) for p in report.pairs]
         [(0, 'element_position'), (1, 'element_position')]
     """
-    return _pair(aot_intermediate_outputs, runtime_outputs, expand=True)
+    return _pair(aot_intermediate_outputs, runtime_outputs, expand=True, delegate_outputs=delegate_outputs)
 
 
 def map_runtime_aot_intermediate_outputs(
