@@ -117,6 +117,8 @@ def run_campaign(tasks: list[tuple[Any, ...]], seeds: list[Any], workers: int, m
             if res is None:
                 continue
             results.append(CaseResult(**res))
+            if res["outcome"] not in BAD:  # only reproducers are kept: 100,000 cases would fill the disk
+                shutil.rmtree(task[5], ignore_errors=True)
             w.task = None
             w.done += 1
             if dead or res.get("recycle") or w.done >= w.max_tasks:
