@@ -11,6 +11,10 @@ input_set. A manifest (CSV, paths relative to it) is written beside the runs.
   .venv/bin/python scripts/make_fleet.py --out /tmp/fleet --runs 1000
   .venv/bin/python scripts/make_fleet.py --out /tmp/fleet12 --runs 10 --broken 1 --missing 1
 
+The noise goes into the logged values only (downstream values are not recomputed), so the op after a
+noisy one also looks wrong to culprit localization (it is replayed on the noisy input but its logged
+output is clean): expect the next op to be flagged too on those devices.
+
 --broken K truncates the ETDump of K runs; --missing K names a debug buffer that does not exist.
 The default source is numdiff/examples/planted_culprit (linear_1 is a planted culprit everywhere).
 """
