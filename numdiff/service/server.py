@@ -106,7 +106,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     pool.start()
     try:
         config: Any = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning",
-                                     timeout_graceful_shutdown=10, limit_concurrency=2000, backlog=2048)
+                                     timeout_graceful_shutdown=5, limit_concurrency=2000, backlog=2048)
         server = _Server(config)
         print(f"numdiff serve: http://{host}:{port}/ui (API docs at /docs), data in {settings.data}, "
               f"{workers} worker(s)", file=sys.stderr, flush=True)
