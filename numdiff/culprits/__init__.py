@@ -11,14 +11,20 @@ consumes is.
 Modules: :mod:`~numdiff.culprits.find` (orchestration), :mod:`~numdiff.culprits._replay` (the
 replay interpreter), :mod:`~numdiff.culprits._noise` (noise models, thresholds, verdicts),
 :mod:`~numdiff.culprits.report` (rows, report, roll-ups), :mod:`~numdiff.culprits._matching`.
+Deeper localization (options of ``find_culprits``): :mod:`~numdiff.culprits.quant_view`
+(``float_program=``), :mod:`~numdiff.culprits.decode` (``step_inputs=``, ``decode_steps=``),
+:mod:`~numdiff.culprits.taps` (``taps=``, ``tap_outputs=``).
 Imports torch.
 """
 
 from __future__ import annotations
 
 from numdiff.culprits._noise import DEFAULT_QUANTIZED_THRESHOLDS, DEFAULT_THRESHOLDS, Thresholds, Verdict
+from numdiff.culprits.decode import DecodeStep, DecodeView
 from numdiff.culprits.find import find_culprits
+from numdiff.culprits.quant_view import QuantizationView, QuantLayer
 from numdiff.culprits.report import CulpritReport, CulpritRow, MatchRecord, NonFinite
+from numdiff.culprits.taps import TapRow, TapView
 
 __all__ = [
     "DEFAULT_QUANTIZED_THRESHOLDS",
@@ -26,8 +32,14 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "CulpritReport",
     "CulpritRow",
+    "DecodeStep",
+    "DecodeView",
     "MatchRecord",
     "NonFinite",
+    "QuantLayer",
+    "QuantizationView",
+    "TapRow",
+    "TapView",
     "Thresholds",
     "Verdict",
     "find_culprits",
