@@ -45,6 +45,7 @@ MATCH_EXPLANATIONS = {
     "sequence": "a reference output sequence paired with the runtime's sequence as a whole, as ExecuTorch does",
     "element_position": "one element of a multi-output op, paired by position with the runtime's element",
     "element_shape_dtype": "one element of a multi-output op, paired with the only runtime element of its shape and dtype",
+    "delegate_output": "one output of a delegate call, paired with the graph node that produces it (the partition's outputs in graph order)",
 }
 METRICS = ("SNR", "MSE", "L1")
 HISTOGRAM_BINS = 24
