@@ -141,9 +141,11 @@ def load_etrecord(etrecord: Any) -> Any:
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
+        from numdiff._gc_pause import gc_paused
         from numdiff.schema.etrecord import parse_etrecord
 
-        return parse_etrecord(etrecord)
+        with gc_paused():  # parsing makes no cycles; full collections over torch's objects cost more than it
+            return parse_etrecord(etrecord)
     if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
         return etrecord
     raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "

@@ -111,6 +111,21 @@ def gather(
     etdump_path: str | None = None,
 ) -> GapInputs:
     """Run the reference graph and collect the runtime outputs it will be compared with."""
+    from numdiff._gc_pause import gc_paused
+
+    with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
+        return _gather(etrecord, events, reference_graph=reference_graph,
+                       disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
+
+
+def _gather(
+    etrecord: Any,
+    events: Iterable[EventLike],
+    *,
+    reference_graph: str | None,
+    disable_debug_handle_validation: bool,
+    etdump_path: str | None,
+) -> GapInputs:
     if etrecord is None:
         raise MissingDataError(
             "the numerical gap needs an ETRecord\n"
