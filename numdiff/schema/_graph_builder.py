@@ -161,6 +161,10 @@ class GraphBuilder:
             else:
                 ref = classify_target(resolved.target)
                 if ref.kind == "overload":
+                    returns = len(ref.op._schema.returns)
+                    if len(outputs) > max(1, returns):
+                        raise ProgramLoadError(f"node {str(name)[:80]!r} lists {len(outputs)} outputs but operator "
+                                               f"{target[:80]!r} returns {returns}")
                     args, kwargs = _schema_args(ref.op, inputs, env, graph_arg)
                     is_sym = f"{ref.op._opname}.{ref.op._overloadname}" in _SYM_OPS and ref.op.namespace == "aten"
                     node_name = (_sym_output_name(outputs) or name) if is_sym else (single or name)
@@ -216,19 +220,24 @@ class GraphBuilder:
                 return
             if kind == "as_tensors":
                 env.setdefault(node.name, node)
-                self._getitems(graph, env, node, [{"as_tensor": v} for v in value], meta)
+                self._getitems(graph, env, node, [{"as_tensor": v} for v in value], meta, set())
                 return
         env.setdefault(node.name, node)  # as torch's loader: the node itself is a value (e.g. an alloc list)
-        self._getitems(graph, env, node, outputs, meta)
+        self._getitems(graph, env, node, outputs, meta, set())
 
     def _getitems(self, graph: torch.fx.Graph, env: dict[str, torch.fx.Node], node: torch.fx.Node,
-                  items: list[Any], meta: dict[str, Any]) -> None:
+                  items: list[Any], meta: dict[str, Any], seen: set[str]) -> None:
         for index, item in enumerate(items):
             if not isinstance(item, dict) or len(item) != 1:
                 raise ProgramLoadError(f"node {node.name!r}: an output is not a one-key JSON object")
             (kind, value), = item.items()
             if kind == "as_tensor" or (kind in ("as_sym_int", "as_sym_float") and "as_name" in value):
                 out_name = value["name"] if kind == "as_tensor" else value["as_name"]
+                if not isinstance(out_name, str):
+                    raise ProgramLoadError(f"node {node.name!r}: an output has no name")
+                if out_name in seen:
+                    raise ProgramLoadError(f"node {node.name!r} lists its output {str(out_name)[:80]!r} more than once")
+                seen.add(out_name)
                 out = self._create(graph, "call_function", operator.getitem, out_name, (node, index))
                 env[out_name] = out
             elif kind == "as_none":
@@ -236,7 +245,7 @@ class GraphBuilder:
             elif kind in ("as_tensors", "as_sym_ints"):
                 out = self._create(graph, "call_function", operator.getitem, None, (node, index))
                 wrap = "as_tensor" if kind == "as_tensors" else "as_sym_int"
-                self._getitems(graph, env, out, [{wrap: v} for v in value], meta)
+                self._getitems(graph, env, out, [{wrap: v} for v in value], meta, seen)
             else:
                 raise Unsupported(f"output kind {kind}")
             out.meta.update(meta)

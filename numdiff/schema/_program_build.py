@@ -108,24 +108,58 @@ def _argument(arg: Any, names: ProgramNames) -> Any:
     raise Unsupported(f"signature argument kind {kind}")
 
 
+#: Name fields each spec kind must carry (torch's signature classes assert on them).
+_INPUT_REQUIRED = {"parameter": "parameter_name", "buffer": "buffer_name", "tensor_constant": "tensor_constant_name",
+                   "custom_obj": "custom_obj_name"}
+_OUTPUT_REQUIRED = {"buffer_mutation": "buffer_name", "parameter_mutation": "parameter_name",
+                    "gradient_to_parameter": "parameter_name", "gradient_to_user_input": "user_input_name",
+                    "user_input_mutation": "user_input_name"}
+
+
+def _spec(spec: Any, index: int, side: str, kinds: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The kind and body of one signature spec, checked to be ``{kind: {"arg": ..., ...}}`` with a known kind."""
+    where = f"signature {side} spec {index}"
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise ProgramLoadError(f"{where} is not a one-key JSON object")
+    (kind, body), = spec.items()
+    if kind not in kinds:
+        raise Unsupported(f"{side} spec kind {str(kind)[:80]}")
+    if not isinstance(body, dict) or "arg" not in body:
+        raise ProgramLoadError(f"{where} ({kind}) has no 'arg' field")
+    return kind, body
+
+
+def _required(body: dict[str, Any], field_name: str | None, where: str) -> None:
+    if field_name is not None and not isinstance(body.get(field_name), str):
+        raise ProgramLoadError(f"{where} lacks its {field_name!r} field (a string)")
+
+
 def signature(signature_json: Any, names: ProgramNames) -> gs.ExportGraphSignature:
-    """The graph signature of a serialized program."""
-    input_specs = []
-    for spec in signature_json.get("input_specs") or []:
-        (kind, body), = spec.items()
-        if kind not in _INPUT_KINDS:
-            raise Unsupported(f"input spec kind {kind}")
-        target = next((body[k] for k in _TARGET_KEYS if k in body and k != "user_input_name"), None)
-        persistent = body.get("persistent") if kind == "buffer" else None
-        input_specs.append(gs.InputSpec(_INPUT_KINDS[kind], _argument(body["arg"], names), target, persistent))
-    output_specs = []
-    for spec in signature_json.get("output_specs") or []:
-        (kind, body), = spec.items()
-        if kind not in _OUTPUT_KINDS:
-            raise Unsupported(f"output spec kind {kind}")
-        target = next((body[k] for k in ("buffer_name", "parameter_name", "user_input_name") if k in body), None)
-        output_specs.append(gs.OutputSpec(_OUTPUT_KINDS[kind], _argument(body["arg"], names), target))
-    return gs.ExportGraphSignature(input_specs=input_specs, output_specs=output_specs)
+    """The graph signature of a serialized program (each spec's kind-specific fields checked first)."""
+    if not isinstance(signature_json, dict):
+        raise ProgramLoadError("the graph signature is not a JSON object")
+    try:
+        input_specs = []
+        for index, spec in enumerate(signature_json.get("input_specs") or []):
+            kind, body = _spec(spec, index, "input", _INPUT_KINDS)
+            where = f"signature input spec {index} ({kind})"
+            _required(body, _INPUT_REQUIRED.get(kind), where)
+            if kind == "buffer" and not isinstance(body.get("persistent"), bool):
+                raise ProgramLoadError(f"{where} lacks its 'persistent' field (true or false)")
+            target = next((body[k] for k in _TARGET_KEYS if k in body and k != "user_input_name"), None)
+            persistent = body.get("persistent") if kind == "buffer" else None
+            input_specs.append(gs.InputSpec(_INPUT_KINDS[kind], _argument(body["arg"], names), target, persistent))
+        output_specs = []
+        for index, spec in enumerate(signature_json.get("output_specs") or []):
+            kind, body = _spec(spec, index, "output", _OUTPUT_KINDS)
+            _required(body, _OUTPUT_REQUIRED.get(kind), f"signature output spec {index} ({kind})")
+            target = next((body[k] for k in ("buffer_name", "parameter_name", "user_input_name") if k in body), None)
+            output_specs.append(gs.OutputSpec(_OUTPUT_KINDS[kind], _argument(body["arg"], names), target))
+        return gs.ExportGraphSignature(input_specs=input_specs, output_specs=output_specs)
+    except (AssertionError, TypeError, ValueError, AttributeError) as e:
+        if isinstance(e, ProgramLoadError):
+            raise
+        raise ProgramLoadError(f"the graph signature is malformed: {type(e).__name__}: {str(e)[:300]}") from e
 
 
 def _bound(value: Any, infinite: Any) -> Any:
