@@ -1,6 +1,6 @@
 """The profiling DataFrame of a block computed on its columns, without making ``Event`` records.
 
-Used while a block's events are still in columns (``EventBlock.columns()``): the cells are the
+Used while a block's events are still in columns (``EventBlock._event_columns()``): the cells are the
 ones ``Event.asdict`` gives for an event the ETRecord did not annotate (no op types, stack traces
 or module hierarchy). Statistics are numpy reductions over each slot's samples, a contiguous row,
 as ``PerfData`` computes them over its list; a block whose samples hold NaN (where Python's

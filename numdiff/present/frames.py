@@ -68,7 +68,7 @@ def events_dataframe(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> 
 def block_dataframe(block: EventBlock, include_units: bool, include_delegate_debug_data: bool) -> pd.DataFrame:
     """The block's frame; computed on its columns while its events were not made (no ``Event`` records)."""
     units = f" ({block.target_time_scale.value})" if include_units else ""
-    cols = block.columns()
+    cols = block._event_columns()
     data = None
     if cols is not None and len(cols) and not (include_delegate_debug_data and (cols.metadata or cols.parser)):
         from numdiff.present._frames_columnar import columnar_rows

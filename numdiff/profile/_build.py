@@ -188,7 +188,7 @@ def _block(dump: ETDump, group: _Group, opts: _Options) -> EventBlock:
         bundled_input_index=group.bundled_input_index,
         run_output=run_output,
     )
-    block.set_columns(cols, lambda: materialise(cols))
+    block._set_columns(cols, lambda: materialise(cols))
     return block
 
 

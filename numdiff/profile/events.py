@@ -201,7 +201,7 @@ class EventBlock:
 
         return block_dataframe(self, include_units, include_delegate_debug_data)
 
-    def set_columns(self, columns: Any, loader: Callable[[], list[Event]]) -> None:
+    def _set_columns(self, columns: Any, loader: Callable[[], list[Event]]) -> None:
         """Keep the block's events in columns; ``loader`` makes the ``Event`` records on first access.
 
         ``columns`` (a ``numdiff.profile._columns.BlockColumns``) stays available to the tabular
@@ -210,7 +210,7 @@ class EventBlock:
         self.__dict__["_events_loader"] = loader
         self.__dict__["_columns"] = columns
 
-    def columns(self) -> Any:
+    def _event_columns(self) -> Any:
         """The block's events in columns, or None once ``events`` was read or assigned."""
         return self.__dict__.get("_columns")
 

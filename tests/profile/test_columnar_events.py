@@ -54,13 +54,13 @@ def _assert_same_views(a: tuple[pd.DataFrame, pd.DataFrame, str, str], b: tuple[
 @pytest.mark.parametrize("name", LOADABLE)
 def test_tables_on_columns_equal_tables_from_events(name: str) -> None:
     insp = _fixture(name)
-    assert all(b.columns() is not None for b in insp.event_blocks)  # nothing made yet
+    assert all(b._event_columns() is not None for b in insp.event_blocks)  # nothing made yet
     lazy = _views(insp)
-    assert all(b.columns() is not None for b in insp.event_blocks if len(b.columns() or ())), \
+    assert all(b._event_columns() is not None for b in insp.event_blocks if len(b._event_columns() or ())), \
         "the tables made Event records"
     for b in insp.event_blocks:  # make the records: the tables now come from them
         assert isinstance(b.events, list)
-        assert b.columns() is None
+        assert b._event_columns() is None
     _assert_same_views(lazy, _views(insp))
 
 
@@ -116,7 +116,7 @@ def test_time_scales_and_delegate_columns_follow_the_records() -> None:
 def test_assigning_events_drops_the_columns() -> None:
     insp = _quiet(etdump_data=_doc(2, 5, 5))
     (block,) = insp.event_blocks
-    assert block.columns() is not None
+    assert block._event_columns() is not None
     block.events = [Event(name="mine")]
-    assert block.columns() is None
+    assert block._event_columns() is None
     assert list(insp.to_dataframe()["event_name"]) == ["mine"]
