@@ -122,12 +122,45 @@ def decode_alloc_spec(text: Any) -> tuple[tuple[int, ...], torch.dtype]:
     return shape, DTYPES[int(match.group(2))]
 
 
-def alloc(spec: Any) -> Any:
-    """Stand-in for ExecuTorch's ``memory.alloc``: empty tensor(s) for ``(shape, dtype)`` spec(s)."""
-    if isinstance(spec, list):
-        return [alloc(s) for s in spec]
-    shape, dtype = spec
-    return torch.empty(shape, dtype=dtype)
+class _Alloc:
+    """Stand-in for ExecuTorch's ``memory.alloc``: empty tensor(s) for ``(shape, dtype)`` spec(s).
+
+    Equal to itself and to any function named ``alloc`` from module ``executorch.exir.memory``
+    (compared by name only, nothing imported), so graphs numdiff loads compare equal node by node
+    with the reference's.
+    """
+
+    __name__ = "alloc"
+    __qualname__ = "alloc"
+    _REFERENCE_MODULE = "executorch.exir.memory"
+
+    def __call__(self, spec: Any) -> Any:
+        if isinstance(spec, list):
+            return [self(s) for s in spec]
+        shape, dtype = spec
+        return torch.empty(shape, dtype=dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        return bool(getattr(other, "__module__", None) == self._REFERENCE_MODULE
+                    and getattr(other, "__name__", None) == "alloc" and callable(other))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("numdiff-alloc", "alloc"))
+
+    def __repr__(self) -> str:
+        return "<numdiff memory.alloc>"
+
+    def __reduce__(self) -> str:
+        return "alloc"  # the module-level instance (pickle and deepcopy keep the one object)
+
+
+alloc = _Alloc()
+alloc.__module__ = __name__
 
 
 def decode_metadata(metadata: Any, node_name: str) -> dict[str, Any]:
