@@ -5,13 +5,24 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from numdiff.client import Client
 from tests.report._browser import browser, need_browser
 from tests.service._server import Server, submit_files
 
 DEVICES = ("galaxy-s24", "pixel8", "pixel9")
+
+
+def _wait(driver: Any, condition: Callable[[Any], Any]) -> Any:
+    """Wait for a condition on the page a click navigated to (elements of the old page go stale)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, 30, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)) \
+        .until(condition)
 
 
 def test_pages_in_headless_chromium(sqlite_server: Server, tmp_path: Path) -> None:
@@ -28,12 +39,12 @@ def test_pages_in_headless_chromium(sqlite_server: Server, tmp_path: Path) -> No
         assert driver.current_url.endswith("/ui/login")
         driver.find_element(By.NAME, "token").send_keys(token)
         driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        assert driver.find_element(By.TAG_NAME, "h1").text == "Project web"
+        assert _wait(driver, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Project web")
         driver.find_element(By.LINK_TEXT, "quantized-mlp").click()
-        rows = driver.find_elements(By.CSS_SELECTOR, "#runs tr")
+        rows = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#runs tr"))
         assert len(rows) == 1 + len(DEVICES)
         driver.find_element(By.LINK_TEXT, "device").click()
-        headers = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#compare tr:first-child th")]
+        headers = _wait(driver, lambda d: [th.text for th in d.find_elements(By.CSS_SELECTOR, "#compare tr:first-child th")])
         assert headers[1:1 + len(DEVICES)] == list(DEVICES)
         cells = driver.find_elements(By.CSS_SELECTOR, "#compare td.num")
         assert cells and all(re.fullmatch(r"[-0-9.∞—]+", c.text) for c in cells)
@@ -41,9 +52,9 @@ def test_pages_in_headless_chromium(sqlite_server: Server, tmp_path: Path) -> No
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         driver.get(f"{sqlite_server.url}/ui/runs/{ids[0]}")
-        assert driver.find_element(By.ID, "status").text == "done"
+        assert _wait(driver, lambda d: d.find_element(By.ID, "status").text == "done")
         driver.find_element(By.ID, "report-link").click()
-        assert "galaxy-s24" in driver.page_source
+        assert _wait(driver, lambda d: "galaxy-s24" in d.page_source)
         # nothing is loaded from another origin (no CDN)
         ours = 0
         for entry in driver.get_log("performance"):
