@@ -22,12 +22,8 @@ whose first argument is a JSON-encoded lowered module. This module
 
 from __future__ import annotations
 
-import base64
-import io
-import json
 import operator
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,7 +200,7 @@ def _finish_graph(gm: torch.fx.GraphModule, plans: list[_NodePlan], names: Progr
 
 
 def load_program_with_torch(
-    program: dict[str, Any] | bytes,
+    program: dict[str, Any],
     state_dict: bytes,
     constants: bytes,
     example_inputs: bytes,
@@ -214,7 +210,7 @@ def load_program_with_torch(
     """Build a runnable ``ExportedProgram`` from one serialized program and its companions.
 
     Args:
-        program: The program JSON (bytes, or already parsed).
+        program: The parsed program JSON (a copy: torch's route rewrites it).
         state_dict: ``torch.save`` bytes of the state dict.
         constants: ``torch.save`` bytes of the constants.
         example_inputs: ``torch.save`` bytes of the example inputs (may be empty).
@@ -227,14 +223,7 @@ def load_program_with_torch(
     Raises:
         ProgramLoadError: The program or a companion cannot be read (no file/entry context yet).
     """
-    if isinstance(program, bytes):
-        try:
-            program = json.loads(program.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            raise ProgramLoadError(f"program is not valid JSON: {e}") from e
-    check_header(program)
-    if not isinstance(program, dict):  # check_header guarantees it; this narrows the type
-        raise ProgramLoadError("program JSON is not an object")
+    check_header(program)  # the caller parsed and checked it; nested programs arrive here unchecked
     names = guard_program(program)  # before anything resolves, imports or generates code from the JSON
     graph_json = program["graph_module"].get("graph", {})
     plans = [_plan_node(node) for node in graph_json.get("nodes", [])]
