@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +12,10 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyarrow")
+
+# Test traffic stays on loopback: a local Ray started by these tests binds to 127.0.0.1 (Ray reads this
+# when it is imported, which the tests do later; without it, Ray listens on the machine's external address).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,8 @@ from numdiff.batch import load_manifest, run_batch
 def test_ray_backend_matches_the_pool(fleet: dict[str, Any], tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     specs = load_manifest(fleet["manifest"])[:6]  # the truncated ETDump, the missing buffer, 4 good runs
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    assert context.address_info["node_ip_address"] == "127.0.0.1"  # loopback only (tests/batch/conftest.py)
     try:
         result = run_batch(specs, tmp_path / "out", backend="ray", workers=2)
     finally:
