@@ -1,0 +1,232 @@
+"""Scoring for :func:`~numdiff.culprits.find.find_culprits`: one row per replayed pair.
+
+The accumulated error (AOT from the start vs runtime), the local error (the op replayed on the
+runtime's inputs vs runtime) in noise units, the verdict, the amplification over the producers,
+the user's source line and the op's latency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from numdiff._numerics import finite_difference_sums
+from numdiff._types import DebugHandle
+from numdiff.align import (
+    AlignedPair,
+    AlignmentReport,
+    MatchKind,
+    find_op_names,
+)
+from numdiff.comparators import NumericalComparatorBase, SNRComparator
+from numdiff.comparators.snr import _db as snr_db
+from numdiff.culprits._measure import any_nonfinite, as_runtime_layout, noise_units, relative_error
+from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
+from numdiff.culprits._replay import Lineage
+from numdiff.culprits.report import CulpritRow, NonFinite
+from numdiff.gap import stack_traces_for
+from numdiff.present.gap_table import user_frame
+
+
+@dataclass(slots=True)
+class Planned:
+    """One aligned pair waiting for its node to run."""
+
+    pair: AlignedPair
+    element: int | None
+    accumulated: float = math.nan
+    acc_rel: float = math.nan
+    acc_notes: list[str] = field(default_factory=list)
+
+
+class Scorer:
+    """Scores each paired node as the replay reaches it and decides what to substitute."""
+
+    def __init__(self, comparator: NumericalComparatorBase, aot_names: Mapping[DebugHandle, list[str]],
+                 runtime_names: Mapping[DebugHandle, list[str]], limits: dict[str, Thresholds],
+                 lineages: dict[str, Lineage], stack_traces: Mapping[DebugHandle, Mapping[str, str | None]],
+                 module_paths: Mapping[str, str], latencies: dict[int, list[tuple[frozenset[int], float, int]]],
+                 plan: dict[str, list[Planned]], release: Callable[[Any], None] | None) -> None:
+        self.comparator, self.aot_names, self.runtime_names = comparator, aot_names, runtime_names
+        self.limits, self.lineages, self.stack_traces = limits, lineages, stack_traces
+        self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
+        self.rows: list[CulpritRow] = []
+        self.by_node: dict[tuple[str, int | None], list[int]] = {}
+        self.substituted: dict[tuple[str, int | None], bool] = {}
+        self.transforms: dict[str, str] = {}
+        self.acc_rel: dict[int, float] = {}
+        self.runtime_nonfinite: set[str] = set()
+        self.inputs_from_runtime: set[str] = set()
+        self.supplied: set[str] = set()
+        self.unreliable: dict[DebugHandle, str] = {}
+        self.first_nonfinite: NonFinite | None = None
+
+    def score_accumulated(self, items: list[Planned]) -> None:
+        """Score every planned pair's AOT output against the runtime's, then drop the AOT output."""
+        for item in items:
+            pair = item.pair
+            runtime, _ = as_runtime_layout(pair.runtime_output, pair.aot_output)
+            item.accumulated, sums = self._measure(pair, pair.aot_output,
+                                                   pair.runtime_output if runtime is None else runtime,
+                                                   item.acc_notes, "accumulated")
+            if runtime is not None:
+                item.acc_rel = relative_error(pair.aot_output, runtime, sums)
+            item.pair = replace(pair, aot_output=None)
+            if self.release is not None:
+                self.release(pair.runtime_output)
+
+    def on_paired(self, node: torch.fx.Node, replay: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  noise: Noise) -> Any:
+        planned = self.plan.pop(node.name)
+        out = list(replay) if isinstance(replay, (list, tuple)) else None
+        for item in planned:
+            element = item.element
+            value = replay if out is None or element is None else out[element]
+            runtime_value, transform = as_runtime_layout(item.pair.runtime_output, value, noise)
+            if item.pair.runtime_handle in self.unreliable:
+                runtime_value, transform = None, self.unreliable[item.pair.runtime_handle]
+            self.transforms[f"{node.name}/{element}"] = transform
+            self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
+            ok = runtime_value is not None
+            if ok and self.release is not None:
+                runtime_value = runtime_value.clone()  # a private copy: the buffer's pages can go now
+            self.substituted[(node.name, element)] = ok
+            if ok and out is not None and element is not None:
+                out[element] = runtime_value
+            elif ok and out is None:
+                replay = runtime_value
+            if self.release is not None:
+                self.release(item.pair.runtime_output)
+        if out is not None:
+            return type(replay)(out) if isinstance(replay, tuple) else out
+        return replay
+
+    def _producer_rows(self, lin: Lineage) -> list[int]:
+        rows: list[int] = []
+        for name, element in lin.producers:
+            rows += self.by_node.get((name, element), []) or (
+                [i for (n, _), idx in self.by_node.items() if n == name for i in idx] if element is None else [])
+        return sorted(set(rows))
+
+    def _row(self, node: torch.fx.Node, item: Planned, replay: Any, runtime: Any, transform: str, noise: Noise,
+             args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        pair, index = item.pair, len(self.rows)
+        notes: list[str] = []
+        lin = self.lineages.get(node.name, Lineage())
+        compare_runtime = runtime if runtime is not None else pair.runtime_output
+        local, sums = self._measure(pair, replay, compare_runtime, notes, "local")
+        notes += item.acc_notes
+        accumulated, acc_rel = item.accumulated, item.acc_rel
+        units, nonfinite, replay_nonfinite = math.nan, 0, 0
+        if runtime is None:
+            notes.append(transform)
+        else:
+            units, nonfinite, replay_nonfinite, why = noise_units(replay, runtime, noise, sums)
+            if why:
+                notes.append(why)
+        kind = op_type(node.target)
+        quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
+        verdict = self.limits.get(kind, self.limits["quantized" if quantized else "default"]).verdict(units)
+        if nonfinite and not replay_nonfinite:
+            verdict = Verdict.BROKEN
+        producers = self._producer_rows(lin)
+        culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
+        unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]
+        if culprit and unknown:
+            culprit = False
+            notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
+                         "local and inherited error cannot be told apart")
+        amplification = self._amplification(acc_rel, producers, notes)
+        source = self._source(lin, node, notes)
+        if nonfinite and self.first_nonfinite is None:
+            self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
+        aot_ops = find_op_names(pair.aot_handle, self.aot_names)
+        traces = stack_traces_for(aot_ops, self.stack_traces)
+        self.acc_rel[index] = acc_rel
+        self.by_node.setdefault((node.name, item.element), []).append(index)
+        self.rows.append(CulpritRow(
+            index=index, aot_handle=pair.aot_handle, aot_ops=aot_ops,
+            runtime_ops=find_op_names(pair.runtime_handle, self.runtime_names), runtime_handle=pair.runtime_handle,
+            node=node.name, element=item.element, op_type=kind, local_gap=local, accumulated_gap=accumulated,
+            local_noise_units=units, accumulated_rel=acc_rel, amplification=amplification, verdict=verdict,
+            is_culprit=culprit, noise=noise.describe(), input_source=source, producers=tuple(producers),
+            replayed_ops=lin.replayed, transform=transform, match=pair.match.value,
+            module_path=self.module_paths.get(node.name),
+            source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
+            stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
+            note="; ".join(notes) or None))
+
+    def _measure(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str],
+                 what: str) -> tuple[float, tuple[float, float, float, int] | None]:
+        """The comparator's gap and, when all values are finite, the float64 sums behind it.
+
+        The built-in SNR comparator's number is made from the same sums (one pass, not two).
+        """
+        sums = finite_difference_sums(aot, runtime, need_l1=False) \
+            if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
+            else None
+        if sums is not None and type(self.comparator) is SNRComparator:
+            signal, noise, _, count = sums
+            return snr_db(signal / count, noise / count), sums
+        return self._gap(pair, aot, runtime, notes, what), sums
+
+    def _gap(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str], what: str) -> float:
+        single = AlignmentReport((AlignedPair(pair.aot_handle, aot, pair.runtime_handle, runtime,
+                                              pair.match if pair.match is not None else MatchKind.DIRECT),))
+        table = self.comparator.compare_aligned(single, self.aot_names, self.runtime_names)
+        if not table.rows:
+            notes.append(f"{what} gap not computed: " + "; ".join(n.detail for n in table.notes))
+            return math.nan
+        row = table.rows[0]
+        if row.note:
+            notes.append(f"{what}: {row.note}")
+        value = float(row.gap[0]) if row.gap else math.nan
+        return value
+
+    def _amplification(self, acc_rel: float, producers: list[int], notes: list[str]) -> float:
+        upstream = [self.acc_rel[p] for p in producers if not math.isnan(self.acc_rel[p])]
+        if math.isnan(acc_rel):
+            return math.nan
+        if not upstream:
+            notes.append("amplification: no producer row (inputs are graph inputs)")
+            return math.nan
+        worst = max(upstream)
+        if worst == 0:
+            if acc_rel:
+                notes.append("amplification: producers carry no accumulated error, this row creates it")
+            return math.nan if acc_rel else 1.0
+        return acc_rel / worst
+
+    def _source(self, lin: Lineage, node: torch.fx.Node, notes: list[str]) -> str:
+        from_runtime = [p for p in lin.producers if self.substituted.get(p, self.substituted.get((p[0], None), False))]
+        logged = [g for g in lin.graph_inputs if g in self.inputs_from_runtime and g not in self.supplied]
+        supplied = [g for g in lin.graph_inputs if g in self.supplied]
+        representative = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime]
+        from_aot = [f"{p[0]}" for p in lin.producers if p not in from_runtime] + representative
+        from_runtime += [(g, None) for g in logged + supplied]
+        if supplied:
+            notes.append(f"graph inputs {', '.join(supplied)} taken from step_inputs")
+        if logged:
+            notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs")
+        if representative:
+            notes.append(f"graph inputs {', '.join(representative)} taken from the representative inputs "
+                         "(the runtime does not log them)")
+        missing = [p[0] for p in lin.producers if p not in from_runtime]
+        if missing:
+            notes.append(f"producers {', '.join(missing)} not substituted: replayed values used")
+        if not from_aot:
+            return "runtime"
+        return "runtime+aot" if from_runtime else "aot"
+
+    def _latency(self, handle: DebugHandle) -> float | None:
+        ids = set(handle)
+        seen: dict[int, float] = {}
+        for item in ids:
+            for ev_ids, avg, key in self.latencies.get(item, ()):
+                if ev_ids <= ids:
+                    seen[key] = avg
+        return sum(seen.values()) if seen else None
