@@ -99,10 +99,7 @@ def add_pages(app: FastAPI) -> None:
             return RedirectResponse("/ui/login", status_code=303)
         svc = _service_app(app)
         with svc.sessions() as s:
-            model = s.execute(select(db.ModelRow).where(db.ModelRow.project_id == project,
-                                                        db.ModelRow.name == name)).scalar_one_or_none()
-            if model is None:
-                raise HTTPException(404, f"no model {name!r} in this project")
+            model = _model_or_404(s, project, name)
             runs = s.execute(select(db.Run).where(db.Run.model_id == model.id).order_by(db.Run.id.desc())
                              .limit(500)).scalars().all()
         keys = sorted({k for r in runs for k in (r.labels or {})})
@@ -116,10 +113,7 @@ def add_pages(app: FastAPI) -> None:
             return RedirectResponse("/ui/login", status_code=303)
         svc = _service_app(app)
         with svc.sessions() as s:
-            model = s.execute(select(db.ModelRow).where(db.ModelRow.project_id == project,
-                                                        db.ModelRow.name == name)).scalar_one_or_none()
-            if model is None:
-                raise HTTPException(404, f"no model {name!r} in this project")
+            model = _model_or_404(s, project, name)
             runs = s.execute(select(db.Run).where(db.Run.model_id == model.id, db.Run.status == db.DONE)
                              .order_by(db.Run.id.desc()).limit(500)).scalars().all()
         chosen: dict[str, db.Run] = {}
@@ -171,3 +165,12 @@ def add_pages(app: FastAPI) -> None:
         if run.report_sha256 is None:
             raise HTTPException(409, f"run {run.id} is {run.status}: no report yet")
         return FileResponse(svc.store.path(run.report_sha256), media_type="text/html; charset=utf-8")
+
+
+def _model_or_404(session: Any, project: Any, name: str) -> Any:
+    """The project's model called ``name``; another project's model is as absent as a missing one."""
+    model = session.execute(select(db.ModelRow).where(db.ModelRow.project_id == project,
+                                                      db.ModelRow.name == name)).scalar_one_or_none()
+    if model is None:
+        raise HTTPException(404, f"no model {name!r} in this project")
+    return model
