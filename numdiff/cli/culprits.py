@@ -55,9 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "--decode-steps and checks every step on its own inputs")
     d.add_argument("--taps", default=None, metavar="PATH",
                    help="tap sidecar written at export (numdiff.export_helpers.taps): localize inside delegates "
-                   "with the tapped values; needs --tap-outputs")
+                   "with the tapped values")
     d.add_argument("--tap-outputs", default=None, metavar="PATH",
-                   help="torch.save file of the tapped method's flat outputs (read weights-only)")
+                   help="torch.save file of the tapped method's flat outputs (read weights-only); default: the "
+                   "program outputs the ETDump logged for the method's first run")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 

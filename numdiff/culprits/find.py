@@ -11,7 +11,7 @@ values once the row is written. Culprit: local error beyond noise while no produ
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -52,6 +52,7 @@ def find_culprits(
     step_inputs: Any = None,
     taps: str | os.PathLike[str] | None = None,
     tap_outputs: Any = None,
+    run_outputs: Sequence[Any] | None = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -74,8 +75,11 @@ def find_culprits(
             is analysed on its own inputs.
         taps: Tap sidecar (``numdiff.export_helpers.taps``): adds ``report.inside_delegates``,
             the tapped ops inside delegates replayed on the tapped values (see
-            :mod:`numdiff.culprits.taps`); needs ``tap_outputs``.
+            :mod:`numdiff.culprits.taps`).
         tap_outputs: The tapped method's flat outputs (a list, or a ``torch.save`` file of it).
+            Defaults to ``run_outputs``.
+        run_outputs: The method's outputs as the ETDump logged them (``EventBlock.run_output``
+            of its first run), the tapped values when ``tap_outputs`` is not given.
 
     Raises:
         MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
@@ -84,9 +88,17 @@ def find_culprits(
     from numdiff.culprits._runs import per_run_figures, run_count
 
     events = list(events)
-    if (taps is None) != (tap_outputs is None):
-        raise UsageError("taps and tap_outputs go together: the sidecar says where each tapped value is in the "
-                         "method's outputs\nPass both (CLI: --taps and --tap-outputs).")
+    if taps is None and tap_outputs is not None:
+        raise UsageError("tap_outputs needs taps: the sidecar says where each tapped value is in the method's "
+                         "outputs\nPass the sidecar too (CLI: --taps).")
+    tap_source = "tap_outputs"
+    if taps is not None and tap_outputs is None:
+        if not run_outputs:
+            raise UsageError("taps need the tapped values, and the ETDump holds no program outputs for the method "
+                             "(the runtime logs them at debug level kProgramOutputs or kIntermediateOutputs)\n"
+                             "Pass the outputs the tapped method returned as tap_outputs (CLI: --tap-outputs), or "
+                             "run with program outputs logged.")
+        tap_outputs, tap_source = list(run_outputs), "the ETDump's logged program outputs (first run)"
     quant = None
     if float_program is not None:
         from numdiff.culprits.quant_view import DEFAULT_TARGET_SNR_DB, load_float_program
@@ -113,7 +125,8 @@ def find_culprits(
         from numdiff.culprits.taps import inside_delegates
 
         report = replace(report, inside_delegates=inside_delegates(etrecord, taps, tap_outputs,
-                                                                   resolve_thresholds(thresholds)))
+                                                                   resolve_thresholds(thresholds),
+                                                                   source=tap_source))
     runs = run_count(events)
     if steps is not None or decode_steps:
         from numdiff.culprits._runs import _RunView, _figures

@@ -9,9 +9,11 @@ of the reference graph on the tapped values of its inputs, with the same replay 
 noise model and thresholds as the main report: ``report.inside_delegates``.
 
 The tapped values are the method's flat outputs (``output_index`` of each spec), which the
-ETDump does not hold by position (a delegate logs its own outputs, de-duplicated and in its own
-order), so they are passed as ``tap_outputs``: the list the method returned, or a ``torch.save``
-file of it (read with ``torch.load(weights_only=True)``). Only ``FULL_TENSOR`` taps carry values
+op events do not hold by position (a delegate logs its own outputs, de-duplicated and in its own
+order). They are read from the ETDump's logged program outputs (``EventBlock.run_output`` of the
+method's first run; the runtime logs them at debug level ``kProgramOutputs`` and above, so also
+whenever a debug buffer holds intermediate outputs), or passed as ``tap_outputs``: the list the
+method returned, or a ``torch.save`` file of it (read with ``torch.load(weights_only=True)``). Only ``FULL_TENSOR`` taps carry values
 to replay against; taps with a statistics reducer are listed as not compared. Spec node names
 must be nodes of the ETRecord's ``exported_program`` (taps are inserted on that ATen graph).
 """
@@ -118,6 +120,8 @@ class TapView:
 
     rows: tuple[TapRow, ...]
     not_compared: tuple[str, ...] = ()
+    source: str = "tap_outputs"
+    """Where the tapped values came from: ``tap_outputs`` or the ETDump's logged program outputs."""
 
     @property
     def culprits(self) -> list[TapRow]:
@@ -152,7 +156,7 @@ def _load_outputs(tap_outputs: Any) -> list[Any]:
 
 
 def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_outputs: Any,
-                     limits: Mapping[str, Thresholds]) -> TapView:
+                     limits: Mapping[str, Thresholds], source: str = "tap_outputs") -> TapView:
     """Replay every FULL_TENSOR-tapped op on the tapped values (see the module docstring)."""
     from numdiff.capture import resolve_reference_graph
     from numdiff.culprits.find import _as_args
@@ -168,7 +172,7 @@ def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_ou
             not_compared.append(f"{tap.node_name}: reducer {tap.reducer} (statistics, no tensor to replay against)")
         elif tap.output_index >= len(outputs) or not isinstance(outputs[tap.output_index], torch.Tensor):
             raise MismatchedArtifactsError(
-                f"tap {tap.node_name!r} lands at output {tap.output_index}, but tap_outputs holds {len(outputs)} "
+                f"tap {tap.node_name!r} lands at output {tap.output_index}, but {source} holds {len(outputs)} "
                 "values there is no tensor at\nPass the tapped program's own flat outputs, with the sidecar "
                 "written for that program.")
         elif tap.node_name not in names:
@@ -207,4 +211,4 @@ def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_ou
         return runtime.clone() if verdict is not Verdict.UNMATCHED else replay
 
     ReplayInterpreter(graph_module, set(values), on_paired).run(*_as_args(etrecord))
-    return TapView(tuple(rows), tuple(not_compared))
+    return TapView(tuple(rows), tuple(not_compared), source)

@@ -11,11 +11,15 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
+from numdiff import Inspector
 from numdiff.cli import main
+from numdiff.comparators import get_comparator
+from numdiff.culprits import CulpritReport, find_culprits
 from numdiff.culprits.taps import load_sidecar
 from numdiff.errors import InputError, MismatchedArtifactsError, UsageError
 from numdiff.export_helpers.taps import write_tap_sidecar
@@ -41,12 +45,32 @@ def test_culprit_inside_the_delegate_is_named() -> None:
     assert list(view.to_dataframe()["is_culprit"]) == [r.node == culprit.node for r in view.rows]
 
 
+def _library_call(ins: Inspector, **kwargs: Any) -> CulpritReport:
+    events = [ev for block in ins.event_blocks for ev in block.events]
+    return find_culprits(ins._etrecord, events, get_comparator("SNR"), **kwargs)
+
+
+def test_tapped_values_default_to_the_program_outputs_the_etdump_logged() -> None:
+    # The 1.5.1 runtime logged the tapped method's outputs (run_output): they are the tap values.
+    ins = inspector(NAME)
+    logged = next(b.run_output for b in ins.event_blocks if b.run_output)
+    given = torch.load(OUTPUTS, weights_only=True)
+    assert len(logged) == len(given) and all(torch.equal(a, b) for a, b in zip(logged, given))
+    view = _library_call(ins, taps=str(TAPS), run_outputs=logged).inside_delegates
+    assert view is not None and view.source.startswith("the ETDump's logged program outputs")
+    assert [r.node for r in view.culprits] == truth(NAME)["planted_aot_ops"]
+    with pytest.raises(UsageError, match=r"ETDump holds no program outputs.*\n.*tap_outputs \(CLI: --tap-outputs\)"):
+        _library_call(ins, taps=str(TAPS), run_outputs=[])
+    with pytest.raises(MismatchedArtifactsError, match=r"but the ETDump's logged program outputs .* holds 1 values"):
+        _library_call(ins, taps=str(TAPS), run_outputs=logged[:1])
+
+
 def test_outputs_as_a_list_and_mismatches(tmp_path: Path) -> None:
     outputs = torch.load(OUTPUTS, weights_only=True)
     ins = inspector(NAME)
     assert ins.find_culprits(taps=str(TAPS), tap_outputs=outputs).inside_delegates is not None
-    with pytest.raises(UsageError, match=r"taps and tap_outputs go together.*\n.*--tap-outputs"):
-        ins.find_culprits(taps=str(TAPS))
+    with pytest.raises(UsageError, match=r"tap_outputs needs taps.*\n.*--taps"):
+        ins.find_culprits(tap_outputs=outputs)
     with pytest.raises(MismatchedArtifactsError, match=r"lands at output \d+, but tap_outputs holds 1 values"):
         ins.find_culprits(taps=str(TAPS), tap_outputs=outputs[:1])
     with pytest.raises(UsageError, match="tap_outputs must be the method's flat output list.*not dict"):
