@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", action="append", default=[], metavar="OP:FIELD=VALUE",
                    help="override a verdict limit in noise units for an op type ('default', 'quantized' or an "
                    "op such as softmax); FIELD is ok, expected or broken. Repeatable.")
+    add_deeper_arguments(parser)
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+
+
+def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
+    """The deeper-localization options (quantization view, decode steps, inside delegates)."""
     d = parser.add_argument_group("deeper localization")
     d.add_argument("--float-program", default=None, metavar="PATH",
                    help="ETRecord of the float model: adds the quantization view (layers ranked by the error "
@@ -59,7 +65,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--tap-outputs", default=None, metavar="PATH",
                    help="torch.save file of the tapped method's flat outputs (read weights-only); default: the "
                    "program outputs the ETDump logged for the method's first run")
-    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+
+
+def deeper_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``find_culprits`` keyword arguments for the options of :func:`add_deeper_arguments`."""
+    options: dict[str, Any] = {}
+    if args.float_program is not None:
+        options.update(float_program=args.float_program, target_snr_db=args.target_snr)
+    elif args.target_snr is not None:
+        raise UsageError("--target-snr needs --float-program (it sets the quantization view's target)")
+    if args.taps is not None or args.tap_outputs is not None:
+        options.update(taps=args.taps, tap_outputs=args.tap_outputs)
+    if args.decode_steps or args.step_inputs is not None:
+        options.update(decode_steps=True, step_inputs=args.step_inputs)
+    return options
 
 
 def parse_thresholds(items: list[str]) -> dict[str, dict[str, float]] | None:
@@ -98,15 +117,7 @@ def run(args: argparse.Namespace) -> int:
     thresholds = parse_thresholds(args.threshold)
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
-    options: dict[str, Any] = {}
-    if args.float_program is not None:
-        options.update(float_program=args.float_program, target_snr_db=args.target_snr)
-    elif args.target_snr is not None:
-        raise UsageError("--target-snr needs --float-program (it sets the quantization view's target)")
-    if args.taps is not None or args.tap_outputs is not None:
-        options.update(taps=args.taps, tap_outputs=args.tap_outputs)
-    if args.decode_steps or args.step_inputs is not None:
-        options.update(decode_steps=True, step_inputs=args.step_inputs)
+    options = deeper_options(args)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
                                      **options)
     quant = None if report.quantization is None else report.quantization.to_dataframe()

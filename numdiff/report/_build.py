@@ -74,14 +74,15 @@ def _step(progress: Progress | None, step: str, done: int, total: int) -> None:
 
 
 def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, labels: dict[str, str],
-                        progress: Progress | None = None) -> Analysis:
+                        progress: Progress | None = None,
+                        culprit_options: Mapping[str, Any] | None = None) -> Analysis:
     from numdiff.inspector import Inspector
 
     _step(progress, "reading the artifacts", 0, 1)
     inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)  # type: ignore[arg-type]
     paths = {"etdump": etdump, "etrecord": etrecord, "debug_buffer": debug_buffer}
     return build_analysis(inspector, labels, {k: v for k, v in paths.items() if isinstance(v, (str, os.PathLike))},
-                          progress)
+                          progress, culprit_options)
 
 
 def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object],

@@ -30,6 +30,11 @@ def _script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _number(value: float | None) -> str:
+    """A figure of the deeper-localization tables: 4 significant digits, "–" when there is none."""
+    return "–" if value is None else f"{value:.4g}"
+
+
 def render_html(analysis: Analysis) -> str:
     """The report as one HTML document (a string)."""
     try:
@@ -42,6 +47,7 @@ def render_html(analysis: Analysis) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
                              loader=jinja2.FunctionLoader(lambda name: _template_text(name)))
+    env.filters["db"] = _number
     title = analysis.labels.get("model") or next((a.name for a in analysis.artifacts if a.role == "etdump"), "run")
     data = report_data(analysis)
     unit = analysis.profile.time_unit

@@ -263,14 +263,16 @@ class Analysis(_Model):
 
     @classmethod
     def from_files(cls, etdump: object, etrecord: object = None, debug_buffer: object = None,
-                   labels: dict[str, str] | None = None, progress: Any = None) -> Analysis:
+                   labels: dict[str, str] | None = None, progress: Any = None, *,
+                   culprit_options: dict[str, Any] | None = None) -> Analysis:
         """Open the artifacts with an ``Inspector`` and analyse them (see :meth:`from_inspector`).
 
-        ``progress(step, done, total)``, if given, is called as the work advances.
+        ``progress(step, done, total)``, if given, is called as the work advances;
+        ``culprit_options`` are keyword arguments of ``find_culprits``.
         """
         from numdiff.report._build import analysis_from_files
 
-        return analysis_from_files(etdump, etrecord, debug_buffer, labels or {}, progress)
+        return analysis_from_files(etdump, etrecord, debug_buffer, labels or {}, progress, culprit_options)
 
     def save(self, path: object) -> None:
         """Write the analysis as JSON to ``path`` (a new file or one to replace)."""
