@@ -422,16 +422,20 @@ class Inspector:
         higher precision for ``target_snr_db`` (see :mod:`numdiff.culprits.quant_view`).
         ``step_inputs`` (each run's inputs) or ``decode_steps=True`` adds ``report.decode``: the
         runs as the steps of one generation (see :mod:`numdiff.culprits.decode`). ``taps`` (a tap
-        sidecar) with ``tap_outputs`` adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`).
+        sidecar) adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`), on ``tap_outputs``
+        or else the program outputs the ETDump logged for the method's first run.
         """
         from numdiff.culprits import find_culprits
 
         events = [ev for block in self.event_blocks for ev in block.events]
+        run_outputs = next((b.run_output for b in self.event_blocks
+                            if b.run_output and (b.method_name or FORWARD) == FORWARD), None)
         return find_culprits(self._etrecord, events, self._comparator(distance), reference_graph=reference_graph,
                              thresholds=thresholds, etdump_path=self._etdump_path,
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
-                             decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs)
+                             decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs,
+                             run_outputs=run_outputs)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator

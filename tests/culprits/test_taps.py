@@ -56,6 +56,8 @@ def test_tapped_values_default_to_the_program_outputs_the_etdump_logged() -> Non
     logged = next(b.run_output for b in ins.event_blocks if b.run_output)
     given = torch.load(OUTPUTS, weights_only=True)
     assert len(logged) == len(given) and all(torch.equal(a, b) for a, b in zip(logged, given))
+    through_inspector = ins.find_culprits(taps=str(TAPS)).inside_delegates
+    assert through_inspector is not None and [r.node for r in through_inspector.culprits] == truth(NAME)["planted_aot_ops"]
     view = _library_call(ins, taps=str(TAPS), run_outputs=logged).inside_delegates
     assert view is not None and view.source.startswith("the ETDump's logged program outputs")
     assert [r.node for r in view.culprits] == truth(NAME)["planted_aot_ops"]
