@@ -18,7 +18,8 @@ def test_readme_has_examples() -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_block_runs(block: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_block_runs(block: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(README.parent)  # examples name files relative to a clone
     namespace: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
