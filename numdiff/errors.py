@@ -7,6 +7,7 @@
     │   ├── ETDumpError               truncated, corrupt or wrong-identifier ETDump
     │   ├── DebugBufferError          tensor points past the end of the debug buffer, unreadable buffer
     │   ├── ETRecordError             not a zip, missing or unreadable entry, program that will not load
+    │   ├── ProgramArchiveError       a .pt2 archive (torch.export.save) numdiff cannot read safely
     │   ├── MismatchedArtifactsError  ETRecord and ETDump come from different models
     │   ├── MissingDataError          something needed is absent (debug buffer, ETRecord,
     │   │                             representative inputs, intermediate outputs)
@@ -48,6 +49,7 @@ __all__ = [
     "MissingDataError",
     "MissingDependencyError",
     "NumdiffError",
+    "ProgramArchiveError",
     "UnknownNameError",
     "UsageError",
     "UsageTypeError",
@@ -97,6 +99,12 @@ class ETRecordError(_FileError):
     """The ETRecord is not a readable ETRecord zip, or an entry in it is unusable."""
 
     kind = "ETRecord"
+
+
+class ProgramArchiveError(_FileError):
+    """A ``.pt2`` archive (``torch.export.save``) is unreadable, over the limits, or holds something numdiff refuses."""
+
+    kind = ".pt2 archive"
 
 
 class MismatchedArtifactsError(InputError):

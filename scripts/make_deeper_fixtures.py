@@ -7,7 +7,8 @@ Dev script, never run by CI (oracle virtualenv)::
 ``deeper_quant``: a PT2E int8 model (XNNPACKQuantizer, per-tensor, portable + quantized kernels)
 whose fc2 is made sensitive to weight quantization (an outlier weight column, see
 ``_deeper_models.SensitiveMLP``). The ETRecord and the program that runs are the quantized model;
-``float_etrecord.bin`` is the float model exported the same way (the ``float_program=``).
+``float_etrecord.bin`` is the float model exported the same way (the ``float_program=``), and
+``float_program.pt2`` the same float export saved by ``torch.export.save`` (``--only deeper_quant_pt2``).
 ``truth.json`` names the sensitive layer.
 """
 
@@ -53,7 +54,21 @@ def build_quant(out_root: Path) -> dict[str, Any]:
     return truth
 
 
-BUILDERS = {"deeper_quant": build_quant}
+def build_quant_pt2(out_root: Path) -> dict[str, Any]:
+    """``deeper_quant/float_program.pt2``: the same float model (same seed) saved by torch.export.save.
+
+    A separate builder so that the .pt2 can be added without regenerating the rest of the fixture.
+    """
+    torch.manual_seed(7)
+    model = dm.SensitiveMLP().eval()
+    example = (torch.randn(4, 8),)
+    out_dir = out_root / "deeper_quant"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.export.save(torch.export.export(model, example), out_dir / "float_program.pt2")
+    return {"float_program.pt2": (out_dir / "float_program.pt2").stat().st_size}
+
+
+BUILDERS = {"deeper_quant": build_quant, "deeper_quant_pt2": build_quant_pt2}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,7 @@ def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
     """The deeper-localization options (quantization view, decode steps, inside delegates)."""
     d = parser.add_argument_group("deeper localization")
     d.add_argument("--float-program", default=None, metavar="PATH",
-                   help="ETRecord of the float model: adds the quantization view (layers ranked by the error "
+                   help="ETRecord or .pt2 archive (torch.export.save) of the float model: adds the quantization view (layers ranked by the error "
                    "their quantization costs, and the layers to keep in higher precision)")
     d.add_argument("--target-snr", type=float, default=None, metavar="DB",
                    help="output SNR the keep-in-higher-precision suggestion aims for (default: 30)")

@@ -129,24 +129,26 @@ def _fmt(value: float) -> str:
 
 
 def load_float_program(float_program: Any) -> torch.export.ExportedProgram:
-    """The float program from an ``ExportedProgram`` or an ETRecord path.
+    """The float program from an ``ExportedProgram``, a ``.pt2`` archive or an ETRecord path.
+
+    A ``.pt2`` archive (``torch.export.save``) is read by :func:`numdiff.schema.pt2.load_pt2`, with
+    the ETRecord reader's checks, never by ``torch.export.load``.
 
     Raises:
-        UsageError: Another kind of object, or a ``.pt2`` archive.
+        UsageError: Another kind of object.
         MissingDataError: The ETRecord holds no ``exported_program``.
-        ETRecordError: The ETRecord cannot be read.
+        ETRecordError, ProgramArchiveError: The file cannot be read.
     """
     if isinstance(float_program, torch.export.ExportedProgram):
         return float_program
     if not isinstance(float_program, (str, os.PathLike)):
-        raise UsageError(f"float_program must be an ExportedProgram or the path of an ETRecord, "
+        raise UsageError(f"float_program must be an ExportedProgram, a .pt2 archive or the path of an ETRecord, "
                          f"not {type(float_program).__name__}")
     path = os.fspath(float_program)
     if path.endswith(".pt2"):
-        raise UsageError(
-            f"float_program {path!r} is a .pt2 archive, which numdiff does not open (loading it means "
-            "unpickling parts of the file)\nPass the ExportedProgram itself (torch.export.load a file you trust), "
-            "or an ETRecord of the float model (to_edge(..., generate_etrecord=True) on the float export).")
+        from numdiff.schema.pt2 import load_pt2
+
+        return load_pt2(path)
     from numdiff.schema.etrecord import parse_etrecord
 
     program = parse_etrecord(path).exported_program

@@ -11,6 +11,8 @@ Also here, because both readers share them: the program header check and the op-
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +61,23 @@ class ProgramLoadError(InputError):
         self.hint = hint
 
 
+#: torch's own export schema (``torch.export.save`` archives; torch 2.13 writes 8.20), read only
+#: inside :func:`accept_torch_schema` (numdiff.schema.pt2).
+TORCH_SCHEMA_MAJOR = 8
+_ACCEPTED: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar(
+    "numdiff_schema_majors", default=(SUPPORTED_SCHEMA_MAJOR,))
+
+
+@contextlib.contextmanager
+def accept_torch_schema() -> Iterator[None]:
+    """Within the block, programs of torch's own export schema (major 8) pass :func:`check_header` too."""
+    token = _ACCEPTED.set((SUPPORTED_SCHEMA_MAJOR, TORCH_SCHEMA_MAJOR))
+    try:
+        yield
+    finally:
+        _ACCEPTED.reset(token)
+
+
 def check_header(program: Any) -> None:
     """Reject what is not an exported program of a schema and dialect numdiff reads."""
     if not isinstance(program, dict):
@@ -67,7 +86,7 @@ def check_header(program: Any) -> None:
     if not isinstance(version, dict) or "major" not in version:
         raise ProgramLoadError("not an exported program (no schema_version)")
     major, minor = version.get("major"), version.get("minor")
-    if major != SUPPORTED_SCHEMA_MAJOR and (major, minor) != (0, 0):
+    if major not in _ACCEPTED.get() and (major, minor) != (0, 0):
         raise ProgramLoadError(
             f"unknown export schema version {major}.{minor}",
             f"numdiff reads the schema ExecuTorch 1.x writes (major {SUPPORTED_SCHEMA_MAJOR}).",

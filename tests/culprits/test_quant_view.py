@@ -15,7 +15,7 @@ import pytest
 
 from numdiff.cli import main
 from numdiff.culprits.quant_view import QuantLayer, load_float_program, rank
-from numdiff.errors import UsageError
+from numdiff.errors import ProgramArchiveError, UsageError
 from numdiff.report import Analysis
 from numdiff.report.storage import load_analysis
 from tests.culprits.helpers import folder, inspector, truth
@@ -62,12 +62,21 @@ def test_culprit_rows_are_unchanged_by_the_view() -> None:
         [(r.node, r.local_gap, r.verdict) for r in with_view.rows]
 
 
-def test_pt2_archive_and_other_objects_are_refused(tmp_path: Path) -> None:
+def test_pt2_archive_gives_the_same_ranking(view) -> None:  # type: ignore[no-untyped-def]
+    # float_program.pt2: the same float export saved by torch.export.save (read by numdiff.schema.pt2)
+    again = inspector(NAME).find_culprits(float_program=str(folder(NAME) / "float_program.pt2")).quantization
+    assert again is not None
+    assert [r.layer for r in again.layers] == [r.layer for r in view.layers]
+    assert [r.snr_db for r in again.layers] == pytest.approx([r.snr_db for r in view.layers], rel=1e-6)
+    assert again.suggested_keep == view.suggested_keep
+
+
+def test_other_objects_and_broken_archives_are_refused(tmp_path: Path) -> None:
     pt2 = tmp_path / "model.pt2"
     pt2.write_bytes(b"PK")
-    with pytest.raises(UsageError, match=r"\.pt2 archive, which numdiff does not open.*\n.*ExportedProgram"):
+    with pytest.raises(ProgramArchiveError, match=r"model\.pt2.*not a readable zip archive"):
         load_float_program(str(pt2))
-    with pytest.raises(UsageError, match="must be an ExportedProgram or the path of an ETRecord, not int"):
+    with pytest.raises(UsageError, match="must be an ExportedProgram, a .pt2 archive or the path of an ETRecord, not int"):
         load_float_program(3)
 
 
