@@ -108,6 +108,10 @@ class Client:
             raise ServiceInputError(f"{what}: the server refused the input (HTTP {code}: {_detail(response)})")
         if code == 409:
             raise ServiceInputError(f"{what}: {_detail(response)}")
+        if code == 507:
+            raise ServiceError(f"{what}: the server's store is full (HTTP 507: {_detail(response)})\n"
+                               "Nothing of this upload was kept. Ask the server's operator to free space or raise "
+                               "NUMDIFF_SERVICE_STORE_QUOTA_MB, then submit again.")
         if code >= 400:
             raise ServiceError(f"{what}: the server answered HTTP {code}: {_detail(response)}\n"
                                "See the server's log; retry later if it is overloaded.")

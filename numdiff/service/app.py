@@ -37,7 +37,7 @@ class Service:
         self.settings = settings
         self.engine = db.make_engine(settings.db_url)
         self.sessions = db.session_factory(self.engine)
-        self.store = Store(settings.data)
+        self.store = Store(settings.data, settings.store_quota_bytes)
 
 
 def _json(model: Any, status_code: int = 200) -> Response:

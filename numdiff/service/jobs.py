@@ -112,7 +112,7 @@ class Worker:
         self.name = name
         self.engine = db.make_engine(settings.db_url)
         self.sessions = db.session_factory(self.engine)
-        self.store = Store(settings.data)
+        self.store = Store(settings.data, settings.store_quota_bytes)
         self.stop = threading.Event()
         self._ctx = multiprocessing.get_context("fork")
 

@@ -10,6 +10,7 @@ variable                                       meaning                    defaul
 ``NUMDIFF_SERVICE_JOB_TIMEOUT_S``              wall time of a job         600
 ``NUMDIFF_SERVICE_LEASE_S``                    a worker's lease on a job  30
 ``NUMDIFF_SERVICE_MAX_ATTEMPTS``               tries before a job fails   3
+``NUMDIFF_SERVICE_STORE_QUOTA_MB``             bytes the store may hold   no quota
 =============================================  =========================  =========
 
 A worker renews its lease every third of ``LEASE_S``; a job whose worker died (lease run out) is
@@ -49,6 +50,7 @@ class Settings:
     job_timeout_s: float
     lease_s: float
     max_attempts: int
+    store_quota_bytes: int | None = None
 
     @classmethod
     def create(cls, data: str | os.PathLike[str], db_url: str | None = None) -> Settings:
@@ -61,4 +63,6 @@ class Settings:
                    job_memory_bytes=int(_env_float("NUMDIFF_SERVICE_JOB_MEMORY_MB", 8192) * (1 << 20)),
                    job_timeout_s=_env_float("NUMDIFF_SERVICE_JOB_TIMEOUT_S", 600),
                    lease_s=_env_float("NUMDIFF_SERVICE_LEASE_S", 30),
-                   max_attempts=int(_env_float("NUMDIFF_SERVICE_MAX_ATTEMPTS", 3)))
+                   max_attempts=int(_env_float("NUMDIFF_SERVICE_MAX_ATTEMPTS", 3)),
+                   store_quota_bytes=(int(_env_float("NUMDIFF_SERVICE_STORE_QUOTA_MB", 1.0) * (1 << 20))
+                                      if os.environ.get("NUMDIFF_SERVICE_STORE_QUOTA_MB") else None))

@@ -5,10 +5,16 @@ then moved into place with ``os.replace`` (atomic on one file system), so a blob
 absent or complete; a crash leaves at most an orphan temporary file, removed at start-up.
 Identical bytes are stored once (an ETRecord uploaded for many runs takes its space once).
 Names users give to files are never used as paths: only hashes are.
+
+An optional quota (``NUMDIFF_SERVICE_STORE_QUOTA_MB``) bounds the bytes under ``objects/`` and
+``tmp/``: a write that would pass it fails like a full disk (``OSError`` ``EDQUOT``), its
+temporary file removed. Usage is measured when each blob starts, so concurrent uploads can pass
+the quota by at most what they write at the same time.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -37,12 +43,17 @@ class BlobWriter:
         self._path = Path(name)
         self._hash = hashlib.sha256()
         self.size = 0
+        self._room = None if store.quota is None else store.quota - store.used()
 
     def write(self, chunk: bytes) -> None:
         self.size += len(chunk)
         if self.size > self._limit:
             self.abort()
             raise TooLarge(f"larger than the limit of {self._limit} bytes")
+        if self._room is not None and self.size > self._room:
+            self.abort()
+            raise OSError(errno.EDQUOT, f"the store's quota of {self._store.quota} bytes would be exceeded "
+                                        "(NUMDIFF_SERVICE_STORE_QUOTA_MB)")
         self._hash.update(chunk)
         self._file.write(chunk)
 
@@ -70,8 +81,9 @@ class BlobWriter:
 class Store:
     """The blob store under ``root`` (``objects/`` and ``tmp/``)."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], quota: int | None = None) -> None:
         self.root = Path(root)
+        self.quota = quota
         self.objects = self.root / "objects"
         self.tmp = self.root / "tmp"
         self.objects.mkdir(parents=True, exist_ok=True)
@@ -81,6 +93,18 @@ class Store:
         if not _HEX.match(digest):
             raise ValueError(f"not a SHA-256 hex digest: {digest!r}")
         return self.objects / digest[:2] / digest[2:]
+
+    def used(self) -> int:
+        """Bytes under ``objects/`` and ``tmp/`` now (uploads in flight included)."""
+        total = 0
+        for top in (self.objects, self.tmp):
+            for dirpath, _, files in os.walk(top):
+                for name in files:
+                    try:
+                        total += os.stat(os.path.join(dirpath, name)).st_size
+                    except FileNotFoundError:
+                        pass
+        return total
 
     def exists(self, digest: str) -> bool:
         return self.path(digest).is_file()
