@@ -224,12 +224,10 @@ def create_app(settings: Settings) -> FastAPI:
                 q = q.join(db.ModelRow, db.ModelRow.id == db.Run.model_id).where(db.ModelRow.name == model)
             if status is not None:
                 q = q.where(db.Run.status == status)
-            out = []
-            for run in s.execute(q).scalars():
-                if all((run.labels or {}).get(k) == v for k, v in wanted.items()):
-                    out.append(run_out(s, run))
-                    if len(out) >= limit:
-                        break
+            for key, value in wanted.items():  # every label must match: one indexed EXISTS each
+                q = q.where(select(db.RunLabel.run_id).where(db.RunLabel.run_id == db.Run.id, db.RunLabel.key == key,
+                                                             db.RunLabel.value == value).exists())
+            out = [run_out(s, run) for run in s.execute(q.limit(limit)).scalars()]
         return _json(schemas.RunList(runs=out))
 
     @app.get("/api/v1/runs/{run_id}", response_model=schemas.RunOut, tags=["runs"])
@@ -345,6 +343,7 @@ def _create_run(svc: Service, project: int, model_name: str, labels: dict[str, s
                          status=db.QUEUED, created=db.now())
             s.add(run)
             s.flush()
+            s.add_all(db.RunLabel(run_id=run.id, key=k, value=v) for k, v in labels.items())
             s.add(db.Job(run_id=run.id, kind="analyze", status=db.QUEUED, attempts=0, created=db.now()))
             s.commit()
             return _json(run_out(s, run), status_code=201)

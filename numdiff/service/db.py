@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine, event
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -79,6 +79,16 @@ class Run(Base):
     report_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
     finished: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class RunLabel(Base):
+    """One label of a run as a row (``Run.labels`` keeps the mapping): run lists filter on these in SQL."""
+
+    __tablename__ = "run_labels"
+    __table_args__ = (Index("ix_run_labels_key_value", "key", "value"),)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(String(500))
 
 
 class Job(Base):

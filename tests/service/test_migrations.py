@@ -1,0 +1,81 @@
+"""Schema migrations with Alembic: a database written by the first schema upgrades with its data.
+
+Revision 0002 moves run labels into rows (``run_labels``) so run lists filter by label in SQL;
+the labels of runs stored under 0001 must come along, and the filter must give the same runs
+as the labels say. Runs on SQLite and on a real PostgreSQL (the fixture's cluster).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from numdiff.service import auth, db
+from numdiff.service.app import create_app
+from numdiff.service.settings import Settings
+from tests.service._server import postgres
+
+
+def _upgrade(engine: sa.Engine, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from numdiff.service import db as service_db
+
+    config = Config()
+    config.set_main_option("script_location", str(service_db.__file__).replace("db.py", "migrations"))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    data = tmp_path_factory.mktemp("migrate")
+    if request.param == "sqlite":
+        yield str(data), db.default_url(data)
+    else:
+        with postgres() as url:
+            yield str(data), url
+
+
+def test_labels_of_old_runs_move_to_rows_and_filter_in_sql(database: tuple[str, str]) -> None:
+    data, url = database
+    engine = db.make_engine(url)
+    _upgrade(engine, "0001")
+    now = datetime.datetime(2026, 1, 1)
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO projects (id, name, created) VALUES (1, 'lab', :t)"), {"t": now})
+        c.execute(sa.text("INSERT INTO models (id, project_id, name, created) VALUES (1, 1, 'm', :t)"), {"t": now})
+        for rid, labels in [(1, '{"device": "pixel8", "build": "1"}'), (2, '{"device": "pixel9", "build": "1"}'),
+                            (3, '{}'), (4, '{"device": "pixel8", "build": "2"}')]:
+            c.execute(sa.text("INSERT INTO runs (id, project_id, model_id, labels, etrecord_sha256, etdump_sha256, "
+                              "status, created) VALUES (:id, 1, 1, :labels, :h, :h, 'done', :t)"),
+                      {"id": rid, "labels": labels, "h": "0" * 64, "t": now})
+    db.migrate(engine)  # 0001 → head, as `numdiff serve` does at start-up
+    with engine.connect() as c:
+        rows = sorted(c.execute(sa.text("SELECT run_id, key, value FROM run_labels")).all())
+    assert rows == [(1, "build", "1"), (1, "device", "pixel8"), (2, "build", "1"), (2, "device", "pixel9"),
+                    (4, "build", "2"), (4, "device", "pixel8")]
+    with db.session_factory(engine)() as s:
+        token = auth.create_token(s, "lab")
+    engine.dispose()
+    with TestClient(create_app(Settings.create(data, url))) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+
+        def ids(*labels: str) -> list[int]:
+            r = client.get("/api/v1/runs", headers=headers, params=[("label", lab) for lab in labels])
+            assert r.status_code == 200, r.text
+            return [run["id"] for run in r.json()["runs"]]
+
+        assert ids() == [4, 3, 2, 1]
+        assert ids("device=pixel8") == [4, 1]
+        assert ids("device=pixel8", "build=1") == [1]
+        assert ids("device=pixel8", "build=3") == []
+        assert ids("nokey=x") == []
+        r = client.get("/api/v1/runs", headers=headers, params={"label": "device=pixel8", "limit": 1})
+        assert [run["id"] for run in r.json()["runs"]] == [4]
