@@ -147,26 +147,38 @@ def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int
     return figures
 
 
-def overhead(url: str, token: str, repeat: int = 3) -> dict[str, float]:
-    """Median seconds per run: the library alone (warm, in this process) vs one run through the idle service."""
+def overhead(url: str, token: str, folder: Path | None = None, repeat: int = 3) -> dict[str, Any]:
+    """Median seconds per run: the library alone (warm, in this process) vs one run through the idle service.
+
+    ``folder`` holds ``etdump.etdp``, ``etrecord.bin`` and ``debug_buffer.bin`` (default: the bundled example).
+    Each service run uploads fresh bytes of the debug buffer (one byte appended), so nothing is deduplicated.
+    """
     from numdiff.client import Client
     from numdiff.examples import example_files
     from numdiff.report import Analysis, render_html
 
-    ex = example_files()
-    render_html(Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer))  # warm
-    lib, svc, job = [], [], []
-    with Client(url, token) as c:
-        for _ in range(repeat):
+    if folder is None:
+        ex = example_files()
+        etdump, etrecord, buffer, name = Path(ex.etdump), Path(ex.etrecord), Path(ex.debug_buffer), "bundled example"
+    else:
+        etdump, etrecord, buffer, name = folder / "etdump.etdp", folder / "etrecord.bin", folder / "debug_buffer.bin", folder.name
+    render_html(Analysis.from_files(etdump, etrecord, buffer))  # warm
+    lib, svc = [], []
+    with tempfile.TemporaryDirectory(prefix="numdiff-overhead-") as tmp, Client(url, token) as c:
+        for i in range(repeat):
             t = time.perf_counter()
-            render_html(Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer))
+            render_html(Analysis.from_files(etdump, etrecord, buffer))
             lib.append(time.perf_counter() - t)
+            fresh = Path(tmp) / f"buffer{i}.bin"
+            fresh.write_bytes(buffer.read_bytes() + bytes([i]))
             t = time.perf_counter()
-            run = c.wait(c.submit("overhead", ex.etrecord, ex.etdump, ex.debug_buffer)["id"], poll=0.05)
+            run = c.wait(c.submit("overhead", etrecord, etdump, fresh, {"i": str(i)})["id"], poll=0.05)
             svc.append(time.perf_counter() - t)
-            job.append((run["finished"], run["created"]))
-    return {"library_s": statistics.median(lib), "service_end_to_end_s": statistics.median(svc),
-            "added_s": statistics.median(svc) - statistics.median(lib)}
+            if run["status"] != "done":
+                raise RuntimeError(f"overhead run {run['id']} {run['status']}: {run.get('reason')}")
+    lib_s, svc_s = statistics.median(lib), statistics.median(svc)
+    return {"model": name, "library_s": lib_s, "service_end_to_end_s": svc_s, "added_s": svc_s - lib_s,
+            "added_pct": 100 * (svc_s - lib_s) / lib_s}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=None, help="database URL (default: SQLite in a fresh data directory)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for all analyses (default 1800)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--overhead-on", type=Path, action="append", default=None, metavar="DIR",
+                        help="fixture folder(s) for the overhead figure (default: the bundled example and "
+                        "tests/fixtures/realistic/real_lstm_gru)")
+    parser.add_argument("--overhead-only", action="store_true", help="measure the overhead only, no load")
     args = parser.parse_args(argv)
 
     from tests.service._server import running
@@ -185,12 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="numdiff-load-") as tmp, \
             running(Path(tmp) / "data", args.db, workers=args.workers, NUMDIFF_SERVICE_MAX_UPLOAD_MB="64") as server:
         token = server.token("load")
-        over = overhead(server.url, token)
-        figures = run_load(server.url, token, args.uploads, args.requests, args.concurrency, args.timeout)
+        folders = args.overhead_on or [None, REPO / "tests" / "fixtures" / "realistic" / "real_lstm_gru"]
+        over = [overhead(server.url, token, folder) for folder in folders]
+        figures = ({"problems": [], "uploads_ok": 0} if args.overhead_only else
+                   run_load(server.url, token, args.uploads, args.requests, args.concurrency, args.timeout))
         figures["overhead"] = over
     if args.json:
         print(json.dumps(figures, indent=1))
     else:
+        for o in figures["overhead"]:
+            print(f"  one run of {o['model']}: library alone {o['library_s']:.2f} s, through the idle service "
+                  f"{o['service_end_to_end_s']:.2f} s (+{o['added_s']:.2f} s, {o['added_pct']:+.0f}%: upload, queue, "
+                  "fork, store, polling)")
+        if args.overhead_only:
+            return 0
         print(f"service load on {os.cpu_count()} CPUs, {args.workers} workers, "
               f"{'PostgreSQL' if args.db else 'SQLite'}: {figures['uploads_ok']}/{args.uploads} uploads, "
               f"{args.requests} status/result requests, {args.concurrency} client threads")
@@ -198,8 +222,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {kind:7s} p50 {f['p50']:8.1f} ms   p99 {f['p99']:8.1f} ms   (n={f['n']})")
         print(f"  request throughput {figures['request_throughput_per_s']:.1f} req/s; "
               f"analyses {figures['analyses_per_min']:.1f} per minute; all done in {figures['wall_s']:.1f} s")
-        print(f"  one run: library alone {over['library_s']:.2f} s, through the service {over['service_end_to_end_s']:.2f} s "
-              f"(+{over['added_s']:.2f} s: upload, queue, fork, store, polling)")
         for p in figures["problems"][:20]:
             print("  PROBLEM:", p)
         print("OK: every analysis stored and correct" if not figures["problems"] else "FAILED")

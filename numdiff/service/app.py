@@ -23,6 +23,7 @@ from numdiff.service.auth import project_for_token
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store, TooLarge
 from numdiff.service.upload import BadForm, parse_form
+from numdiff.service.wake import wake_all
 
 __all__ = ["create_app"]
 
@@ -346,6 +347,7 @@ def _create_run(svc: Service, project: int, model_name: str, labels: dict[str, s
             s.add_all(db.RunLabel(run_id=run.id, key=k, value=v) for k, v in labels.items())
             s.add(db.Job(run_id=run.id, kind="analyze", status=db.QUEUED, attempts=0, created=db.now()))
             s.commit()
+            wake_all(svc.settings.data)
             return _json(run_out(s, run), status_code=201)
     raise HTTPException(503, "could not create the model row; retry")
 

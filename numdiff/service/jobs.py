@@ -128,16 +128,23 @@ class Worker:
             pass
 
     def run_forever(self, poll_s: float = 0.2) -> None:
+        """Claim and run jobs until stopped; between jobs sleep ``poll_s`` or until woken (:mod:`.wake`)."""
+        from numdiff.service.wake import Waker
+
         parent = os.getppid()
-        while not self.stop.is_set():
-            if os.getppid() != parent:  # the server died: stop (its restart starts new workers)
-                break
-            with self.sessions() as s:
-                claimed = claim(s, self.name, self.settings.lease_s)
-            if claimed is None:
-                self.stop.wait(poll_s)
-                continue
-            self.run_job(*claimed)
+        waker = Waker(self.settings.data, self.name)
+        try:
+            while not self.stop.is_set():
+                if os.getppid() != parent:  # the server died: stop (its restart starts new workers)
+                    break
+                with self.sessions() as s:
+                    claimed = claim(s, self.name, self.settings.lease_s)
+                if claimed is None:
+                    waker.wait(poll_s)
+                    continue
+                self.run_job(*claimed)
+        finally:
+            waker.close()
 
     def _still_mine(self, s: Any, job_id: int, attempt: int) -> Any:
         return and_(db.Job.id == job_id, db.Job.attempts == attempt, db.Job.worker == self.name,
