@@ -147,11 +147,13 @@ def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int
     return figures
 
 
-def overhead(url: str, token: str, folder: Path | None = None, repeat: int = 3) -> dict[str, Any]:
+def overhead(url: str, token: str, folder: Path | None = None, repeat: int = 7) -> dict[str, Any]:
     """Median seconds per run: the library alone (warm, in this process) vs one run through the idle service.
 
     ``folder`` holds ``etdump.etdp``, ``etrecord.bin`` and ``debug_buffer.bin`` (default: the bundled example).
-    Each service run uploads fresh bytes of the debug buffer (one byte appended), so nothing is deduplicated.
+    Both sides are warmed up first (one run each: the library in this process, the service's worker
+    and its runner). Each service run uploads fresh bytes of the debug buffer (one byte appended),
+    so nothing is deduplicated.
     """
     from numdiff.client import Client
     from numdiff.examples import example_files
@@ -162,9 +164,10 @@ def overhead(url: str, token: str, folder: Path | None = None, repeat: int = 3) 
         etdump, etrecord, buffer, name = Path(ex.etdump), Path(ex.etrecord), Path(ex.debug_buffer), "bundled example"
     else:
         etdump, etrecord, buffer, name = folder / "etdump.etdp", folder / "etrecord.bin", folder / "debug_buffer.bin", folder.name
-    render_html(Analysis.from_files(etdump, etrecord, buffer))  # warm
+    render_html(Analysis.from_files(etdump, etrecord, buffer))  # warm, as a long-running process would be
     lib, svc = [], []
     with tempfile.TemporaryDirectory(prefix="numdiff-overhead-") as tmp, Client(url, token) as c:
+        c.wait(c.submit("overhead", etrecord, etdump, buffer, {"warm-up": "1"})["id"], poll=0.05)  # the same for the service
         for i in range(repeat):
             t = time.perf_counter()
             render_html(Analysis.from_files(etdump, etrecord, buffer))

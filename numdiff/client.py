@@ -76,6 +76,7 @@ class Client:
             raise UsageError("no token given\nPass --token TOKEN or set NUMDIFF_TOKEN "
                              "(create one with `numdiff admin create-token`).")
         self.server = server.rstrip("/")
+        self._timeout = timeout
         self._http = httpx.Client(base_url=self.server, headers={"Authorization": f"Bearer {token}"},
                                   timeout=httpx.Timeout(timeout, connect=10.0), transport=transport)
 
@@ -160,16 +161,24 @@ class Client:
         return out
 
     def wait(self, run_id: int, timeout: float | None = None, poll: float = 0.5) -> dict[str, Any]:
-        """Poll until the run is done or failed, then return :meth:`result`."""
+        """Wait until the run is done or failed (or ``timeout`` passes), then return :meth:`result`.
+
+        Each request is a long poll (the server answers as soon as the run finishes, or after up to
+        20 s); ``poll`` is the pause between requests to a server without long polls.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            run = self.run(run_id)
+            left = 20.0 if deadline is None else max(0.0, min(20.0, deadline - time.monotonic()))
+            started = time.monotonic()
+            run = self._json("GET", f"/api/v1/runs/{int(run_id)}", f"run {run_id}", params={"wait": round(left, 3)},
+                             timeout=httpx.Timeout(left + self._timeout, connect=10.0))
             if run.get("status") in ("done", "failed"):
                 return self.result(run_id)
             if deadline is not None and time.monotonic() > deadline:
                 return self.result(run_id)
-            time.sleep(poll)
-            poll = min(poll * 1.3, 3.0)
+            if time.monotonic() - started < left / 2:  # answered early without a result: an older server
+                time.sleep(poll)
+                poll = min(poll * 1.3, 3.0)
 
     def runs(self, model: str | None = None, status: str | None = None,
              labels: Mapping[str, str] | None = None, limit: int = 100) -> list[dict[str, Any]]:

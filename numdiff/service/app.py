@@ -7,9 +7,11 @@ parsed, here: the analysis job (``numdiff.service.jobs``) reads them with the ha
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import errno
 import io
+import time
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
@@ -40,6 +42,10 @@ class Service:
         self.sessions = db.session_factory(self.engine)
         self.store = Store(settings.data, settings.store_quota_bytes)
 
+
+
+#: How often a long-polling ``GET /api/v1/runs/{id}?wait=S`` looks at the run again.
+_LONG_POLL_S = 0.05
 
 def _json(model: Any, status_code: int = 200) -> Response:
     """Strict JSON with non-finite floats as "Infinity"/"NaN" strings (as the saved analysis writes them)."""
@@ -232,10 +238,23 @@ def create_app(settings: Settings) -> FastAPI:
         return _json(schemas.RunList(runs=out))
 
     @app.get("/api/v1/runs/{run_id}", response_model=schemas.RunOut, tags=["runs"])
-    def show_run(run_id: int, project: ProjectId) -> Response:
+    async def show_run(run_id: int, project: ProjectId,
+                       wait: float = Query(0.0, ge=0.0, le=30.0, description=(
+                           "seconds to wait for the run to finish (done or failed) before answering: a long poll, "
+                           "so clients learn of the result within about 50 ms without polling"))) -> Response:
         svc = _service_app(app)
-        with svc.sessions() as s:
-            return _json(run_out(s, get_run(s, project, run_id)))
+
+        def look() -> tuple[str, Response]:
+            with svc.sessions() as s:
+                run = get_run(s, project, run_id)
+                return run.status, _json(run_out(s, run))
+
+        deadline = time.monotonic() + wait
+        status, answer = await run_in_threadpool(look)
+        while status not in (db.DONE, db.FAILED) and time.monotonic() < deadline:
+            await asyncio.sleep(_LONG_POLL_S)
+            status, answer = await run_in_threadpool(look)
+        return answer
 
     @app.get("/api/v1/runs/{run_id}/result", response_model=schemas.RunResult, tags=["results"])
     def show_result(run_id: int, project: ProjectId) -> Response:

@@ -3,9 +3,11 @@
 A worker (``python -m numdiff.service.jobs --data DIR --db URL``, started by ``numdiff serve
 --workers N``) claims one job at a time with an atomic ``UPDATE ... WHERE id = ? AND attempts = ?``
 (a compare-and-set that works the same on SQLite and PostgreSQL), holds a lease on it that it
-renews while the job runs, and analyses the run in a forked child process limited in address
-space (``RLIMIT_AS``) and wall time. The child reads the uploads with numdiff's hardened readers
-(:meth:`numdiff.report.Analysis.from_files`): the web process never parses an upload. Results go
+renews while the job runs, and has the run analysed by its runner (:mod:`numdiff.service.runner`):
+a process forked from the warmed-up worker, limited in address space (``RLIMIT_AS``), killed when
+a job passes its wall-time limit, and reused across jobs while healthy. The runner reads the uploads
+with numdiff's hardened readers (:meth:`numdiff.report.Analysis.from_files`): the web process never
+parses an upload. Results go
 to the store (the saved-analysis JSON and the HTML report) and the run row in one transaction.
 
 A worker killed mid-job stops renewing its lease; once the lease runs out the job is claimed
@@ -18,28 +20,23 @@ import argparse
 import datetime
 import multiprocessing
 import os
-import resource
 import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, or_, select, update
 
 from numdiff.service import db
+from numdiff.service.runner import OK, Runner, die_with_parent
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
 
 __all__ = ["Worker", "claim", "main"]
-
-#: Exit statuses of the job child process.
-_CHILD_OK, _CHILD_BAD_INPUT, _CHILD_INTERNAL, _CHILD_MEMORY = 0, 3, 4, 7
-
 
 def claim(session: Any, worker: str, lease_s: float) -> tuple[int, int] | None:
     """Claim the oldest queued job (or one whose lease ran out); ``(job id, attempt)`` or None."""
@@ -60,50 +57,6 @@ def claim(session: Any, worker: str, lease_s: float) -> tuple[int, int] | None:
     return (cand.id, cand.attempts + 1) if res.rowcount == 1 else None
 
 
-def _limit_memory(limit: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def _die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Ask Linux to send ``sig`` to this process when its parent dies (no effect elsewhere)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(sig))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _child(paths: dict[str, str | None], labels: dict[str, str], out: str, memory: int) -> None:
-    """Runs in the forked child: analyse, write ``analysis.json`` and ``report.html`` into ``out``."""
-    _die_with_parent()
-    outdir = Path(out)
-    try:
-        _limit_memory(memory)
-        from numdiff.errors import InternalError, NumdiffError
-        from numdiff.report import Analysis, write_html
-
-        try:
-            analysis = Analysis.from_files(paths["etdump"], paths["etrecord"], paths["debug_buffer"], labels=labels)
-            analysis.save(outdir / "analysis.json")
-            write_html(analysis, outdir / "report.html")
-        except InternalError as e:
-            (outdir / "reason.txt").write_text(f"internal error in numdiff: {e}")
-            os._exit(_CHILD_INTERNAL)
-        except NumdiffError as e:
-            (outdir / "reason.txt").write_text(f"bad input: {e}")
-            os._exit(_CHILD_BAD_INPUT)
-    except MemoryError:
-        (outdir / "reason.txt").write_text(f"the analysis needed more than the job memory limit of "
-                                           f"{memory >> 20} MiB (NUMDIFF_SERVICE_JOB_MEMORY_MB)")
-        os._exit(_CHILD_MEMORY)
-    except BaseException as e:  # noqa: BLE001 - a bug: say which
-        (outdir / "reason.txt").write_text(f"internal error in numdiff: {type(e).__name__}: {e}\n"
-                                           + traceback.format_exc(limit=8))
-        os._exit(_CHILD_INTERNAL)
-    os._exit(_CHILD_OK)
-
-
 class Worker:
     """One worker process's loop: claim, run in a limited child, record, repeat until told to stop."""
 
@@ -115,6 +68,20 @@ class Worker:
         self.store = Store(settings.data, settings.store_quota_bytes)
         self.stop = threading.Event()
         self._ctx = multiprocessing.get_context("fork")
+        self._runner: Runner | None = None
+
+    def runner(self) -> Runner:
+        """The runner for the next job: the current one while usable, else a fresh fork."""
+        if self._runner is None or not self._runner.usable:
+            if self._runner is not None:
+                self._runner.kill()
+            self._runner = Runner(self._ctx, self.settings.job_memory_bytes)
+        return self._runner
+
+    def drop_runner(self) -> None:
+        if self._runner is not None:
+            self._runner.kill()
+            self._runner = None
 
     def warm_up(self) -> None:
         """Import the analysis code (and run it once on the bundled example) so each forked job starts warm."""
@@ -185,17 +152,21 @@ class Worker:
         out = Path(tempfile.mkdtemp(prefix=f"job{job_id}-", dir=self.store.tmp))
         started = time.monotonic()
         try:
-            proc = self._ctx.Process(target=_child, args=(paths, labels, str(out), self.settings.job_memory_bytes),
-                                     daemon=True)
-            proc.start()
-            status, reason = self._supervise(proc, out, job_id, attempt, started)
+            runner = self.runner()
+            try:
+                runner.submit(paths, labels, out)
+            except OSError:  # the runner died since its last job: start another
+                self.drop_runner()
+                runner = self.runner()
+                runner.submit(paths, labels, out)
+            status, reason = self._supervise(runner, out, job_id, attempt, started)
             elapsed = int((time.monotonic() - started) * 1000)
             if status == "lost" or status == "stopped":
                 return
             if status == db.DONE:
                 try:
-                    analysis = self.store.put_file(out / "analysis.json")
-                    report = self.store.put_file(out / "report.html")
+                    analysis = self.store.adopt(out / "analysis.json")
+                    report = self.store.adopt(out / "report.html")
                 except OSError as e:  # disk or quota full: the job fails with the reason, nothing half-stored
                     self._finish(job_id, attempt, run.id, db.FAILED,
                                  f"could not store the results: {e.strerror or e} (free space in the data directory "
@@ -207,23 +178,22 @@ class Worker:
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
-    def _supervise(self, proc: Any, out: Path, job_id: int, attempt: int, started: float) -> tuple[str, str | None]:
+    def _supervise(self, runner: Runner, out: Path, job_id: int, attempt: int,
+                   started: float) -> tuple[str, str | None]:
         beat = max(self.settings.lease_s / 3.0, 0.1)
         while True:
-            proc.join(timeout=min(beat, 0.5))
-            if proc.exitcode is not None:
+            code = runner.poll(timeout=min(beat, 0.5))
+            if code is not None:
                 break
             if self.stop.is_set():  # shutting down: give the job back for the next worker
-                proc.kill()
-                proc.join()
+                self.drop_runner()
                 with self.sessions() as s:
                     s.execute(update(db.Job).where(self._still_mine(s, job_id, attempt))
                               .values(status=db.QUEUED, worker=None, lease_until=None, attempts=attempt - 1))
                     s.commit()
                 return "stopped", None
             if time.monotonic() - started > self.settings.job_timeout_s:
-                proc.kill()
-                proc.join()
+                self.drop_runner()
                 return db.FAILED, (f"the analysis took longer than the job time limit of "
                                    f"{self.settings.job_timeout_s:g} s (NUMDIFF_SERVICE_JOB_TIMEOUT_S)")
             with self.sessions() as s:
@@ -231,17 +201,18 @@ class Worker:
                                 .values(lease_until=db.now() + datetime.timedelta(seconds=self.settings.lease_s)))
                 s.commit()
             if res.rowcount != 1:
-                proc.kill()
-                proc.join()
+                self.drop_runner()
                 return "lost", None
         reason_file = out / "reason.txt"
         reason = reason_file.read_text(errors="replace")[:4000] if reason_file.exists() else None
-        if proc.exitcode == _CHILD_OK:
+        if code == OK:
             return db.DONE, None
-        if proc.exitcode < 0:
-            return db.FAILED, reason or (f"the analysis process was killed by signal {-proc.exitcode} "
+        if not runner.process.is_alive():
+            self.drop_runner()
+        if code < 0:
+            return db.FAILED, reason or (f"the analysis process was killed by signal {-code} "
                                          f"(out of memory? limit {self.settings.job_memory_bytes >> 20} MiB)")
-        return db.FAILED, reason or f"the analysis process exited with status {proc.exitcode}"
+        return db.FAILED, reason or f"the analysis process exited with status {code}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,11 +233,15 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    _die_with_parent(signal.SIGTERM)
+    die_with_parent(signal.SIGTERM)
     if os.environ.get("NUMDIFF_SERVICE_WARM_UP", "1") != "0":
         worker.warm_up()
     warming[0] = False
-    worker.run_forever()
+    worker.runner()  # fork the first runner now, not when the first job is waiting
+    try:
+        worker.run_forever()
+    finally:
+        worker.drop_runner()
     return 0
 
 

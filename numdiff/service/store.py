@@ -124,6 +124,36 @@ class Store:
                 w.write(chunk)
         return w.commit()
 
+    def adopt(self, path: str | os.PathLike[str]) -> str:
+        """Move a finished file that already lies in ``tmp/`` into the store under its hash (no copy).
+
+        The file is hashed, checked against the quota, fsynced and renamed; it is gone from
+        ``path`` afterwards either way (removed when the same bytes are already stored).
+        """
+        source = Path(path)
+        if source.resolve().parent.parent != self.tmp.resolve() and source.resolve().parent != self.tmp.resolve():
+            raise ValueError(f"{source} is not inside the store's tmp directory")
+        digest = hashlib.sha256()
+        size = 0
+        with open(source, "rb") as f:
+            while chunk := f.read(CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+            os.fsync(f.fileno())
+        if self.quota is not None and self.used() > self.quota:  # the file itself is already counted in tmp/
+            source.unlink(missing_ok=True)
+            raise OSError(errno.EDQUOT, f"the store's quota of {self.quota} bytes would be exceeded "
+                                        "(NUMDIFF_SERVICE_STORE_QUOTA_MB)")
+        name = digest.hexdigest()
+        target = self.path(name)
+        if target.exists():
+            source.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            self.sync_dir(target.parent)
+        return name
+
     def read_bytes(self, digest: str) -> bytes:
         return self.path(digest).read_bytes()
 

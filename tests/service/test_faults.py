@@ -11,6 +11,7 @@ from pathlib import Path
 from numdiff.client import Client
 from numdiff.report import Analysis
 from tests.service._server import EXAMPLE, Server, running, submit_files
+from tests.conftest import FIXTURES
 from tests.service.conftest import floats, snr_rows
 
 COLD = {"NUMDIFF_SERVICE_WARM_UP": "0"}  # workers start at once; each job imports the library itself (slower jobs)
@@ -44,7 +45,10 @@ def test_a_killed_worker_is_replaced_its_job_finishes_and_sigterm_gives_a_runnin
             assert result["attempts"] == 2
             assert [(r["aot_ops"], r["runtime_ops"], floats(r["gap"])) for r in result["gap"]] == snr_rows(reference)
             assert server.worker_pids() != [victim]
-            second = submit_files(client)["id"]
+            # a job the worker's runner has not warmed up for (the first one has): about a second or more
+            llama = FIXTURES / "realistic" / "real_llama"
+            second = client.submit("llama", llama / "etrecord.bin", llama / "etdump.etdp",
+                                   llama / "debug_buffer.bin")["id"]
             _wait_status(client, second, {"running"})
         pids = server.worker_pids()
         assert server.stop() == 0  # SIGTERM: a clean stop
