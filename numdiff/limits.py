@@ -64,6 +64,10 @@ class Limits:
             the entry's bytes (a stride-0 view of a few bytes can claim terabytes). Defaults to 64.
         max_tensor_bytes_floor: A tensor may always describe up to this many bytes, however small
             its entry. Defaults to 64 MiB.
+        max_compared_runs: Runs of one event block whose logged values are read when the
+            ETDump is loaded and compared with run 0's (the note on runs that differ). Later runs'
+            values are read, bounds-checked, when something uses them. Defaults to 64 (reading
+            every value of a dump with thousands of runs would take seconds per megabyte).
     """
 
     max_entry_bytes: int = 4 * _GIB
@@ -74,6 +78,7 @@ class Limits:
     max_outputs_per_instruction: int = 65_536
     max_tensor_ratio: float = 64.0
     max_tensor_bytes_floor: int = 64 * _MIB
+    max_compared_runs: int = 64
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

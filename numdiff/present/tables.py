@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import IO
 
 import pandas as pd
@@ -19,11 +20,48 @@ def in_notebook() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+#: A grid pads every cell of a column to its widest cell, so one very long cell (a crafted event
+#: name of a megabyte) would make every row that wide: past this many characters, long cells are
+#: shortened (with a warning that counts them) instead of rendering hundreds of megabytes.
+GRID_CHAR_BUDGET = 16 << 20
+#: Width long cells are cut to when the budget is exceeded.
+SHORT_CELL = 200
+
+
 def render_grid(df: pd.DataFrame) -> str:
-    """The frame as a box-drawn grid, index included (the reference's ``fancy_grid`` table)."""
+    """The frame as a box-drawn grid, index included (the reference's ``fancy_grid`` table).
+
+    The text is the reference's except when the grid would pass ``GRID_CHAR_BUDGET``
+    characters: then cells longer than ``SHORT_CELL`` are shortened, and a warning says how many.
+    """
     from tabulate import tabulate
 
+    widths = [len(str(c)) for c in df.columns]
+    lengths = [df.iloc[:, i].astype(str).str.len().fillna(0) for i in range(df.shape[1])]
+    longest = [max(int(n.max()) if len(n) else 0, w) for n, w in zip(lengths, widths)]
+    estimate = (sum(longest) + 3 * len(longest) + 16) * (2 * len(df) + 3)
+    if estimate > GRID_CHAR_BUDGET:
+        df, shortened = _shorten(df)
+        if shortened:
+            warnings.warn(f"print_data_tabular: {shortened} cell(s) longer than {SHORT_CELL} characters were "
+                          f"shortened: the grid would have been about {estimate >> 20} MiB of text "
+                          "(to_dataframe() keeps them whole)", stacklevel=3)
     return str(tabulate(df, headers="keys", tablefmt="fancy_grid"))
+
+
+def _shorten(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    out = df.copy()
+    count = 0
+    for i in range(out.shape[1]):
+        cells = []
+        for value in out.iloc[:, i]:
+            text = str(value)
+            if len(text) > SHORT_CELL:
+                count += 1
+                value = f"{text[:SHORT_CELL]}… ({len(text)} characters)"
+            cells.append(value)
+        out.isetitem(i, pd.Series(cells, index=out.index, dtype=object))
+    return out, count
 
 
 def show_table(df: pd.DataFrame, file: IO[str]) -> None:

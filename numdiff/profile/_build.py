@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ import numpy.typing as npt
 
 from numdiff._types import ProgramOutput
 from numdiff.errors import ETDumpError
+from numdiff.limits import current_limits
 from numdiff.profile._columns import BlockColumns, SlotDebug, materialise
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
 from numdiff.profile.timescale import TimeScale, time_scale_factor
@@ -141,6 +143,8 @@ class _Options:
     notes: list[str]
     etdump_path: str | None = None
     logged: list[tuple[Tensor, str]] = field(default_factory=list)  # every tensor read, for the overlap check
+    compared_runs: int = 64  # numdiff.limits max_compared_runs
+    uncompared: set[str] = field(default_factory=set)  # blocks already noted as having runs not compared
 
 
 def build_event_blocks(
@@ -154,7 +158,8 @@ def build_event_blocks(
 ) -> tuple[list[EventBlock], list[str]]:
     """The dump's event blocks, and notes on anything numdiff did differently from the reference."""
     opts = _Options(source_time_scale, target_time_scale, buffer, delegate_metadata_parser,
-                    delegate_time_scale_converter, [], dump.buffer.path)
+                    delegate_time_scale_converter, [], dump.buffer.path,
+                    compared_runs=current_limits().max_compared_runs)
     structures: dict[bytes, _Structure] = {}
     groups: dict[tuple[str | None, tuple[_SlotKey, ...], int], _Group] = {}
     for run in dump.run_data:
@@ -291,9 +296,20 @@ def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:
         b.int_value, b.bool_value, b.float_value, b.double_value, b.string_value)
 
 
+def _note_uncompared(group: _Group, opts: _Options) -> None:
+    if len(group.members) > opts.compared_runs and str(group.name) not in opts.uncompared:
+        opts.uncompared.add(str(group.name))
+        opts.notes.append(
+            f"run {group.name!r}: {len(group.members)} runs; the logged values of runs {opts.compared_runs} and "
+            f"later were not compared with run 0's when loading (limit max_compared_runs={opts.compared_runs}); "
+            "they are read, bounds-checked, when used")
+
+
 def _debug_data(name: str, dump: ETDump, group: _Group, j: int, opts: _Options) -> SlotDebug:
     where = f"event {name!r} of run {group.name!r}"
-    per_run = [_values(dump, r, s.debug_rows[j], opts, f"{where} #{i}") for i, (r, s) in enumerate(group.members)]
+    _note_uncompared(group, opts)
+    per_run = [_values(dump, r, s.debug_rows[j], opts, f"{where} #{i}")
+               for i, (r, s) in enumerate(group.members[:opts.compared_runs])]
     debug_data = _inflate(per_run[0], opts, where)
     differing = [i for i, vals in enumerate(per_run[1:], start=1)
                  if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0]))]
@@ -302,7 +318,11 @@ def _debug_data(name: str, dump: ETDump, group: _Group, j: int, opts: _Options) 
             f"{where}: runs {differing} logged values that differ from run 0; debug_data holds run 0's "
             "(the reference refuses to load such a dump)"
         )
-    loaders = tuple(_Loader(vals, opts, where) for vals in per_run) if len(per_run) > 1 else None
+    loaders: tuple[Callable[[], ProgramOutput], ...] | None = None
+    if len(group.members) > 1:
+        later = tuple(_LaterRun(dump, r, s.debug_rows[j], opts, f"{where} #{i}")
+                      for i, (r, s) in enumerate(group.members) if i >= len(per_run))
+        loaders = tuple(_Loader(vals, opts, where) for vals in per_run) + later
     return SlotDebug(debug_data, loaders)
 
 
@@ -318,9 +338,24 @@ class _Loader:
         return _inflate(self.values, self.opts, self.where)
 
 
+@dataclass(frozen=True, slots=True)
+class _LaterRun:
+    """Reads and inflates the logged values of a run past ``max_compared_runs`` on demand."""
+
+    dump: ETDump
+    run: RunData
+    rows: tuple[int, ...]
+    opts: _Options
+    where: str
+
+    def __call__(self) -> ProgramOutput:
+        return _inflate(_values(self.dump, self.run, self.rows, self.opts, self.where), self.opts, self.where)
+
+
 def _program_outputs(dump: ETDump, group: _Group, opts: _Options) -> ProgramOutput:
+    _note_uncompared(group, opts)
     per_run = [_values(dump, r, s.output_rows, opts, f"program output of run {group.name!r} #{i}")
-               for i, (r, s) in enumerate(group.members)]
+               for i, (r, s) in enumerate(group.members[:opts.compared_runs])]
     out = _inflate(per_run[0], opts, f"program outputs of run {group.name!r}")
     for i, vals in enumerate(per_run[1:], start=1):
         if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0])):
