@@ -109,13 +109,21 @@ def gather(
     reference_graph: str | None,
     disable_debug_handle_validation: bool,
     etdump_path: str | None = None,
+    graph: tuple[Any, str] | None = None,
+    inputs: Any = None,
+    method: str = "forward",
 ) -> GapInputs:
-    """Run the reference graph and collect the runtime outputs it will be compared with."""
+    """Run the reference graph and collect the runtime outputs it will be compared with.
+
+    ``graph`` (``(graph module, name)``) and ``inputs`` (one input tuple) replace the graph named
+    by ``reference_graph`` and the representative inputs (see :mod:`numdiff.gap_methods`).
+    """
     from numdiff._gc_pause import gc_paused
 
     with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
         return _gather(etrecord, events, reference_graph=reference_graph,
-                       disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
+                       disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                       graph=graph, inputs=inputs, method=method)
 
 
 def _gather(
@@ -125,6 +133,9 @@ def _gather(
     reference_graph: str | None,
     disable_debug_handle_validation: bool,
     etdump_path: str | None,
+    graph: tuple[Any, str] | None = None,
+    inputs: Any = None,
+    method: str = "forward",
 ) -> GapInputs:
     if etrecord is None:
         raise MissingDataError(
@@ -147,8 +158,9 @@ def _gather(
             f"ETDump {etdump_path!r} logs intermediate tensors but no debug buffer was given\n"
             "Pass debug_buffer_path= (CLI: --debug-buffer) with the buffer the runtime wrote in the same run."
         )
-    inputs = _representative_inputs(etrecord)
-    graph_module, graph_name = resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
+    runs = [inputs] if inputs is not None else _representative_inputs(etrecord)
+    graph_module, graph_name = (graph if graph is not None else
+                                resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation))
     # A captured handle can pair only if it shares an id with some runtime handle.
     runtime_ids: set[int] = set().union(*runtime_outputs)
     kept: dict[DebugHandle, Any] = {}
@@ -157,7 +169,7 @@ def _gather(
         if not runtime_ids.isdisjoint(handle):
             kept[handle] = value
 
-    result = capture_intermediate_outputs(graph_module, [inputs], on_output=keep_if_paired)
+    result = capture_intermediate_outputs(graph_module, [runs], on_output=keep_if_paired)
     if len(result) == 0 or not result.op_names:
         raise MissingDataError(
             f"running the reference graph {graph_name!r} captured no op outputs with debug handles\n"
@@ -180,6 +192,7 @@ def _gather(
         module_paths=module_paths(graph_module),
         notes=tuple(result.notes),
         delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
+        method=method,
     )
 
 

@@ -386,10 +386,17 @@ class Inspector:
             >>> df[["aot_ops", "runtime_ops", "gap"]].head()  # doctest: +SKIP
         """
         from numdiff.gap import numeric_gap
+        from numdiff.gap_methods import multi_method_gap
 
         comparator = self._comparator(distance)
-        inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation)
         release = self._debug_buffer.release if self._debug_buffer is not None else None
+        if self._etrecord is not None:  # several methods: every method, rows tagged with theirs
+            disable = _disable_flag(disable_debug_handle_valdiation, disable_debug_handle_validation)
+            df = multi_method_gap(self._etrecord, self.event_blocks, comparator, reference_graph, disable,
+                                  self._etdump_path, release)
+            if df is not None:
+                return df
+        inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation)
         return numeric_gap(inputs, comparator, release)
 
     def numeric_gap_report(
@@ -448,10 +455,7 @@ class Inspector:
     def _gap_inputs(self, reference_graph: str | None, misspelled: bool, correct: bool | None) -> GapInputs:
         from numdiff.gap import gather
 
-        if correct is not None and correct != misspelled and misspelled:
-            raise UsageError("disable_debug_handle_valdiation and disable_debug_handle_validation disagree\n"
-                             "Pass only disable_debug_handle_validation.")
-        disable = misspelled if correct is None else correct
+        disable = _disable_flag(misspelled, correct)
         # The reference graph is the 'forward' method's: compare that method's blocks only.
         events = [ev for block in self.event_blocks if (block.method_name or FORWARD) == FORWARD
                   for ev in block.events]
@@ -462,6 +466,14 @@ class Inspector:
     def etrecord(self) -> Any:
         """The parsed ETRecord, or None."""
         return self._etrecord
+
+
+def _disable_flag(misspelled: bool, correct: bool | None) -> bool:
+    """The handle-validation opt-out from the reference's misspelled keyword and its correct alias."""
+    if correct is not None and correct != misspelled and misspelled:
+        raise UsageError("disable_debug_handle_valdiation and disable_debug_handle_validation disagree\n"
+                         "Pass only disable_debug_handle_validation.")
+    return misspelled if correct is None else correct
 
 
 def __getattr__(name: str) -> Any:
