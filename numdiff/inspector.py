@@ -22,25 +22,41 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
 
-from numdiff._inspector_etrecord import consume_etrecord, edge_op_nodes, in_module, load_etrecord, logs_tensors
+from numdiff._inspector_etrecord import (
+    consume_etrecord,
+    edge_op_nodes,
+    in_module,
+    load_etrecord,
+    logs_tensors,
+)
+from numdiff._inspector_numerics import NumericsMixin
 from numdiff.errors import UnknownNameError, UsageError
 from numdiff.present.frames import printable_dataframe
 from numdiff.profile._build import build_event_blocks, warn_notes
-from numdiff.profile._symbolicate import FORWARD
-from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, EventBlock
-from numdiff.profile.op_graph import EDGE_DIALECT_GRAPH_KEY, OperatorGraphs, operator_graphs
+from numdiff.profile.events import (
+    DelegateMetadataParser,
+    DelegateTimeScaleConverter,
+    Event,
+    EventBlock,
+)
+from numdiff.profile.op_graph import (
+    EDGE_DIALECT_GRAPH_KEY,
+    OperatorGraphs,
+    operator_graphs,
+)
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale, time_scale_factor
-from numdiff.profile.vgf import parse_vgf_neural_statistics_delegate_metadata, parse_vgf_neural_statistics_metadata
+from numdiff.profile.vgf import (
+    parse_vgf_neural_statistics_delegate_metadata,
+    parse_vgf_neural_statistics_metadata,
+)
 from numdiff.schema.debug_buffer import DebugBuffer
 from numdiff.schema.etdump import read_etdump
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
-    from numdiff.comparators import NumericalComparatorBase, compare_results
-    from numdiff.culprits import CulpritReport
-    from numdiff.gap import GapInputs, GapReport
+    from numdiff.comparators import compare_results
     from numdiff.present.op_list import OpList
 
 # The public names of ``executorch.devtools.inspector`` (1.5.1), so that module path can be swapped
@@ -68,7 +84,7 @@ log = logging.getLogger(__name__)
 PathLike = str | os.PathLike[str]
 
 
-class Inspector:
+class Inspector(NumericsMixin):
     """Profiling and numerical-debugging view of one model run.
 
     Args:
@@ -343,137 +359,10 @@ class Inspector:
             raise UnknownNameError(f"no event block named {name!r}\nKnown block and method names: {', '.join(known)}.")
         return blocks
 
-    # --- numerical gap --------------------------------------------------------------------------
-
-    def calculate_numeric_gap(
-        self,
-        distance: str | NumericalComparatorBase = "MSE",
-        disable_debug_handle_valdiation: bool = False,
-        reference_graph: str | None = None,
-        *,
-        disable_debug_handle_validation: bool | None = None,
-    ) -> pd.DataFrame:
-        """Compare every intermediate output of the reference graph with the runtime's.
-
-        Runs the ETRecord's representative inputs through the reference graph, pairs each op's
-        output with what the runtime logged under the same debug handle, and scores each pair.
-
-        Args:
-            distance: A metric name ("MSE", "L1", "SNR", "cosine", "max_abs"; case and spaces
-                ignored) or a ``NumericalComparatorBase`` instance. Defaults to "MSE".
-            disable_debug_handle_valdiation: The reference's (misspelled) keyword, kept for
-                drop-in use: apply back-propagated handles to the ATen graph even when some Edge
-                nodes have no ATen counterpart. Defaults to False.
-            reference_graph: None (ATen ``exported_program`` when handle back-propagation works,
-                else the Edge program, with a warning), "exported_program",
-                "edge_dialect_exported_program", or a ``graph_map`` name. Defaults to None.
-            disable_debug_handle_validation: Correctly spelled alias of the above.
-
-        Returns:
-            Columns ``aot_debug_handle, aot_ops, aot_intermediate_output, runtime_ops,
-            runtime_debug_handle, runtime_intermediate_output, gap, stacktraces``: the
-            reference's rows and numbers. Pairs the reference skips (multi-output ops) are
-            counted in ``df.attrs["numdiff_notes"]``; see ``numeric_gap_report`` for all of them.
-
-        Raises:
-            MissingDataError: No ETRecord, no representative inputs, no debug buffer, or no
-                intermediate outputs in the ETDump.
-            MismatchedArtifactsError: The ETRecord and ETDump share no debug handle.
-            UsageError: Unknown metric or reference graph.
-
-        Example:
-            >>> df = inspector.calculate_numeric_gap("SNR")  # doctest: +SKIP
-            >>> df[["aot_ops", "runtime_ops", "gap"]].head()  # doctest: +SKIP
-        """
-        from numdiff.gap import numeric_gap
-        from numdiff.gap_methods import multi_method_gap
-
-        comparator = self._comparator(distance)
-        release = self._debug_buffer.release if self._debug_buffer is not None else None
-        if self._etrecord is not None:  # several methods: every method, rows tagged with theirs
-            disable = _disable_flag(disable_debug_handle_valdiation, disable_debug_handle_validation)
-            df = multi_method_gap(self._etrecord, self.event_blocks, comparator, reference_graph, disable,
-                                  self._etdump_path, release)
-            if df is not None:
-                return df
-        inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation)
-        return numeric_gap(inputs, comparator, release)
-
-    def numeric_gap_report(
-        self,
-        distance: str | NumericalComparatorBase = "SNR",
-        reference_graph: str | None = None,
-        disable_debug_handle_validation: bool = False,
-    ) -> GapReport:
-        """numdiff's fuller per-layer analysis (multi-output ops, views, unmatched rows with reasons).
-
-        Returns:
-            A ``GapReport``; ``report.to_dataframe()`` adds ``matched``, ``match`` and ``note``
-            to the reference's columns.
-        """
-        from numdiff.gap import numeric_gap_report
-
-        comparator = self._comparator(distance)
-        return numeric_gap_report(self._gap_inputs(reference_graph, disable_debug_handle_validation, None), comparator)
-
-    def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
-                      thresholds: Any = None, *, float_program: Any = None,
-                      target_snr_db: float | None = None, decode_steps: bool | None = None,
-                      step_inputs: Any = None, taps: Any = None, tap_outputs: Any = None) -> CulpritReport:
-        """Which op is wrong by itself: local error (replay on the runtime's inputs) vs accumulated.
-
-        See :mod:`numdiff.culprits`. ``thresholds`` is a ``Thresholds`` or ``{op type: Thresholds
-        or dict}``. Returns a ``CulpritReport`` (``.culprits``, ``.to_dataframe()``, ``str()``).
-        ``float_program`` (the float model's ``ExportedProgram`` or ETRecord path) adds
-        ``report.quantization``: layers ranked by quantization cost, with the layers to keep in
-        higher precision for ``target_snr_db`` (see :mod:`numdiff.culprits.quant_view`).
-        ``step_inputs`` (each run's inputs) or ``decode_steps=True`` adds ``report.decode``: the
-        runs as the steps of one generation (see :mod:`numdiff.culprits.decode`). ``taps`` (a tap
-        sidecar) adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`), on ``tap_outputs``
-        or else the program outputs the ETDump logged for the method's first run.
-        """
-        from numdiff.culprits import find_culprits
-
-        events = [ev for block in self.event_blocks for ev in block.events]
-        run_outputs = next((b.run_output for b in self.event_blocks
-                            if b.run_output and (b.method_name or FORWARD) == FORWARD), None)
-        return find_culprits(self._etrecord, events, self._comparator(distance), reference_graph=reference_graph,
-                             thresholds=thresholds, etdump_path=self._etdump_path,
-                             release=self._debug_buffer.release if self._debug_buffer is not None else None,
-                             float_program=float_program, target_snr_db=target_snr_db,
-                             decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs,
-                             run_outputs=run_outputs)
-
-    def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
-        from numdiff.comparators import get_comparator
-
-        comparator = get_comparator(distance)
-        if comparator.inspector is None:
-            comparator.inspector = self
-        return comparator
-
-    def _gap_inputs(self, reference_graph: str | None, misspelled: bool, correct: bool | None) -> GapInputs:
-        from numdiff.gap import gather
-
-        disable = _disable_flag(misspelled, correct)
-        # The reference graph is the 'forward' method's: compare that method's blocks only.
-        events = [ev for block in self.event_blocks if (block.method_name or FORWARD) == FORWARD
-                  for ev in block.events]
-        return gather(self._etrecord, events, reference_graph=reference_graph,
-                      disable_debug_handle_validation=disable, etdump_path=self._etdump_path)
-
     @property
     def etrecord(self) -> Any:
         """The parsed ETRecord, or None."""
         return self._etrecord
-
-
-def _disable_flag(misspelled: bool, correct: bool | None) -> bool:
-    """The handle-validation opt-out from the reference's misspelled keyword and its correct alias."""
-    if correct is not None and correct != misspelled and misspelled:
-        raise UsageError("disable_debug_handle_valdiation and disable_debug_handle_validation disagree\n"
-                         "Pass only disable_debug_handle_validation.")
-    return misspelled if correct is None else correct
 
 
 def __getattr__(name: str) -> Any:

@@ -25,7 +25,11 @@ def _signatures() -> str:
                 lines.append(f"class {name}({', '.join(b.__name__ for b in obj.__bases__)})")
                 continue
             lines.append(f"class {name}{_sig(obj)}")
-            for attr, member in sorted(vars(obj).items()):
+            members: dict[str, object] = {}
+            for base in reversed(obj.__mro__[:-1]):  # own members and those of private mixins (module "._x")
+                if base is obj or "._" in base.__module__:
+                    members.update(vars(base))
+            for attr, member in sorted(members.items()):
                 if attr.startswith("_") and attr != "__init__":
                     continue
                 if inspect.isfunction(member):
