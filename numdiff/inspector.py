@@ -351,6 +351,14 @@ class Inspector(NumericsMixin):
 
         return neural_statistics_of_events(ev for block in self.event_blocks for ev in block.events)
 
+    def get_delegate_info(self, method: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+        """Per-delegate backend metadata from the ETRecord's ``delegate_info`` entry (ExecuTorch's next release).
+
+        numdiff addition. Keys are ``(method, lowered module name)``; values the backend's JSON
+        object as written. Empty when there is no ETRecord or it has no such entry.
+        """
+        return {} if self._etrecord is None else dict(self._etrecord.delegate_info(method))
+
     def _blocks_named(self, name: str) -> list[EventBlock]:
         blocks = [b for b in self.event_blocks if b.name == name] or \
                  [b for b in self.event_blocks if b.method_name == name]

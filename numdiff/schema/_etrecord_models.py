@@ -10,6 +10,9 @@ entry                               shape
                                     "delegate_map": {delegate debug id: handle | [handles]}}}}``
 ``instruction_id_to_num_outs_map``  ``{method: {instruction id: count}}``
 ``export_graph_id``                 an integer
+``delegate_info``                   ``{"method/lowered_name": {backend metadata}}`` (ExecuTorch's
+                                    next release: per-delegate backend metadata; the metadata
+                                    objects are kept as they are, depth-checked)
 ==================================  ===========================================================
 
 Validation returns the same plain values (the reference's attribute values), so callers see no
@@ -58,6 +61,10 @@ ENTRY_SHAPES: dict[str, tuple[TypeAdapter[Any], str]] = {
         "{method: {instruction id: output count}}",
     ),
     "export_graph_id": (TypeAdapter(Annotated[int, Field(strict=True)]), "an integer"),
+    "delegate_info": (
+        TypeAdapter(dict[Annotated[str, Field(pattern=r"^[^/]+/[^/]+$", max_length=1000)], dict[str, Any]]),
+        '{"method/lowered_name": {backend metadata}}',
+    ),
 }
 
 _HINT = (

@@ -100,6 +100,7 @@ ENTRIES: tuple[ETRecordEntry, ...] = (
     ETRecordEntry("delegate_map", "json", "_delegate_map"),
     ETRecordEntry("instruction_id_to_num_outs_map", "json", "_instruction_id_to_num_outs_map"),
     ETRecordEntry("export_graph_id", "json", "export_graph_id"),
+    ETRecordEntry("delegate_info", "json", "_delegate_info"),
     ETRecordEntry("reference_outputs", "tensors", "_reference_outputs"),
     ETRecordEntry("representative_inputs", "tensors", "_representative_inputs"),
 )
@@ -149,6 +150,8 @@ class ETRecord:
         _debug_handle_map: ``{method: {str(instruction_id): handle or [handles]}}``.
         _delegate_map: ``{method: {str(instruction_id): {"name": backend, "delegate_map": {...}}}}``.
         _instruction_id_to_num_outs_map: ``{method: {str(instruction_id): count}}``.
+        _delegate_info: ``{"method/lowered_name": {backend metadata}}`` from the ``delegate_info``
+            entry (ExecuTorch's next release), or ``None``; see :meth:`delegate_info`.
         _reference_outputs: ``{method: [outputs per run]}``.
         _representative_inputs: Inputs the model was exported/calibrated with.
         path: The file read (``None`` for in-memory input).
@@ -171,6 +174,7 @@ class ETRecord:
         self._debug_handle_map: dict[str, dict[str, Any]] | None = None
         self._delegate_map: dict[str, dict[str, Any]] | None = None
         self._instruction_id_to_num_outs_map: dict[str, dict[str, Any]] | None = None
+        self._delegate_info: dict[str, dict[str, Any]] | None = None
         self.path: str | None = None
         self.unknown_entries: tuple[str, ...] = ()
 
@@ -185,6 +189,19 @@ class ETRecord:
         """
         for program in self._programs:
             program.check()
+
+    def delegate_info(self, method: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+        """Per-delegate backend metadata by ``(method, lowered module name)`` (empty without the entry).
+
+        Args:
+            method: Only this method's delegates. Defaults to every method's.
+        """
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for key, value in (self._delegate_info or {}).items():
+            owner, _, lowered = key.partition("/")
+            if method is None or owner == method:
+                out[(owner, lowered)] = value
+        return out
 
     def has(self, attribute: str) -> bool:
         """Whether ``attribute`` (e.g. ``"_reference_outputs"``) is set, without loading it."""
