@@ -122,20 +122,20 @@ def resolve_reference_graph(
         if failure is None:
             name = EXPORTED_PROGRAM_GRAPH
         elif reference_graph is None:
-            _log.warning(
-                "Using 'edge_dialect_exported_program' as reference graph: %s\n"
-                "The ATen 'exported_program' needs successful debug-handle back-propagation. %s",
+            _log.warning(  # the reference's sentence first (users grep logs for it), then the details
+                "Either ATen dialect exported program is not in ETRecord, or debug handle backpropagation "
+                "failed. Falling back to 'edge_dialect_exported_program'.\nWhy: %s\n%s",
                 failure,
                 _OPT_OUT_HINT,
             )
             name = EDGE_DIALECT_GRAPH
         elif etrecord.exported_program is None or _edge_program(etrecord) is None:
             raise MissingDataError(
-                f"cannot use reference graph 'exported_program': {failure}\n"
+                f"Cannot use 'exported_program': {failure}\n"
                 "Generate the ETRecord with the exported (ATen) program and the Edge program."
             )
         else:
-            raise UsageError(f"cannot use reference graph 'exported_program': {failure}\n{_OPT_OUT_HINT}")
+            raise UsageError(f"Cannot use 'exported_program': {failure}\n{_OPT_OUT_HINT}")
 
     if name == EXPORTED_PROGRAM_GRAPH:
         program = etrecord.exported_program
@@ -178,7 +178,7 @@ def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.Grap
         return None, None
     plan = plan_debug_handle_propagation(aten, _graph_id(etrecord), edge)
     if not disable_validation and not plan.validated:
-        return None, f"debug-handle back-propagation failed ({plan.describe_failure()})"
+        return None, f"debug handle backpropagation failed ({plan.describe_failure()})"
     module = build_aten_graph_module(*source)
     if module is None:
         return None, None
@@ -201,7 +201,7 @@ def _back_propagate(etrecord: ETRecordPrograms, disable_validation: bool) -> str
         return "the ETRecord has no Edge program to take debug handles from"
     plan = plan_debug_handle_propagation(etrecord.exported_program, _graph_id(etrecord), edge)
     if not disable_validation and not plan.validated:
-        return f"debug-handle back-propagation failed ({plan.describe_failure()})"
+        return f"debug handle backpropagation failed ({plan.describe_failure()})"
     plan.apply()
     return None
 

@@ -39,6 +39,9 @@ def test_default_falls_back_to_edge_with_warning(caplog: pytest.LogCaptureFixtur
         gm, name = resolve_reference_graph(pair)
     assert name == "edge_dialect_exported_program"
     assert "relu (handle 2)" in caplog.text and "disable_debug_handle_validation" in caplog.text
+    # the reference's own sentence, word for word (users search their logs for it)
+    assert ("Either ATen dialect exported program is not in ETRecord, or debug handle backpropagation failed. "
+            "Falling back to 'edge_dialect_exported_program'.") in caplog.text
     assert "addmm" in _handles(gm)
 
 
@@ -53,8 +56,10 @@ def test_default_without_aten_program_uses_edge(caplog: pytest.LogCaptureFixture
 def test_explicit_aten_failing_is_a_usage_error_naming_the_opt_out() -> None:
     pair = mlp_pair()
     _break_propagation(pair)
-    with pytest.raises(UsageError, match=r"(?s)'exported_program'.*relu.*disable_debug_handle_validation=True"):
+    with pytest.raises(UsageError, match=r"(?s)^Cannot use 'exported_program': debug handle backpropagation failed "
+                                          r"\(.*relu.*disable_debug_handle_validation=True") as info:
         resolve_reference_graph(pair, "exported_program")
+    assert isinstance(info.value, ValueError)  # the reference raises ValueError
     gm, name = resolve_reference_graph(pair, "exported_program", disable_debug_handle_validation=True)
     assert name == "exported_program"
     assert _handles(gm)["relu"] == 0
