@@ -203,6 +203,10 @@ def parse_analyses(text: str) -> tuple[str, ...]:
 
 # --- the batch --------------------------------------------------------------------------------------
 
+
+def _labelled(spec: RunSpec, op_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"run": spec.run, **spec.labels, **r} for r in op_rows]
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -214,7 +218,7 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
     Raises:
         UsageError: Bad backend/workers/address, or a missing optional package (``pyarrow``, ``ray``).
     """
-    from numdiff.batch.tables import _arrow, flatten, write_tables
+    from numdiff.batch.tables import OpsWriter, _arrow, flatten, write_runs
     from numdiff.report import Analysis
 
     _arrow()  # fail before the work if the tables cannot be written
@@ -225,7 +229,7 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
     analyses = tuple(analyses)
     labels = list(dict.fromkeys(k for s in specs for k in s.labels))  # manifest order
     rows: dict[str, dict[str, Any]] = {}
-    ops: dict[str, list[dict[str, Any]]] = {}
+    ops = OpsWriter(out, [s.run for s in specs], labels)  # op rows stream out in manifest order
     todo: list[Task] = []
     hasher = _Hasher()
     total = len(specs)
@@ -234,61 +238,68 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
         base = {"run": spec.run, **spec.labels, "etdump": spec.etdump, "etrecord": spec.etrecord,
                 "debug_buffer": spec.debug_buffer, "status": status, "reused": False}
         rows[spec.run] = {**base, **fields}
+        if status != "ok":
+            ops.put(spec.run, [])
 
-    by_run = {s.run: s for s in specs}
-    for n, spec in enumerate(specs):
-        if progress is not None and n % 50 == 0:
-            progress("hashing the artifacts", n, total)
-        missing = [(role, path) for role, path in (("etdump", spec.etdump), ("etrecord", spec.etrecord),
-                                                   ("debug_buffer", spec.debug_buffer if "gap" in analyses else None))
-                   if path is not None and not os.path.isfile(path)]
-        if missing:
-            role, path = missing[0]
-            record(spec, "failed", error=f"{role} file {path!r} does not exist (fix the path in the manifest, "
-                   "or add the file)", error_type="FileNotFoundError")
-            continue
-        try:
-            key = run_key(spec, analyses, hasher)
-        except OSError as e:
-            record(spec, "failed", error=f"{e.filename}: {e.strerror or e} (fix the manifest's path, or the file)",
-                   error_type="FileNotFoundError" if isinstance(e, FileNotFoundError) else "OSError")
-            continue
-        saved = os.path.join(store, key + ".json")
-        if os.path.exists(saved):
-            try:
-                run_fields, op_rows = flatten(Analysis.load(saved))
-            except AnalysisFileError:
-                pass  # a damaged result: analyse again
-            else:
-                record(spec, "ok", reused=True, key=key, analysis=os.path.relpath(saved, out), **run_fields)
-                ops[spec.run] = [{"run": spec.run, **spec.labels, **r} for r in op_rows]
+    try:
+        by_run = {s.run: s for s in specs}
+        for n, spec in enumerate(specs):
+            if progress is not None and n % 50 == 0:
+                progress("hashing the artifacts", n, total)
+            missing = [(role, path) for role, path in (("etdump", spec.etdump), ("etrecord", spec.etrecord),
+                                                       ("debug_buffer", spec.debug_buffer if "gap" in analyses else None))
+                       if path is not None and not os.path.isfile(path)]
+            if missing:
+                role, path = missing[0]
+                record(spec, "failed", error=f"{role} file {path!r} does not exist (fix the path in the manifest, "
+                       "or add the file)", error_type="FileNotFoundError")
                 continue
-        todo.append(Task(spec.run, key, spec.etdump, spec.etrecord, spec.debug_buffer, dict(spec.labels), analyses))
+            try:
+                key = run_key(spec, analyses, hasher)
+            except OSError as e:
+                record(spec, "failed", error=f"{e.filename}: {e.strerror or e} (fix the manifest's path, or the file)",
+                       error_type="FileNotFoundError" if isinstance(e, FileNotFoundError) else "OSError")
+                continue
+            saved = os.path.join(store, key + ".json")
+            if os.path.exists(saved):
+                try:
+                    run_fields, op_rows = flatten(Analysis.load(saved))
+                except AnalysisFileError:
+                    pass  # a damaged result: analyse again
+                else:
+                    record(spec, "ok", reused=True, key=key, analysis=os.path.relpath(saved, out), **run_fields)
+                    ops.put(spec.run, _labelled(spec, op_rows))
+                    continue
+            todo.append(Task(spec.run, key, spec.etdump, spec.etrecord, spec.debug_buffer, dict(spec.labels), analyses))
 
-    done = total - len(todo)
-    for task, result in run_tasks(analyse_task, todo, backend=backend, workers=workers, address=address):
-        spec = by_run[task.run]
-        done += 1
-        if progress is not None:
-            progress("analysing", done, total)
-        if not isinstance(result, Outcome):
-            record(spec, "failed", key=task.key, error=_one_line(str(result)) or type(result).__name__,
-                   error_type=type(result).__name__)
-            continue
-        if result.status != "ok" or result.analysis_json is None:
-            record(spec, "failed", key=task.key, error=result.error, error_type=result.error_type,
-                   seconds=result.seconds, cpu_seconds=result.cpu_seconds,
-                   worker_peak_rss_mib=result.worker_peak_rss_mib)
-            continue
-        saved = os.path.join(store, task.key + ".json")
-        _write_text(saved, result.analysis_json)
-        record(spec, "ok", key=task.key, analysis=os.path.relpath(saved, out), seconds=result.seconds,
-               cpu_seconds=result.cpu_seconds, worker_peak_rss_mib=result.worker_peak_rss_mib, **result.run_fields)
-        ops[spec.run] = [{"run": spec.run, **spec.labels, **r} for r in result.op_rows]
+        done = total - len(todo)
+        for task, result in run_tasks(analyse_task, todo, backend=backend, workers=workers, address=address):
+            spec = by_run[task.run]
+            done += 1
+            if progress is not None:
+                progress("analysing", done, total)
+            if not isinstance(result, Outcome):
+                record(spec, "failed", key=task.key, error=_one_line(str(result)) or type(result).__name__,
+                       error_type=type(result).__name__)
+                continue
+            if result.status != "ok" or result.analysis_json is None:
+                record(spec, "failed", key=task.key, error=result.error, error_type=result.error_type,
+                       seconds=result.seconds, cpu_seconds=result.cpu_seconds,
+                       worker_peak_rss_mib=result.worker_peak_rss_mib)
+                continue
+            saved = os.path.join(store, task.key + ".json")
+            _write_text(saved, result.analysis_json)
+            record(spec, "ok", key=task.key, analysis=os.path.relpath(saved, out), seconds=result.seconds,
+                   cpu_seconds=result.cpu_seconds, worker_peak_rss_mib=result.worker_peak_rss_mib, **result.run_fields)
+            ops.put(spec.run, _labelled(spec, result.op_rows))
 
-    ordered = [rows[s.run] for s in specs]
-    runs_path, ops_path = write_tables(out, ordered, [r for s in specs for r in ops.get(s.run, [])], labels)
-    ok = sum(1 for r in ordered if r["status"] == "ok")
-    return BatchResult(total=total, ok=ok, failed=total - ok, reused=sum(1 for r in ordered if r["reused"]),
-                       seconds=time.perf_counter() - start, runs_path=runs_path, ops_path=ops_path,
-                       analyses_dir=store)
+        ordered = [rows[s.run] for s in specs]
+        ops_path = ops.close()
+        runs_path = write_runs(out, ordered, labels)
+        ok = sum(1 for r in ordered if r["status"] == "ok")
+        return BatchResult(total=total, ok=ok, failed=total - ok, reused=sum(1 for r in ordered if r["reused"]),
+                           seconds=time.perf_counter() - start, runs_path=runs_path, ops_path=ops_path,
+                           analyses_dir=store)
+    except BaseException:  # no half-written ops.parquet.tmp left behind
+        ops.abort()
+        raise

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ import numpy as np
 from numdiff.errors import MissingDependencyError
 from numdiff.report.models import Analysis, EventStats
 
-__all__ = ["OPS_COLUMNS", "RUNS_COLUMNS", "flatten", "write_tables"]
+__all__ = ["OPS_COLUMNS", "RUNS_COLUMNS", "OpsWriter", "flatten", "write_runs", "write_tables"]
 
 _WRAPPER = re.compile(r"^(Method|Program)::|^OPERATOR_CALL$")
 
@@ -157,3 +157,81 @@ def write_tables(out_dir: str, runs: Sequence[Mapping[str, Any]], ops: Sequence[
     _write(pa, runs_path, runs, _schema(pa, labels, RUNS_COLUMNS))
     _write(pa, ops_path, ops, _schema(pa, labels, OPS_COLUMNS))
     return runs_path, ops_path
+
+
+def write_runs(out_dir: str, runs: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> str:
+    """Write ``runs.parquet`` (one row per run) into ``out_dir``; returns its path."""
+    pa = _arrow()
+    path = os.path.join(out_dir, "runs.parquet")
+    _write(pa, path, runs, _schema(pa, labels, RUNS_COLUMNS))
+    return path
+
+
+OpRows = list[dict[str, Any]] | Callable[[], list[dict[str, Any]]]
+
+
+class OpsWriter:
+    """Writes ``ops.parquet`` as runs finish, in manifest order, holding only what cannot be written yet.
+
+    Runs finish in any order; a run's rows wait until every run before it in the manifest has been
+    given (rows, a loader of rows, or nothing for a failed run), then go out in row groups of
+    ``batch_rows``. The driver's memory is the rows of runs finished ahead of a slower earlier one
+    plus one row group, not the whole fleet's. The file appears (atomically) at :meth:`close`.
+    """
+
+    def __init__(self, out_dir: str, order: Sequence[str], labels: Sequence[str], batch_rows: int = 20_000) -> None:
+        import pyarrow.parquet as pq
+
+        self._pa = _arrow()
+        self.path = os.path.join(out_dir, "ops.parquet")
+        self._tmp = self.path + ".tmp"
+        self._schema = _schema(self._pa, labels, OPS_COLUMNS)
+        self._writer = pq.ParquetWriter(self._tmp, self._schema)
+        self._order = list(order)
+        self._next = 0
+        self._pending: dict[str, OpRows] = {}
+        self._batch: list[dict[str, Any]] = []
+        self._batch_rows = batch_rows
+        self.rows_written = 0
+
+    @property
+    def waiting(self) -> int:
+        """Runs given but not yet written (finished ahead of an earlier run)."""
+        return len(self._pending)
+
+    def put(self, run: str, rows: OpRows) -> None:
+        """Give a run's op rows (or a callable returning them; ``[]`` for a run without rows)."""
+        self._pending[run] = rows
+        self._drain()
+
+    def _drain(self) -> None:
+        while self._next < len(self._order) and self._order[self._next] in self._pending:
+            ready = self._pending.pop(self._order[self._next])
+            self._batch.extend(ready() if callable(ready) else ready)
+            self._next += 1
+            if len(self._batch) >= self._batch_rows:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self._batch:
+            names = self._schema.names
+            table = self._pa.Table.from_pylist([{k: _clean(r.get(k)) for k in names} for r in self._batch],
+                                               schema=self._schema)
+            self._writer.write_table(table)
+            self.rows_written += len(self._batch)
+            self._batch = []
+
+    def close(self) -> str:
+        """Write what is left and move the file into place; returns its path."""
+        for run in self._order[self._next:]:  # runs never given (there should be none) have no rows
+            self._pending.setdefault(run, [])
+        self._drain()
+        self._flush()
+        self._writer.close()
+        os.replace(self._tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        self._writer.close()
+        if os.path.exists(self._tmp):
+            os.remove(self._tmp)
