@@ -191,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=200, help="client threads (default 200)")
     parser.add_argument("--workers", type=int, default=2, help="analysis workers of the server (default 2)")
     parser.add_argument("--db", default=None, help="database URL (default: SQLite in a fresh data directory)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="start a throw-away PostgreSQL cluster on loopback (Debian's packages, as the tests do) "
+                        "and use it")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for all analyses (default 1800)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--overhead-on", type=Path, action="append", default=None, metavar="DIR",
@@ -199,6 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overhead-only", action="store_true", help="measure the overhead only, no load")
     args = parser.parse_args(argv)
 
+    import contextlib
+
+    from tests.service._server import postgres, running
+
+    with contextlib.ExitStack() as stack:
+        if args.postgres:
+            args.db = stack.enter_context(postgres())
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from tests.service._server import running
 
     with tempfile.TemporaryDirectory(prefix="numdiff-load-") as tmp, \
