@@ -64,6 +64,9 @@ class Limits:
             the entry's bytes (a stride-0 view of a few bytes can claim terabytes). Defaults to 64.
         max_tensor_bytes_floor: A tensor may always describe up to this many bytes, however small
             its entry. Defaults to 64 MiB.
+        max_program_json_bytes: Largest serialized program (JSON) in an ETRecord or ``.pt2``
+            archive. Defaults to 128 MiB (a large LLM's Edge program is tens of MB; parsing JSON
+            costs about a second per 100 MB).
         max_compared_runs: Runs of one event block whose logged values are read when the
             ETDump is loaded and compared with run 0's (the note on runs that differ). Later runs'
             values are read, bounds-checked, when something uses them. Defaults to 64 (reading
@@ -79,6 +82,7 @@ class Limits:
     max_tensor_ratio: float = 64.0
     max_tensor_bytes_floor: int = 64 * _MIB
     max_compared_runs: int = 64
+    max_program_json_bytes: int = 128 * _MIB
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -165,7 +165,7 @@ def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.Grap
     whoever reads it later, as the reference leaves them.
     """
     from numdiff.capture._aten_builder import build_aten_graph_module
-    from numdiff.schema._graph_meta import provenance_from_json
+    from numdiff.schema._graph_meta import ProgramLoadError, provenance_from_json
 
     program_source = getattr(etrecord, "program_source", None)
     edge_provenance = getattr(etrecord, "edge_provenance", None)
@@ -173,7 +173,13 @@ def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.Grap
     edge = edge_provenance() if edge_provenance is not None else None
     if source is None or edge is None:
         return None, None
-    aten = provenance_from_json(source[0])
+    try:
+        aten = provenance_from_json(source[0])
+    except ProgramLoadError as e:
+        from numdiff.errors import ETRecordError
+        from numdiff.schema._etrecord_entries import REGENERATE
+
+        raise ETRecordError(getattr(etrecord, "path", None), f"exported_program: {e.problem}", REGENERATE) from e
     if aten is None:
         return None, None
     plan = plan_debug_handle_propagation(aten, _graph_id(etrecord), edge)

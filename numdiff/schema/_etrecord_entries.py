@@ -171,6 +171,17 @@ class EntryReader:
         self.inflated += size
         return b"".join(chunks)
 
+    def check_program_size(self, name: str, size: int) -> None:
+        """Refuse a program JSON larger than ``max_program_json_bytes`` before parsing it."""
+        cap = self.limits.max_program_json_bytes
+        if size > cap:
+            raise ETRecordError(
+                self.path,
+                f"entry {name!r}: the program is {size} bytes of JSON, more than the limit {cap} bytes "
+                "(max_program_json_bytes)",
+                raise_hint("max_program_json_bytes", size),
+            )
+
     def read_json(self, name: str) -> Any:
         """A JSON map entry, parsed with its depth checked and its shape validated."""
         data = self.read_bytes(name)
@@ -188,8 +199,10 @@ class EntryReader:
         The graph itself is checked (:meth:`Program.check`) before its first use: the profiling
         view reads only node metadata, checked as it is read, and need not pay for the rest.
         """
+        self.check_program_size(name, self.archive.getinfo(name).file_size)
         state_dict, constants, example_inputs = (self.read_bytes(name + s) for s in COMPANION_SUFFIXES)
         parts = (self.read_bytes(name), state_dict, constants, example_inputs)
+        self.check_program_size(name, len(parts[0]))
         try:
             program = json.loads(parts[0].decode("utf-8"))
         except RecursionError as e:  # json's decoder guards its own recursion: a clean error

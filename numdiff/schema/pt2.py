@@ -128,7 +128,10 @@ def _read(reader: EntryReader, path: str, present: set[str], model: str | None) 
     elif model not in models:
         raise ProgramArchiveError(path, f"no model {model!r} in the archive (models: {models[:8]})",
                                   "Pass one of the listed names.")
-    raw = reader.read_bytes(f"{prefix}models/{model}.json")
+    entry = f"{prefix}models/{model}.json"
+    reader.check_program_size(entry, reader.archive.getinfo(entry).file_size)
+    raw = reader.read_bytes(entry)
+    reader.check_program_size(entry, len(raw))
     try:
         program = loads_checked(raw, reader.limits.max_nesting_depth)
         with accept_torch_schema():
