@@ -296,8 +296,9 @@ def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:
         b.int_value, b.bool_value, b.float_value, b.double_value, b.string_value)
 
 
-def _note_uncompared(group: _Group, opts: _Options) -> None:
-    if len(group.members) > opts.compared_runs and str(group.name) not in opts.uncompared:
+def _note_uncompared(group: _Group, opts: _Options, later_logged: bool) -> None:
+    """Note once per block that runs past the limit were not compared (only if they logged values)."""
+    if later_logged and len(group.members) > opts.compared_runs and str(group.name) not in opts.uncompared:
         opts.uncompared.add(str(group.name))
         opts.notes.append(
             f"run {group.name!r}: {len(group.members)} runs; the logged values of runs {opts.compared_runs} and "
@@ -307,7 +308,7 @@ def _note_uncompared(group: _Group, opts: _Options) -> None:
 
 def _debug_data(name: str, dump: ETDump, group: _Group, j: int, opts: _Options) -> SlotDebug:
     where = f"event {name!r} of run {group.name!r}"
-    _note_uncompared(group, opts)
+    _note_uncompared(group, opts, any(s.debug_rows[j] for _, s in group.members[opts.compared_runs:]))
     per_run = [_values(dump, r, s.debug_rows[j], opts, f"{where} #{i}")
                for i, (r, s) in enumerate(group.members[:opts.compared_runs])]
     debug_data = _inflate(per_run[0], opts, where)
@@ -353,7 +354,7 @@ class _LaterRun:
 
 
 def _program_outputs(dump: ETDump, group: _Group, opts: _Options) -> ProgramOutput:
-    _note_uncompared(group, opts)
+    _note_uncompared(group, opts, any(s.output_rows for _, s in group.members[opts.compared_runs:]))
     per_run = [_values(dump, r, s.output_rows, opts, f"program output of run {group.name!r} #{i}")
                for i, (r, s) in enumerate(group.members[:opts.compared_runs])]
     out = _inflate(per_run[0], opts, f"program outputs of run {group.name!r}")

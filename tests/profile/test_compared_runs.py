@@ -52,3 +52,13 @@ def test_later_runs_are_read_on_demand_and_equal_a_full_load() -> None:
     a, b = _logged(full), _logged(limited)
     assert len(a) == len(b) > 0
     assert all(x[:2] == y[:2] and _same(x[2], y[2]) for x, y in zip(a, b))
+
+
+def test_no_note_when_later_runs_logged_nothing() -> None:
+    # many_runs (oracle): 20 runs of a profile-only dump: nothing to compare, nothing to say
+    folder = FIXTURES / "many_runs"
+    with use_limits(max_compared_runs=2), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inspector = Inspector(etdump_path=folder / "etdump.etdp", etrecord=folder / "etrecord.bin")
+    assert max(len(e.perf_data.raw) for b in inspector.event_blocks for e in b.events if e.perf_data) == 20
+    assert not any("not compared" in str(w.message) for w in caught)
