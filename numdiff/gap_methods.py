@@ -63,12 +63,23 @@ def fits(program: Any, inputs: Any) -> bool:
     return True
 
 
+def _method_count(etrecord: Any) -> int:
+    """How many Edge programs the ETRecord holds, read from its JSON when it can (building them costs seconds)."""
+    edge_json = getattr(etrecord, "_edge_json", None)
+    if isinstance(edge_json, dict) and edge_json:
+        return len(edge_json)
+    edge = getattr(etrecord, "edge_dialect_program", None)  # replaced by the caller, or not numdiff's record
+    return len(edge) if isinstance(edge, dict) else 1
+
+
 def plan_methods(etrecord: Any, blocks: Iterable[Any], notes: list[str]) -> list[MethodPlan] | None:
     """One plan per method to compare, or None when the ETRecord has one Edge program (the usual path).
 
     Raises:
         MissingDataError: No method has both runs in the ETDump and inputs that fit it.
     """
+    if _method_count(etrecord) < 2:
+        return None
     edge = getattr(etrecord, "edge_dialect_program", None)
     if not isinstance(edge, dict) or len(edge) < 2:
         return None
