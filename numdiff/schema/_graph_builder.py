@@ -107,6 +107,8 @@ class GraphBuilder:
             raise Unsupported(f"graph input kind {kind}")
         if not isinstance(name, str):
             raise ProgramLoadError("a graph input has no name")
+        if name in env:
+            raise ProgramLoadError(f"graph input {name[:80]!r} is listed twice")
         safe = self.names.safe(name)
         node = graph.placeholder(safe)
         node.name = safe

@@ -43,3 +43,14 @@ def test_malformed_from_node_names_the_file(tmp_path: Path) -> None:
                               debug_buffer_path=FIXTURES / "mlp_fp32" / "debug_buffer.bin")
     with pytest.raises(ETRecordError, match=r"hostile_mlp_fp32\.etrecord.: exported_program: malformed from_node metadata"):
         inspector.calculate_numeric_gap("SNR")
+
+
+def test_a_graph_input_listed_twice_is_a_named_error(tmp_path: Path) -> None:
+    # second campaign: torch.fx generated `def forward(self, p_fc1_weight, p_fc1_weight, ...)` -> SyntaxError
+    def mutate(program: dict) -> None:  # type: ignore[type-arg]
+        inputs = program["graph_module"]["graph"]["inputs"]
+        inputs.insert(1, inputs[0])
+
+    hostile = craft(tmp_path, ATEN, mutate)
+    with pytest.raises(ETRecordError, match=r"hostile_mlp_fp32\.etrecord'.*exported_program.*graph input '\w+' is listed twice"):
+        _ = parse_etrecord(hostile).exported_program
