@@ -127,7 +127,19 @@ def current_limits() -> Limits:
     Raises:
         UsageError: An environment variable or override is not a positive number.
     """
-    return Limits(**{**_from_env(), **_OVERRIDES.get()})
+    overrides = _OVERRIDES.get()
+    key = (tuple(os.environ.get(v) for v in _ENV_NAMES), tuple(sorted(overrides.items())))
+    cached = _CACHE.get(key)
+    if cached is None:  # checked per program node on large graphs: build each distinct setting once
+        cached = Limits(**{**_from_env(), **overrides})
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        _CACHE[key] = cached
+    return cached
+
+
+_ENV_NAMES = tuple(ENV_PREFIX + name.upper() for name in _FIELDS)
+_CACHE: dict[tuple[Any, ...], Limits] = {}
 
 
 @contextmanager
