@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -131,6 +132,8 @@ def op_type_for(serialized: str) -> str:
 
 def _split_top_level(item: str) -> list[str]:
     """Split on commas that are not inside brackets."""
+    if "[" not in item and "(" not in item:  # the usual case: no brackets, split at C speed
+        return [part.strip() for part in item.split(",")]
     parts, start, depth = [], 0, 0
     for i, ch in enumerate(item):
         if ch in "[(":
@@ -146,13 +149,29 @@ def _split_top_level(item: str) -> list[str]:
 
 def parse_nn_module_stack(text: str) -> dict[str, tuple[str, str]]:
     """``"key,path,type;..."`` → ``{key: (path, type)}`` (commas inside brackets do not split)."""
+    if len(text) <= _CACHED_STACK_CHARS:  # a fresh dict each time: callers may change it
+        return dict(_parsed_stack(text))
+    return dict(_parse_stack(text))
+
+
+#: Stack strings up to this long are cached (bounded memory: at most 4096 of them).
+_CACHED_STACK_CHARS = 2048
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_stack(text: str) -> tuple[tuple[str, tuple[str, str]], ...]:
+    """Nodes of one module share their stack string: parse each distinct one once."""
+    return _parse_stack(text)
+
+
+def _parse_stack(text: str) -> tuple[tuple[str, tuple[str, str]], ...]:
     stack: dict[str, tuple[str, str]] = {}
     for item in text.split(_STACK_DELIMITER):
         parts = _split_top_level(item)
         if len(parts) != 3:
             raise ProgramLoadError(f"malformed nn_module_stack item {item!r}")
         stack[parts[0]] = (parts[1], parts[2])
-    return stack
+    return tuple(stack.items())
 
 
 def parse_source_fn_stack(text: str) -> list[tuple[str, str]]:
