@@ -37,8 +37,7 @@ def render_grid(df: pd.DataFrame) -> str:
     from tabulate import tabulate
 
     widths = [len(str(c)) for c in df.columns]
-    lengths = [df.iloc[:, i].astype(str).str.len().fillna(0) for i in range(df.shape[1])]
-    longest = [max(int(n.max()) if len(n) else 0, w) for n, w in zip(lengths, widths)]
+    longest = [max(_widest(df.iloc[:, i]), w) for i, w in enumerate(widths)]
     estimate = (sum(longest) + 3 * len(longest) + 16) * (2 * len(df) + 3)
     if estimate > GRID_CHAR_BUDGET:
         df, shortened = _shorten(df)
@@ -47,6 +46,19 @@ def render_grid(df: pd.DataFrame) -> str:
                           f"shortened: the grid would have been about {estimate >> 20} MiB of text "
                           "(to_dataframe() keeps them whole)", stacklevel=3)
     return str(tabulate(df, headers="keys", tablefmt="fancy_grid"))
+
+
+#: Width assumed for numbers and booleans (a float's repr is at most about 24 characters).
+_NUMBER_WIDTH = 32
+
+
+def _widest(column: pd.Series) -> int:
+    """The longest cell's text in ``column``; numbers and booleans are not converted (bounded width)."""
+    if len(column) == 0:
+        return 0
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return _NUMBER_WIDTH
+    return int(column.astype(str).str.len().fillna(0).max())
 
 
 def _shorten(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:

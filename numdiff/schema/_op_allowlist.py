@@ -165,14 +165,20 @@ def registered_overload(namespace: str, name: str, overload: str) -> Any:
         return None
     wanted = "" if overload == "default" else overload
     schemas = torch._C._jit_get_schemas_for_operator(f"{namespace}::{name}")
-    if not any(s.overload_name == wanted for s in schemas):
+    schema = next((s for s in schemas if s.overload_name == wanted), None)
+    if schema is None:
         return None
-    # Registered: fetching the overload object now cannot reach anything but that operator.
-    op_namespace = getattr(torch.ops, namespace)
+    # Registered. The attribute names below come from torch's registry (the schema's own name),
+    # not from the file's text: fetching them reaches that operator and nothing else.
+    registered_namespace, _, registered_name = schema.name.partition("::")
+    if (registered_namespace, registered_name) != (namespace, name):
+        return None
+    op_namespace = getattr(torch.ops, registered_namespace)
     if not isinstance(op_namespace, torch._ops._OpNamespace):
         return None
-    packet = getattr(op_namespace, name, None)
-    found = getattr(packet, overload, None) if isinstance(packet, torch._ops.OpOverloadPacket) else None
+    packet = getattr(op_namespace, registered_name, None)
+    registered_overload = schema.overload_name or "default"
+    found = getattr(packet, registered_overload, None) if isinstance(packet, torch._ops.OpOverloadPacket) else None
     if not isinstance(found, torch._ops.OpOverload):
         return None
     _FOUND[key] = found

@@ -38,6 +38,7 @@ from numdiff.service.store import Store
 
 __all__ = ["Worker", "claim", "main"]
 
+
 def claim(session: Any, worker: str, lease_s: float) -> tuple[int, int] | None:
     """Claim the oldest queued job (or one whose lease ran out); ``(job id, attempt)`` or None."""
     t = db.now()

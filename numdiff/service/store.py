@@ -63,13 +63,7 @@ class BlobWriter:
         os.fsync(self._file.fileno())
         self._file.close()
         digest = self._hash.hexdigest()
-        target = self._store.path(digest)
-        if target.exists():  # dedupe: same bytes, same name
-            self._path.unlink(missing_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self._path, target)
-            self._store.sync_dir(target.parent)
+        self._store.place(self._path, digest)
         return digest
 
     def abort(self) -> None:
@@ -145,14 +139,21 @@ class Store:
             raise OSError(errno.EDQUOT, f"the store's quota of {self.quota} bytes would be exceeded "
                                         "(NUMDIFF_SERVICE_STORE_QUOTA_MB)")
         name = digest.hexdigest()
-        target = self.path(name)
+        self.place(source, name)
+        return name
+
+    def place(self, source: Path, digest: str) -> None:
+        """Make the finished, fsynced file ``source`` (in ``tmp/``) visible under ``digest``, atomically.
+
+        Same bytes, same name: when the blob exists already, ``source`` is just removed.
+        """
+        target = self.path(digest)
         if target.exists():
             source.unlink(missing_ok=True)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
             self.sync_dir(target.parent)
-        return name
 
     def read_bytes(self, digest: str) -> bytes:
         return self.path(digest).read_bytes()
