@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
 
+from numdiff._gc_pause import gc_paused
 from numdiff._inspector_etrecord import (
     consume_etrecord,
     edge_op_nodes,
@@ -162,7 +163,8 @@ class Inspector(NumericsMixin):
         self._reference_graph_name = reference_graph_name
         self._op_graph_dict: OperatorGraphs | None = None
         if self._etrecord is not None:
-            notes += self._consume_etrecord()
+            with gc_paused():  # tens of thousands of acyclic node records: see numdiff._gc_pause
+                notes += self._consume_etrecord()
         self.notes: tuple[str, ...] = tuple(notes)
         warn_notes(notes, self._etdump_path)
 

@@ -71,6 +71,9 @@ class Limits:
             ETDump is loaded and compared with run 0's (the note on runs that differ). Later runs'
             values are read, bounds-checked, when something uses them. Defaults to 64 (reading
             every value of a dump with thousands of runs would take seconds per megabyte).
+        max_compared_values: Most logged values read and compared at load in one event block,
+            over all its compared runs (at least two runs are always compared). Defaults to 4,096
+            (a few tenths of a second); a block logging more values per run compares fewer runs.
     """
 
     max_entry_bytes: int = 4 * _GIB
@@ -82,6 +85,7 @@ class Limits:
     max_tensor_ratio: float = 64.0
     max_tensor_bytes_floor: int = 64 * _MIB
     max_compared_runs: int = 64
+    max_compared_values: int = 4096
     max_program_json_bytes: int = 128 * _MIB
 
     def __post_init__(self) -> None:

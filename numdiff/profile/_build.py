@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,8 @@ class _Group:
     name: str | None
     bundled_input_index: int
     members: list[tuple[RunData, _Structure]] = field(default_factory=list)
+    compared: int = 64  # runs whose logged values are read and compared at load (see _compared_runs)
+    bound: str = ""  # the limit that set ``compared``, for the note
 
 
 def _signature(dump: ETDump, cols: EventColumns, row: int) -> _Sig:
@@ -144,6 +146,7 @@ class _Options:
     etdump_path: str | None = None
     logged: list[tuple[Tensor, str]] = field(default_factory=list)  # every tensor read, for the overlap check
     compared_runs: int = 64  # numdiff.limits max_compared_runs
+    compared_values: int = 4096  # numdiff.limits max_compared_values
     uncompared: set[str] = field(default_factory=set)  # blocks already noted as having runs not compared
 
 
@@ -159,7 +162,8 @@ def build_event_blocks(
     """The dump's event blocks, and notes on anything numdiff did differently from the reference."""
     opts = _Options(source_time_scale, target_time_scale, buffer, delegate_metadata_parser,
                     delegate_time_scale_converter, [], dump.buffer.path,
-                    compared_runs=current_limits().max_compared_runs)
+                    compared_runs=current_limits().max_compared_runs,
+                    compared_values=current_limits().max_compared_values)
     structures: dict[bytes, _Structure] = {}
     groups: dict[tuple[str | None, tuple[_SlotKey, ...], int], _Group] = {}
     for run in dump.run_data:
@@ -171,6 +175,8 @@ def build_event_blocks(
         s = structures[fp]
         key = (run.name, s.slots, run.bundled_input_index)
         groups.setdefault(key, _Group(run.name, run.bundled_input_index)).members.append((run, s))
+    for g in groups.values():
+        _compared_runs(g, opts)
     try:
         blocks = [_block(dump, g, opts) for g in groups.values()]
         if buffer is not None:
@@ -296,21 +302,36 @@ def _same(a: Value | None, b: Value | None, buffer: DebugBuffer | None) -> bool:
         b.int_value, b.bool_value, b.float_value, b.double_value, b.string_value)
 
 
+def _compared_runs(group: _Group, opts: _Options) -> None:
+    """How many of the group's runs are read and compared at load: at most ``max_compared_runs``, and
+    at most ``max_compared_values`` values in all (never fewer than two runs, so a difference shows)."""
+    s = group.members[0][1]
+    per_run = sum(len(rows) for rows in s.debug_rows) + len(s.output_rows)
+    by_values = max(2, opts.compared_values // max(per_run, 1))
+    if by_values < opts.compared_runs:
+        group.compared = by_values
+        group.bound = f"limit max_compared_values={opts.compared_values}, {per_run} values per run"
+    else:
+        group.compared = opts.compared_runs
+        group.bound = f"limit max_compared_runs={opts.compared_runs}"
+    later = {id(s): s for _, s in group.members[group.compared:]}.values()  # runs share structures
+    _note_uncompared(group, opts, any(s.output_rows or any(s.debug_rows) for s in later))
+
+
 def _note_uncompared(group: _Group, opts: _Options, later_logged: bool) -> None:
-    """Note once per block that runs past the limit were not compared (only if they logged values)."""
-    if later_logged and len(group.members) > opts.compared_runs and str(group.name) not in opts.uncompared:
+    """Note once per run name that runs past the limit were not compared (only if they logged values)."""
+    if later_logged and str(group.name) not in opts.uncompared:
         opts.uncompared.add(str(group.name))
         opts.notes.append(
-            f"run {group.name!r}: {len(group.members)} runs; the logged values of runs {opts.compared_runs} and "
-            f"later were not compared with run 0's when loading (limit max_compared_runs={opts.compared_runs}); "
+            f"run {group.name!r}: {len(group.members)} runs; the logged values of runs {group.compared} and "
+            f"later were not compared with run 0's when loading ({group.bound}); "
             "they are read, bounds-checked, when used")
 
 
 def _debug_data(name: str, dump: ETDump, group: _Group, j: int, opts: _Options) -> SlotDebug:
     where = f"event {name!r} of run {group.name!r}"
-    _note_uncompared(group, opts, any(s.debug_rows[j] for _, s in group.members[opts.compared_runs:]))
     per_run = [_values(dump, r, s.debug_rows[j], opts, f"{where} #{i}")
-               for i, (r, s) in enumerate(group.members[:opts.compared_runs])]
+               for i, (r, s) in enumerate(group.members[:group.compared])]
     debug_data = _inflate(per_run[0], opts, where)
     differing = [i for i, vals in enumerate(per_run[1:], start=1)
                  if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0]))]
@@ -319,12 +340,29 @@ def _debug_data(name: str, dump: ETDump, group: _Group, j: int, opts: _Options) 
             f"{where}: runs {differing} logged values that differ from run 0; debug_data holds run 0's "
             "(the reference refuses to load such a dump)"
         )
-    loaders: tuple[Callable[[], ProgramOutput], ...] | None = None
-    if len(group.members) > 1:
-        later = tuple(_LaterRun(dump, r, s.debug_rows[j], opts, f"{where} #{i}")
-                      for i, (r, s) in enumerate(group.members) if i >= len(per_run))
-        loaders = tuple(_Loader(vals, opts, where) for vals in per_run) + later
+    loaders = _RunLoaders(dump, group, j, opts, where, per_run) if len(group.members) > 1 else None
     return SlotDebug(debug_data, loaders)
+
+
+class _RunLoaders(Sequence[Callable[[], ProgramOutput]]):
+    """One slot's per-run loaders, made when asked for (a dump may hold thousands of runs)."""
+
+    def __init__(self, dump: ETDump, group: _Group, j: int, opts: _Options, where: str,
+                 compared: list[list[Value | None]]) -> None:
+        self._dump, self._group, self._j, self._opts, self._where = dump, group, j, opts, where
+        self._compared = compared
+
+    def __len__(self) -> int:
+        return len(self._group.members)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]  # IndexError past the runs, as a tuple would
+        if i < len(self._compared):
+            return _Loader(self._compared[i], self._opts, self._where)
+        run, s = self._group.members[i]
+        return _LaterRun(self._dump, run, s.debug_rows[self._j], self._opts, f"{self._where} #{i}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,9 +392,8 @@ class _LaterRun:
 
 
 def _program_outputs(dump: ETDump, group: _Group, opts: _Options) -> ProgramOutput:
-    _note_uncompared(group, opts, any(s.output_rows for _, s in group.members[opts.compared_runs:]))
     per_run = [_values(dump, r, s.output_rows, opts, f"program output of run {group.name!r} #{i}")
-               for i, (r, s) in enumerate(group.members[:opts.compared_runs])]
+               for i, (r, s) in enumerate(group.members[:group.compared])]
     out = _inflate(per_run[0], opts, f"program outputs of run {group.name!r}")
     for i, vals in enumerate(per_run[1:], start=1):
         if len(vals) != len(per_run[0]) or not all(_same(a, b, opts.buffer) for a, b in zip(vals, per_run[0])):

@@ -10,7 +10,7 @@ element, and converted to Python floats the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,7 @@ class SlotDebug:
     """The values a slot's debug events logged (run 0's), and per-run loaders when runs > 1."""
 
     debug_data: ProgramOutput
-    run_loaders: tuple[Callable[[], ProgramOutput], ...] | None
+    run_loaders: Sequence[Callable[[], ProgramOutput]] | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ the same tensor object, as in a tuple comparison). numdiff's own per-run loaders
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -95,7 +95,7 @@ class Event:
     _delegate_metadata_parser: DelegateMetadataParser | None = None
     _delegate_time_scale_converter: DelegateTimeScaleConverter | None = None
     _start_time: list[int | float] | None = None
-    _run_debug_data: tuple[Callable[[], ProgramOutput], ...] | None = dataclasses.field(
+    _run_debug_data: Sequence[Callable[[], ProgramOutput]] | None = dataclasses.field(
         default=None, repr=False, compare=False)
 
     def __eq__(self, other: object) -> bool:

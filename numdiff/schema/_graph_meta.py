@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from numdiff._gc_pause import gc_paused
 from numdiff.errors import InputError
 
 __all__ = [
@@ -209,9 +210,13 @@ def _top_nodes(program: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, d
     nodes = graph.get("nodes", []) if isinstance(graph, dict) else None
     if not isinstance(nodes, list):
         raise ProgramLoadError("field graph_module.graph.nodes is not a list")
+    seen: set[str] = set()
     for index, node in enumerate(nodes):
         if not isinstance(node, dict) or not isinstance(node.get("name"), str):
             raise ProgramLoadError(f"node {index} is not an object with a string name")
+        if node["name"] in seen:  # a graph's node names are unique: a repeat is a damaged file
+            raise ProgramLoadError(f"node {index} repeats the name {node['name'][:80]!r} of an earlier node")
+        seen.add(node["name"])
         target, meta = node.get("target"), node.get("metadata") or {}
         if not isinstance(target, str) or not isinstance(meta, dict):
             raise ProgramLoadError(f"node {node['name']!r}: field target or metadata has the wrong type")
@@ -223,6 +228,11 @@ def _top_nodes(program: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, d
 
 def op_nodes_from_json(program: dict[str, Any]) -> list[OpNodeInfo]:
     """Op nodes of a serialized program's top-level graph, in graph order (getitems excluded)."""
+    with gc_paused():  # many small acyclic records: full collections would cost more than the work
+        return _op_nodes(program)
+
+
+def _op_nodes(program: dict[str, Any]) -> list[OpNodeInfo]:
     out = []
     for node, target, meta in _top_nodes(program):
         if target.endswith("getitem"):
@@ -260,12 +270,16 @@ def provenance_from_json(program: dict[str, Any]) -> list[NodeProvenance] | None
     loaded. Subgraphs of ``cond``/``map``/``scan`` are not in the top-level node list: for such
     programs callers load the program and walk it instead.
     """
+    from numdiff.limits import current_limits
+
+    depth = current_limits().max_nesting_depth  # once: a program may have a million nodes
     out = []
-    for node, target, meta in _top_nodes(program):
-        if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
-            return None
-        handle = _debug_handle(node, meta)
-        out.append(NodeProvenance(node["name"], handle, _ancestors(meta.get("from_node"))))
+    with gc_paused():  # many small acyclic records: full collections would cost more than the work
+        for node, target, meta in _top_nodes(program):
+            if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
+                return None
+            handle = _debug_handle(node, meta)
+            out.append(NodeProvenance(node["name"], handle, _ancestors(meta.get("from_node"), depth)))
     return out
 
 
@@ -279,11 +293,11 @@ def _debug_handle(node: dict[str, Any], meta: dict[str, Any]) -> int | None:
         raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw!r}") from e
 
 
-def _ancestors(raw: Any) -> tuple[tuple[str, str], ...]:
+def _ancestors(raw: Any, depth: int) -> tuple[tuple[str, str], ...]:
     from numdiff.schema._safe_json import loads_checked
 
     try:
-        sources = loads_checked(raw) if isinstance(raw, str) else raw
+        sources = loads_checked(raw, depth) if isinstance(raw, str) else raw
     except ValueError as e:
         raise ProgramLoadError(f"malformed from_node metadata: {e}", getattr(e, "hint", "")) from e
     ids: list[tuple[str, str]] = []

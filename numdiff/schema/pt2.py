@@ -15,7 +15,6 @@ unpickled weights-only; the archive's sample inputs are never read.
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import re

@@ -62,3 +62,26 @@ def test_no_note_when_later_runs_logged_nothing() -> None:
         inspector = Inspector(etdump_path=folder / "etdump.etdp", etrecord=folder / "etrecord.bin")
     assert max(len(e.perf_data.raw) for b in inspector.event_blocks for e in b.events if e.perf_data) == 20
     assert not any("not compared" in str(w.message) for w in caught)
+
+
+def test_value_budget_bounds_the_runs_compared() -> None:
+    # deeper_decode logs the same number of values in each of its 6 runs (154 intermediates and the
+    # program outputs); a budget of three runs' worth compares three runs, and the note says why
+    full, _ = _open()
+    intermediates = sum(1 for b in full.event_blocks for e in b.events if e.debug_data for _ in e.debug_data)
+    per_run = intermediates + sum(len(b.run_output or []) for b in full.event_blocks)
+    with use_limits(max_compared_values=3 * per_run + 1):
+        limited, notes = _open()
+    note = next(n for n in notes if "not compared" in n)
+    assert "the logged values of runs 3 and later were not compared" in note
+    assert f"limit max_compared_values={3 * per_run + 1}, {per_run} values per run" in note
+    a, b = _logged(full), _logged(limited)
+    assert len(a) == len(b) > 0
+    assert all(x[:2] == y[:2] and _same(x[2], y[2]) for x, y in zip(a, b))
+
+
+def test_value_budget_never_compares_fewer_than_two_runs() -> None:
+    with use_limits(max_compared_values=1):
+        _, notes = _open()
+    assert any("runs 2 and later were not compared" in n for n in notes)
+    assert any("runs [1]" in n for n in notes)

@@ -1,4 +1,5 @@
-"""Found by the 100k fuzz campaign: an oversized program JSON, and a malformed from_node on the ATen program.
+"""Found by the 100k fuzz campaigns: an oversized program JSON, a malformed from_node on the ATen
+program, a repeated graph input, and an Edge program whose node list was repeated 1,000 times.
 
 A 483 MB program JSON took over 8 s to parse: programs over ``max_program_json_bytes`` are refused
 from the zip directory's declared size, before reading. A ``from_node`` that is not JSON surfaced
@@ -18,7 +19,7 @@ from numdiff.inspector import Inspector
 from numdiff.limits import use_limits
 from numdiff.schema.etrecord import parse_etrecord
 from tests.conftest import FIXTURES
-from tests.security.hostile import ATEN, craft, nodes
+from tests.security.hostile import ATEN, EDGE, craft, nodes
 
 
 def test_a_program_json_over_the_limit_is_refused_before_parsing() -> None:
@@ -54,3 +55,14 @@ def test_a_graph_input_listed_twice_is_a_named_error(tmp_path: Path) -> None:
     hostile = craft(tmp_path, ATEN, mutate)
     with pytest.raises(ETRecordError, match=r"hostile_mlp_fp32\.etrecord'.*exported_program.*graph input '\w+' is listed twice"):
         _ = parse_etrecord(hostile).exported_program
+
+
+def test_a_repeated_node_name_is_refused_when_the_inspector_opens(tmp_path: Path) -> None:
+    # second campaign: the Edge program's nodes repeated to 50k (78 MB) took 8 s to be accepted
+    def mutate(program: dict) -> None:  # type: ignore[type-arg]
+        nodes(program).append(dict(nodes(program)[0]))
+
+    hostile = craft(tmp_path, EDGE, mutate)
+    with pytest.raises(ETRecordError, match=r"hostile_mlp_fp32\.etrecord'.*Edge program 'forward': node \d+ repeats "
+                                            r"the name '\w+' of an earlier node"):
+        Inspector(etdump_path=FIXTURES / "mlp_fp32" / "etdump.etdp", etrecord=hostile)
