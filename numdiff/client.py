@@ -189,6 +189,15 @@ class Client:
         out: list[dict[str, Any]] = self._json("GET", "/api/v1/runs", "list runs", params=params)["runs"]
         return out
 
+    def stage(self, run_id: int, kind: str) -> dict[str, Any]:
+        """One stage's result once its job is done: ``profile``, ``gap``, ``culprits`` or ``report``.
+
+        The profile is there as soon as its stage finishes, before the gap is computed
+        (``numdiff.report.stages`` has the models that read each).
+        """
+        out: dict[str, Any] = self._json("GET", f"/api/v1/runs/{int(run_id)}/jobs/{kind}", f"{kind} of run {run_id}")
+        return out
+
     def analysis(self, run_id: int) -> dict[str, Any]:
         """The saved analysis document (``numdiff.report.Analysis.model_validate`` reads it)."""
         out: dict[str, Any] = self._json("GET", f"/api/v1/runs/{int(run_id)}/analysis.json", f"run {run_id}")

@@ -3,7 +3,6 @@ comes from the Inspector's profile view and from ``numdiff.gap``)."""
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import importlib
 import os
@@ -87,28 +86,15 @@ def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, 
 
 def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object],
                    progress: Progress | None = None, culprit_options: Mapping[str, Any] | None = None) -> Analysis:
-    from numdiff import __version__
+    from numdiff.report.stages import assemble, culprit_part, gap_part, profile_part
 
     _step(progress, "hashing the artifacts", 0, 1)
-    artifacts = [file_info(role, path) for role, path in artifact_paths.items() if path is not None]
-    gap, unavailable = _gap_section(inspector, artifact_paths.get("etdump"), progress)
-    if gap is not None:
+    profile = profile_part(inspector, artifact_paths)
+    gap = gap_part(inspector, artifact_paths.get("etdump"), progress)
+    if gap.gap is not None:
         _step(progress, "finding culprits", 0, 1)
-    return Analysis(
-        numdiff_version=__version__,
-        created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        labels=dict(labels),
-        artifacts=artifacts,
-        profile=profile_summary(inspector.event_blocks),
-        gap=gap,
-        gap_unavailable=unavailable,
-        culprits=_culprits(inspector, culprit_options or {}) if gap is not None else CulpritSection(
-            available=False, reason="not available: no numerical gap (" + (unavailable or "") + ")"),
-        notes=list(getattr(inspector, "notes", ())),
-    )
+    return assemble(labels, profile, gap, culprit_part(inspector, gap, culprit_options))
 
-
-# --- profile ----------------------------------------------------------------------------------
 
 def _innermost_module(hierarchy: Mapping[str, Any]) -> str | None:
     for stack in hierarchy.values():
@@ -163,7 +149,7 @@ def profile_summary(blocks: Sequence[Any]) -> ProfileSummary:
 
 # --- gap ----------------------------------------------------------------------------------------
 
-def _gap_section(inspector: Any, etdump_path: object,
+def gap_section(inspector: Any, etdump_path: object,
                  progress: Progress | None = None) -> tuple[GapSection | None, str | None]:
     from numdiff.comparators import get_comparator
     from numdiff.gap import gather, numeric_gap_report
@@ -272,7 +258,7 @@ def _value_stats(aot: Any, runtime: Any) -> tuple[TensorStats | None, TensorStat
 
 # --- culprits (issue 9; optional) ---------------------------------------------------------------
 
-def _culprits(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
+def culprit_section(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
     try:
         importlib.import_module("numdiff.culprits")
     except ImportError as e:

@@ -82,10 +82,12 @@ ProjectId = Annotated[int, Depends(current_project)]
 
 def run_out(s: Any, run: db.Run) -> schemas.RunOut:
     model = s.get(db.ModelRow, run.model_id)
-    job = s.execute(select(db.Job).where(db.Job.run_id == run.id).order_by(db.Job.id.desc()).limit(1)).scalar()
+    jobs = s.execute(select(db.Job).where(db.Job.run_id == run.id).order_by(db.Job.stage, db.Job.id)).scalars().all()
     return schemas.RunOut(id=run.id, model=model.name, status=run.status, reason=run.reason,
                           labels={str(k): str(v) for k, v in (run.labels or {}).items()},
-                          created=run.created, finished=run.finished, attempts=job.attempts if job else 0,
+                          created=run.created, finished=run.finished, attempts=max((j.attempts for j in jobs), default=0),
+                          jobs=[schemas.JobOut(kind=j.kind, status=j.status, attempts=j.attempts, elapsed_ms=j.elapsed_ms,
+                                               reason=j.reason) for j in jobs],
                           artifacts={"etrecord": run.etrecord_sha256, "etdump": run.etdump_sha256,
                                      "debug_buffer": run.debug_buffer_sha256})
 
@@ -273,6 +275,26 @@ def create_app(settings: Settings) -> FastAPI:
         """The HTML report (self-contained: no CDN)."""
         return _blob(app, project, run_id, "report_sha256", "text/html; charset=utf-8", None)
 
+    @app.get("/api/v1/runs/{run_id}/jobs/{kind}", tags=["results"])
+    def stage_result(run_id: int, kind: str, project: ProjectId) -> FileResponse:
+        """One stage's result as JSON once its job is done: ``profile`` (latency per event), ``gap``
+        (SNR/MSE/L1 rows), ``culprits``, or ``report`` (the saved analysis). 409 until it is done."""
+        svc = _service_app(app)
+        if kind not in db.STAGES:
+            raise HTTPException(422, f"no stage {kind!r}; the stages are {', '.join(db.STAGES)}")
+        with svc.sessions() as s:
+            run = get_run(s, project, run_id)
+            job = s.execute(select(db.Job).where(db.Job.run_id == run.id, db.Job.kind == kind)
+                            .order_by(db.Job.id.desc()).limit(1)).scalar()
+            if job is None:
+                raise HTTPException(404, f"run {run.id} has no {kind} job (it was analysed by an older numdiff: "
+                                         "see its analysis.json)")
+            if job.status != db.DONE or job.result_sha256 is None:
+                raise HTTPException(409, f"the {kind} stage of run {run.id} is {job.status}"
+                                         + (f": {job.reason}" if job.reason else ""))
+            digest = job.result_sha256
+        return FileResponse(svc.store.path(digest), media_type="application/json", filename=f"run{run_id}-{kind}.json")
+
     @app.get("/api/v1/runs/{run_id}/gap.csv", tags=["results"])
     def gap_csv(run_id: int, project: ProjectId) -> Response:
         """The gap rows as CSV: one row per aligned pair with its lowest SNR, MSE and L1."""
@@ -364,7 +386,8 @@ def _create_run(svc: Service, project: int, model_name: str, labels: dict[str, s
             s.add(run)
             s.flush()
             s.add_all(db.RunLabel(run_id=run.id, key=k, value=v) for k, v in labels.items())
-            s.add(db.Job(run_id=run.id, kind="analyze", status=db.QUEUED, attempts=0, created=db.now()))
+            s.add_all(db.Job(run_id=run.id, kind=kind, stage=stage, status=db.QUEUED, attempts=0, created=db.now())
+                      for stage, kind in enumerate(db.STAGES))
             s.commit()
             wake_all(svc.settings.data)
             return _json(run_out(s, run), status_code=201)

@@ -21,6 +21,8 @@ __all__ = ["Base", "Job", "ModelRow", "Project", "Run", "Token", "default_url", 
 
 #: Job states. ``queued`` → ``running`` → ``done`` | ``failed``; a running job whose lease ran out is queued again.
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+#: The analysis stages of a run, one job each, in the order they run (``numdiff.report.stages``).
+STAGES = ("profile", "gap", "culprits", "report")
 
 
 def now() -> datetime.datetime:
@@ -92,12 +94,19 @@ class RunLabel(Base):
 
 
 class Job(Base):
-    """The analysis job of a run (profile, gap, culprits and the HTML report, in one child process)."""
+    """One stage of a run's analysis (``kind`` in :data:`STAGES`; ``stage`` is its index there).
+
+    A job becomes claimable when every earlier stage of its run is done; its result (the stage's
+    JSON part, or for ``report`` the saved analysis) is ``result_sha256`` in the store.
+    """
 
     __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_run_stage", "run_id", "stage"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
-    kind: Mapped[str] = mapped_column(String(32), default="analyze")
+    kind: Mapped[str] = mapped_column(String(32), default="profile")
+    stage: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    result_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(100), nullable=True)

@@ -3,12 +3,14 @@
 A worker (``python -m numdiff.service.jobs --data DIR --db URL``, started by ``numdiff serve
 --workers N``) claims one job at a time with an atomic ``UPDATE ... WHERE id = ? AND attempts = ?``
 (a compare-and-set that works the same on SQLite and PostgreSQL), holds a lease on it that it
-renews while the job runs, and has the run analysed by its runner (:mod:`numdiff.service.runner`):
+renews while the job runs, and has the job's stage run by its runner (:mod:`numdiff.service.runner`):
 a process forked from the warmed-up worker, limited in address space (``RLIMIT_AS``), killed when
 a job passes its wall-time limit, and reused across jobs while healthy. The runner reads the uploads
-with numdiff's hardened readers (:meth:`numdiff.report.Analysis.from_files`): the web process never
-parses an upload. Results go
-to the store (the saved-analysis JSON and the HTML report) and the run row in one transaction.
+with numdiff's hardened readers (``numdiff.report.stages``): the web process never parses an
+upload. A run's stages (profile, gap, culprits, report) are separate jobs that run in that order:
+each stage's result goes to the store and its job row in one transaction; the report stage's
+(the saved-analysis JSON and the HTML report) also to the run row, which is then done. A failed
+stage fails the run with its reason, and its later stages with "not run".
 
 A worker killed mid-job stops renewing its lease; once the lease runs out the job is claimed
 again (``attempts`` counts the tries; past ``max_attempts`` the job fails with that reason).
@@ -29,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, case, exists, or_, select, update
+from sqlalchemy.orm import aliased
 
 from numdiff.service import db
 from numdiff.service.runner import OK, Runner, die_with_parent
@@ -39,13 +42,22 @@ from numdiff.service.store import Store
 __all__ = ["Worker", "claim", "main"]
 
 
-def claim(session: Any, worker: str, lease_s: float) -> tuple[int, int] | None:
-    """Claim the oldest queued job (or one whose lease ran out); ``(job id, attempt)`` or None."""
+def claim(session: Any, worker: str, lease_s: float, prefer_run: int | None = None) -> tuple[int, int] | None:
+    """Claim the oldest claimable job; ``(job id, attempt)`` or None.
+
+    A job is claimable when it is queued (or running with its lease run out) and every earlier
+    stage of its run is done. Jobs of ``prefer_run`` come first: the worker that just ran a run's
+    stage runs its next one, with the run's files still open in its runner.
+    """
     t = db.now()
+    earlier = aliased(db.Job)
+    blocked = exists().where(earlier.run_id == db.Job.run_id, earlier.stage < db.Job.stage, earlier.status != db.DONE)
+    order = [db.Job.id] if prefer_run is None else [case((db.Job.run_id == prefer_run, 0), else_=1), db.Job.id]
     cand = session.execute(
         select(db.Job.id, db.Job.attempts).where(or_(db.Job.status == db.QUEUED,
-                                                     and_(db.Job.status == db.RUNNING, db.Job.lease_until < t)))
-        .order_by(db.Job.id).limit(1)).first()
+                                                     and_(db.Job.status == db.RUNNING, db.Job.lease_until < t)),
+                                                 ~blocked)
+        .order_by(*order).limit(1)).first()
     if cand is None:
         session.rollback()
         return None
@@ -101,16 +113,18 @@ class Worker:
 
         parent = os.getppid()
         waker = Waker(self.settings.data, self.name)
+        last_run: int | None = None
         try:
             while not self.stop.is_set():
                 if os.getppid() != parent:  # the server died: stop (its restart starts new workers)
                     break
                 with self.sessions() as s:
-                    claimed = claim(s, self.name, self.settings.lease_s)
+                    claimed = claim(s, self.name, self.settings.lease_s, prefer_run=last_run)
                 if claimed is None:
+                    last_run = None
                     waker.wait(poll_s)
                     continue
-                self.run_job(*claimed)
+                last_run = self.run_job(*claimed)
         finally:
             waker.close()
 
@@ -118,64 +132,88 @@ class Worker:
         return and_(db.Job.id == job_id, db.Job.attempts == attempt, db.Job.worker == self.name,
                     db.Job.status == db.RUNNING)
 
-    def _finish(self, job_id: int, attempt: int, run_id: int, status: str, reason: str | None,
-                analysis: str | None = None, report: str | None = None, elapsed_ms: int | None = None) -> None:
+    def _finish(self, job_id: int, attempt: int, run_id: int, kind: str, status: str, reason: str | None,
+                result: str | None = None, report: str | None = None, elapsed_ms: int | None = None) -> None:
+        """Record the job's outcome; the run is done after its report stage, failed after any failed stage."""
         with self.sessions() as s:
             res = s.execute(update(db.Job).where(self._still_mine(s, job_id, attempt))
-                            .values(status=status, reason=reason, lease_until=None, elapsed_ms=elapsed_ms))
+                            .values(status=status, reason=reason, lease_until=None, elapsed_ms=elapsed_ms,
+                                    result_sha256=result))
             if res.rowcount != 1:  # the lease was lost and someone else has the job now
                 s.rollback()
                 return
-            s.execute(update(db.Run).where(db.Run.id == run_id)
-                      .values(status=status, reason=reason, analysis_sha256=analysis, report_sha256=report,
-                              finished=db.now()))
+            if status == db.FAILED:
+                s.execute(update(db.Job).where(db.Job.run_id == run_id, db.Job.id != job_id,
+                                               db.Job.status.in_((db.QUEUED, db.RUNNING)))
+                          .values(status=db.FAILED, lease_until=None, reason=f"not run: the {kind} stage failed"))
+                s.execute(update(db.Run).where(db.Run.id == run_id)
+                          .values(status=db.FAILED, reason=reason, finished=db.now()))
+            elif kind == db.STAGES[-1]:
+                s.execute(update(db.Run).where(db.Run.id == run_id)
+                          .values(status=db.DONE, reason=None, analysis_sha256=result, report_sha256=report,
+                                  finished=db.now()))
             s.commit()
 
-    def run_job(self, job_id: int, attempt: int) -> None:
+    def _stored_parts(self, run_id: int) -> dict[str, str]:
+        """Store paths of the run's finished stage results, by kind."""
+        with self.sessions() as s:
+            rows = s.execute(select(db.Job.kind, db.Job.result_sha256).where(
+                db.Job.run_id == run_id, db.Job.status == db.DONE, db.Job.result_sha256.is_not(None))).all()
+        return {kind: str(self.store.path(digest)) for kind, digest in rows}
+
+    def run_job(self, job_id: int, attempt: int) -> int | None:
+        """Run one claimed job to its end; the run's id (None if the job or run vanished)."""
         with self.sessions() as s:
             job = s.get(db.Job, job_id)
             run = s.get(db.Run, job.run_id) if job is not None else None
             model = s.get(db.ModelRow, run.model_id) if run is not None else None
         if job is None or run is None or model is None:
-            return
+            return None
+        run_id: int = run.id
         if attempt > self.settings.max_attempts:
-            self._finish(job_id, attempt, run.id, db.FAILED,
-                         f"the analysis was started {attempt - 1} times and its worker died each time "
+            self._finish(job_id, attempt, run.id, job.kind, db.FAILED,
+                         f"the {job.kind} stage was started {attempt - 1} times and its worker died each time "
                          "(killed, or out of memory); giving up")
-            return
-        with self.sessions() as s:
-            s.execute(update(db.Run).where(db.Run.id == run.id).values(status=db.RUNNING))
-            s.commit()
+            return run_id
+        if run.status == db.QUEUED:
+            with self.sessions() as s:
+                s.execute(update(db.Run).where(db.Run.id == run.id, db.Run.status == db.QUEUED)
+                          .values(status=db.RUNNING))
+                s.commit()
         paths = {"etdump": str(self.store.path(run.etdump_sha256)), "etrecord": str(self.store.path(run.etrecord_sha256)),
                  "debug_buffer": None if run.debug_buffer_sha256 is None else str(self.store.path(run.debug_buffer_sha256))}
         labels = {str(k): str(v) for k, v in (run.labels or {}).items()}
         labels.setdefault("model", model.name)
+        parts = self._stored_parts(run.id) if job.stage > 0 else {}
         out = Path(tempfile.mkdtemp(prefix=f"job{job_id}-", dir=self.store.tmp))
         started = time.monotonic()
         try:
             runner = self.runner()
             try:
-                runner.submit(paths, labels, out)
+                runner.submit(job.kind, paths, labels, out, parts)
             except OSError:  # the runner died since its last job: start another
                 self.drop_runner()
                 runner = self.runner()
-                runner.submit(paths, labels, out)
+                runner.submit(job.kind, paths, labels, out, parts)
             status, reason = self._supervise(runner, out, job_id, attempt, started)
             elapsed = int((time.monotonic() - started) * 1000)
             if status == "lost" or status == "stopped":
-                return
+                return run_id
             if status == db.DONE:
                 try:
-                    analysis = self.store.adopt(out / "analysis.json")
-                    report = self.store.adopt(out / "report.html")
+                    if job.kind == db.STAGES[-1]:
+                        result, report = self.store.adopt(out / "analysis.json"), self.store.adopt(out / "report.html")
+                    else:
+                        result, report = self.store.adopt(out / "result.json"), None
                 except OSError as e:  # disk or quota full: the job fails with the reason, nothing half-stored
-                    self._finish(job_id, attempt, run.id, db.FAILED,
+                    self._finish(job_id, attempt, run.id, job.kind, db.FAILED,
                                  f"could not store the results: {e.strerror or e} (free space in the data directory "
                                  "and submit the run again)", elapsed_ms=elapsed)
-                    return
-                self._finish(job_id, attempt, run.id, db.DONE, None, analysis, report, elapsed)
+                    return run_id
+                self._finish(job_id, attempt, run.id, job.kind, db.DONE, None, result, report, elapsed)
             else:
-                self._finish(job_id, attempt, run.id, db.FAILED, reason, elapsed_ms=elapsed)
+                self._finish(job_id, attempt, run.id, job.kind, db.FAILED, reason, elapsed_ms=elapsed)
+            return run_id
         finally:
             shutil.rmtree(out, ignore_errors=True)
 

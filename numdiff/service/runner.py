@@ -2,9 +2,11 @@
 
 A worker forks one runner from its warmed-up state, with its address space limited
 (``RLIMIT_AS`` = ``NUMDIFF_SERVICE_JOB_MEMORY_MB``) and set to die with the worker. The runner
-analyses one job at a time on request over a pipe and answers with an outcome code; it stays
-alive between jobs, so what the analyses warm up (lazy imports, first-call kernel set-up) is paid
-once per runner, not once per job. The worker replaces the runner after a job that ran out of
+runs one job (one stage of a run's analysis: profile, gap, culprits, report) at a time on request
+over a pipe and answers with an outcome code; it stays alive between jobs, so what the analyses
+warm up (lazy imports, first-call kernel set-up) is paid once per runner, not once per job, and it
+keeps the current run's ``Inspector`` and stage results for that run's next stage (a stage that
+lands on another worker reads the earlier results from the store and reopens the files). The worker replaces the runner after a job that ran out of
 memory or died, when a job passes its time limit (the runner is killed), and after
 ``RECYCLE_AFTER`` jobs (bounding slow growth). Uploads are read only here, with numdiff's
 hardened readers: never in the web process, never in the worker itself.
@@ -37,27 +39,95 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def analyse(paths: dict[str, str | None], labels: dict[str, str], out: Path, memory: int) -> int:
-    """One job: write ``analysis.json`` and ``report.html`` into ``out`` (or ``reason.txt``); the outcome code."""
+#: The last run's Inspector and stage results, reused by that run's next stage (see :func:`analyse`).
+_last: dict[str, Any] = {}
+
+
+def _for_run(paths: dict[str, str | None]) -> dict[str, Any]:
+    """The cache of the run these files belong to (emptied when another run's job arrives)."""
+    key = (paths["etdump"], paths["etrecord"], paths["debug_buffer"])
+    if _last.get("key") != key:
+        _last.clear()
+        _last["key"] = key
+    return _last
+
+
+def _inspector(paths: dict[str, str | None]) -> Any:
+    cache = _for_run(paths)
+    if "inspector" not in cache:
+        from numdiff.inspector import Inspector
+
+        cache["inspector"] = Inspector(etdump_path=paths["etdump"], etrecord=paths["etrecord"],
+                                       debug_buffer_path=paths["debug_buffer"])
+    return cache["inspector"]
+
+
+def _part(kind: str, paths: dict[str, str | None], parts: dict[str, str]) -> Any:
+    """An earlier stage's result: from this runner's memory, else from the store (another worker ran it)."""
+    from numdiff.report.models import CulpritSection
+    from numdiff.report.stages import GapPart, ProfilePart, load_part
+
+    cache = _for_run(paths)
+    if kind not in cache:
+        if kind not in parts:
+            raise RuntimeError(f"the {kind} stage has no stored result")
+        model: Any = {"profile": ProfilePart, "gap": GapPart, "culprits": CulpritSection}[kind]
+        cache[kind] = load_part(model, Path(parts[kind]).read_bytes(), f"the stored {kind} result")
+    return cache[kind]
+
+
+def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str]) -> None:
+    """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``)."""
+    from numdiff.report.stages import assemble, culprit_part, dump_part, gap_part, profile_part
+
+    cache = _for_run(paths)
+    if kind == "profile":
+        result: Any = profile_part(_inspector(paths), {k: v for k, v in paths.items() if v is not None})
+    elif kind == "gap":
+        result = gap_part(_inspector(paths), paths["etdump"])
+    elif kind == "culprits":
+        result = culprit_part(_inspector(paths), _part("gap", paths, parts))
+    elif kind == "report":
+        from numdiff.report import write_html
+
+        analysis = assemble(labels, *(_part(k, paths, parts) for k in ("profile", "gap", "culprits")))
+        analysis.save(out / "analysis.json")
+        write_html(analysis, out / "report.html")
+        _last.clear()  # the run is finished: free its Inspector
+        return
+    else:
+        raise RuntimeError(f"unknown job kind {kind!r}")
+    cache[kind] = result
+    (out / "result.json").write_text(dump_part(result), encoding="utf-8")
+
+
+def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str],
+            memory: int) -> int:
+    """One job (one stage of a run's analysis): its files into ``out``, or ``reason.txt``; the outcome code.
+
+    The runner keeps the run's ``Inspector`` and stage results between jobs, so the stages of a
+    run that one worker runs back to back open its files once.
+    """
     try:
         from numdiff.errors import InternalError, NumdiffError
-        from numdiff.report import Analysis, write_html
 
         try:
-            analysis = Analysis.from_files(paths["etdump"], paths["etrecord"], paths["debug_buffer"], labels=labels)
-            analysis.save(out / "analysis.json")
-            write_html(analysis, out / "report.html")
+            run_stage(kind, paths, labels, out, parts)
         except InternalError as e:
+            _last.clear()
             (out / "reason.txt").write_text(f"internal error in numdiff: {e}")
             return INTERNAL
         except NumdiffError as e:
+            _last.clear()
             (out / "reason.txt").write_text(f"bad input: {e}")
             return BAD_INPUT
     except MemoryError:
+        _last.clear()
         (out / "reason.txt").write_text(f"the analysis needed more than the job memory limit of "
                                         f"{memory >> 20} MiB (NUMDIFF_SERVICE_JOB_MEMORY_MB)")
         return MEMORY
     except Exception as e:  # noqa: BLE001 - a bug: say which
+        _last.clear()
         (out / "reason.txt").write_text(f"internal error in numdiff: {type(e).__name__}: {e}\n"
                                         + traceback.format_exc(limit=8))
         return INTERNAL
@@ -75,8 +145,8 @@ def _serve(conn: Any, memory: int) -> None:
             job = conn.recv()
         except (EOFError, OSError):
             os._exit(0)
-        paths, labels, out = job
-        code = analyse(paths, labels, Path(out), memory)
+        kind, paths, labels, out, parts = job
+        code = analyse(kind, paths, labels, Path(out), parts, memory)
         try:
             conn.send(code)
         except (OSError, ValueError):
@@ -95,9 +165,11 @@ class Runner:
         child.close()
         self.jobs = 0
 
-    def submit(self, paths: dict[str, str | None], labels: dict[str, str], out: Path) -> None:
+    def submit(self, kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path,
+               parts: dict[str, str]) -> None:
+        """Start one stage; ``parts`` are the store paths of the run's finished earlier stages."""
         self.jobs += 1
-        self._conn.send((paths, labels, str(out)))
+        self._conn.send((kind, paths, labels, str(out), parts))
 
     def poll(self, timeout: float) -> int | None:
         """The job's outcome code once known (the runner's answer, or its exit status if it died), else None."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CompareRequest", "CompareResult", "GapRecord", "ModelOut", "ProjectOut", "RunList", "RunOut",
+__all__ = ["CompareRequest", "CompareResult", "GapRecord", "JobOut", "ModelOut", "ProjectOut", "RunList", "RunOut",
            "RunResult", "BaselineRequest"]
 
 
@@ -27,8 +27,23 @@ class ModelOut(_Out):
     baseline_run: int | None = None
 
 
+class JobOut(_Out):
+    """One stage of a run's analysis: ``kind`` is profile, gap, culprits or report (they run in that order).
+
+    ``status``: queued, running, done or failed (``reason`` says why); ``elapsed_ms`` is the time the
+    stage took in its worker. A stage's result is ``GET /api/v1/runs/{id}/jobs/{kind}`` once done.
+    """
+
+    kind: str
+    status: str
+    attempts: int = 0
+    elapsed_ms: int | None = None
+    reason: str | None = None
+
+
 class RunOut(_Out):
-    """A run and its analysis job's state. ``status``: queued, running, done or failed (``reason`` says why)."""
+    """A run and the state of its analysis. ``status``: queued, running, done or failed (``reason`` says
+    why); ``jobs`` are its stages, each persisted and run by a worker on its own."""
 
     id: int
     model: str
@@ -38,6 +53,7 @@ class RunOut(_Out):
     created: datetime.datetime
     finished: datetime.datetime | None = None
     attempts: int = 0
+    jobs: list[JobOut] = Field(default_factory=list)
     artifacts: dict[str, str | None] = Field(default_factory=dict, description="role -> SHA-256 of the upload")
 
 

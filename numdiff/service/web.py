@@ -152,7 +152,8 @@ def add_pages(app: FastAPI) -> None:
         with svc.sessions() as s:
             run = get_run(s, project, run_id)
             model = s.get(db.ModelRow, run.model_id)
-        return _page("run.html", title=f"run {run.id}", run=run, model=model)
+            jobs = s.execute(select(db.Job).where(db.Job.run_id == run.id).order_by(db.Job.stage, db.Job.id)).scalars().all()
+        return _page("run.html", title=f"run {run.id}", run=run, model=model, jobs=jobs)
 
     @app.get("/ui/runs/{run_id}/report", include_in_schema=False)
     def run_report(run_id: int, request: Request) -> Response:

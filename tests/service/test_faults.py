@@ -43,6 +43,10 @@ def test_a_killed_worker_is_replaced_its_job_finishes_and_sigterm_gives_a_runnin
             result = client.wait(run_id, timeout=180)
             assert result["status"] == "done", result
             assert result["attempts"] == 2
+            jobs = result["jobs"]
+            assert [j["kind"] for j in jobs] == ["profile", "gap", "culprits", "report"]
+            assert all(j["status"] == "done" and j["elapsed_ms"] is not None for j in jobs), jobs
+            assert sorted(j["attempts"] for j in jobs) == [1, 1, 1, 2]  # only the killed stage ran twice
             assert [(r["aot_ops"], r["runtime_ops"], floats(r["gap"])) for r in result["gap"]] == snr_rows(reference)
             assert server.worker_pids() != [victim]
             # a job the worker's runner has not warmed up for (the first one has): about a second or more
@@ -58,10 +62,14 @@ def test_a_killed_worker_is_replaced_its_job_finishes_and_sigterm_gives_a_runnin
     engine = db.make_engine(db.default_url(data))
     try:
         with db.session_factory(engine)() as s:
-            job = s.query(db.Job).filter(db.Job.run_id == second).one()
+            jobs = s.query(db.Job).filter(db.Job.run_id == second).order_by(db.Job.stage).all()
     finally:
         engine.dispose()
-    assert (job.status, job.attempts, job.worker) == ("queued", 0, None)  # the next worker starts it afresh
+    assert [j.kind for j in jobs] == ["profile", "gap", "culprits", "report"]
+    # the stage that was running was given back; the next worker starts it afresh (finished ones stay done)
+    assert all(j.status == "done" or (j.status, j.attempts, j.worker) == ("queued", 0, None) for j in jobs), \
+        [(j.kind, j.status, j.attempts, j.worker) for j in jobs]
+    assert jobs[-1].status == "queued"
 
 
 def _partial_upload(server: Server, token: str) -> socket.socket:

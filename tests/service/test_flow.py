@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from numdiff.cli import main
-from numdiff.client import Client
+from numdiff.client import Client, ServiceInputError
 from numdiff.report import Analysis
 from tests.service._server import EXAMPLE, Server, submit_files
 from tests.service.conftest import floats, snr_rows
@@ -105,3 +105,47 @@ def test_an_etrecord_uploaded_for_many_runs_is_stored_once(sqlite_server: Server
     blob = sqlite_server.data / "objects" / digest[:2] / digest[2:]
     assert blob.read_bytes() == EXAMPLE.etrecord.read_bytes()
     assert len(list((sqlite_server.data / "objects" / digest[:2]).iterdir())) >= 1
+
+
+def test_each_stage_is_its_own_job_with_its_result(sqlite_server: Server, reference: Analysis) -> None:
+    from numdiff.report.models import CulpritSection
+    from numdiff.report.stages import STAGES, GapPart, ProfilePart
+
+    with Client(sqlite_server.url, sqlite_server.token("stages")) as client:
+        run = client.wait(submit_files(client)["id"])
+        assert run["status"] == "done"
+        assert [(j["kind"], j["status"], j["attempts"]) for j in run["jobs"]] == [(k, "done", 1) for k in STAGES]
+        assert all(isinstance(j["elapsed_ms"], int) and j["elapsed_ms"] >= 0 for j in run["jobs"])
+        profile = ProfilePart.model_validate(client.stage(run["id"], "profile"))
+        gap = GapPart.model_validate(client.stage(run["id"], "gap"))
+        culprits = CulpritSection.model_validate(client.stage(run["id"], "culprits"))
+        whole = Analysis.model_validate(client.stage(run["id"], "report"))
+        assert whole.model_dump_json() == Analysis.model_validate(client.analysis(run["id"])).model_dump_json()
+        # the parts are what the one-call library path computes (as JSON: NaN never equals itself)
+        assert profile.profile.model_dump_json() == reference.profile.model_dump_json()
+        assert [(a.role, a.sha256, a.size) for a in profile.artifacts] == \
+            [(a.role, a.sha256, a.size) for a in reference.artifacts]
+        assert gap.gap is not None and snr_rows(whole) == snr_rows(reference)
+        assert culprits.model_dump_json() == reference.culprits.model_dump_json() == whole.culprits.model_dump_json()
+        with pytest.raises(ServiceInputError, match="no stage 'trace'"):
+            client.stage(run["id"], "trace")
+
+
+def test_stages_wait_their_turn_and_a_failed_stage_stops_the_rest(tmp_path: Path) -> None:
+    from tests.service._server import running
+
+    junk = tmp_path / "junk.etdp"
+    junk.write_bytes(b"not an etdump" * 50)
+    with running(tmp_path / "idle", None, workers=0) as idle, Client(idle.url, idle.token("idle")) as client:
+        run_id = submit_files(client)["id"]  # no worker: every stage stays queued
+        assert [(j["kind"], j["status"]) for j in client.run(run_id)["jobs"]] == \
+            [("profile", "queued"), ("gap", "queued"), ("culprits", "queued"), ("report", "queued")]
+        with pytest.raises(ServiceInputError, match="the profile stage of run .* is queued"):
+            client.stage(run_id, "profile")
+    with running(tmp_path / "busy", None, workers=1) as busy, Client(busy.url, busy.token("fail")) as client:
+        run = client.wait(client.submit("junk", EXAMPLE.etrecord, junk)["id"], timeout=120)
+    assert run["status"] == "failed" and run["reason"].startswith("bad input:")
+    jobs = {j["kind"]: j for j in run["jobs"]}
+    assert jobs["profile"]["status"] == "failed" and jobs["profile"]["reason"] == run["reason"]
+    assert all(jobs[k]["status"] == "failed" and jobs[k]["reason"] == "not run: the profile stage failed"
+               for k in ("gap", "culprits", "report"))

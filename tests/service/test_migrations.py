@@ -2,7 +2,8 @@
 
 Revision 0002 moves run labels into rows (``run_labels``) so run lists filter by label in SQL;
 the labels of runs stored under 0001 must come along, and the filter must give the same runs
-as the labels say. Runs on SQLite and on a real PostgreSQL (the fixture's cluster).
+as the labels say; revision 0003 splits an unfinished analysis job into one job per stage. Runs on
+SQLite and on a real PostgreSQL (the fixture's cluster).
 """
 
 from __future__ import annotations
@@ -79,3 +80,29 @@ def test_labels_of_old_runs_move_to_rows_and_filter_in_sql(database: tuple[str, 
         assert ids("nokey=x") == []
         r = client.get("/api/v1/runs", headers=headers, params={"label": "device=pixel8", "limit": 1})
         assert [run["id"] for run in r.json()["runs"]] == [4]
+
+
+def test_an_unfinished_single_job_becomes_the_four_stage_jobs(database: tuple[str, str]) -> None:
+    # revision 0003: one job per stage; a queued or running 'analyze' job of an older numdiff becomes the
+    # four stage jobs (queued, in order), a finished one stays as the record of how its run was analysed
+    data, url = database
+    engine = db.make_engine(url)
+    _upgrade(engine, "0002")
+    now = datetime.datetime(2026, 1, 1)
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO projects (id, name, created) VALUES (1, 'lab', :t)"), {"t": now})
+        c.execute(sa.text("INSERT INTO models (id, project_id, name, created) VALUES (1, 1, 'm', :t)"), {"t": now})
+        for rid, run_status, job_status in [(1, "done", "done"), (2, "queued", "queued"), (3, "running", "running")]:
+            c.execute(sa.text("INSERT INTO runs (id, project_id, model_id, labels, etrecord_sha256, etdump_sha256, "
+                              "status, created) VALUES (:id, 1, 1, '{}', :h, :h, :s, :t)"),
+                      {"id": rid, "h": "0" * 64, "s": run_status, "t": now})
+            c.execute(sa.text("INSERT INTO jobs (run_id, kind, status, attempts, created) "
+                              "VALUES (:id, 'analyze', :s, 1, :t)"), {"id": rid, "s": job_status, "t": now})
+    db.migrate(engine)
+    with engine.connect() as c:
+        rows = c.execute(sa.text("SELECT run_id, kind, stage, status, attempts, result_sha256 FROM jobs "
+                                 "ORDER BY run_id, stage, id")).all()
+    engine.dispose()
+    stages = [(k, i, "queued", 0, None) for i, k in enumerate(("profile", "gap", "culprits", "report"))]
+    assert [tuple(r) for r in rows] == [(1, "analyze", 0, "done", 1, None)] \
+        + [(2, *s) for s in stages] + [(3, *s) for s in stages]

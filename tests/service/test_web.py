@@ -53,6 +53,9 @@ def test_pages_in_headless_chromium(sqlite_server: Server, tmp_path: Path) -> No
         assert shot.stat().st_size > 10_000
         driver.get(f"{sqlite_server.url}/ui/runs/{ids[0]}")
         assert _wait(driver, lambda d: d.find_element(By.ID, "status").text == "done")
+        stages = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")[:2]]
+                  for tr in driver.find_elements(By.CSS_SELECTOR, "#jobs tr")[1:]]
+        assert stages == [["profile", "done"], ["gap", "done"], ["culprits", "done"], ["report", "done"]]
         driver.find_element(By.ID, "report-link").click()
         assert _wait(driver, lambda d: "galaxy-s24" in d.page_source)
         # nothing is loaded from another origin (no CDN)
