@@ -91,6 +91,8 @@ class Buffer:
     #: tables point at it, and ``spent`` counts the bytes copied so far (see ``copy_out``).
     copied: dict[int, str | bytes] = field(default_factory=dict, repr=False, compare=False)
     spent: list[int] = field(default_factory=lambda: [0], repr=False, compare=False)
+    #: Little-endian views of the whole file as 2-, 4- and 8-byte words (by dtype), for aligned gathers.
+    views: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, data: bytes | memoryview, path: str | None, *, intact: bool = False) -> Buffer:
@@ -149,10 +151,26 @@ class Buffer:
         if lo < 0 or hi + size > len(self.data):
             bad = lo if lo < 0 else hi
             raise self.fail(f"{what} lies outside the {len(self.data)}-byte file", bad)
+        if size == 1:
+            single: npt.NDArray[np.generic] = self.u8[pos].view(dtype)
+            return single
+        if not (pos & (size - 1)).any():  # FlatBuffers aligns scalars: one typed gather, no byte shuffling
+            aligned: npt.NDArray[np.generic] = self.words(dtype)[pos >> (size.bit_length() - 1)]
+            return aligned
         idx = pos[:, None] + np.arange(size, dtype=np.int64)[None, :]
         raw = np.ascontiguousarray(self.u8[idx])
         out: npt.NDArray[np.generic] = raw.view(np.dtype(dtype).newbyteorder("<")).reshape(pos.size)
         return out
+
+    def words(self, dtype: npt.DTypeLike) -> npt.NDArray[np.generic]:
+        """The whole file as little-endian words of ``dtype`` (the tail shorter than a word left out)."""
+        key = np.dtype(dtype).str
+        view = self.views.get(key)
+        if view is None:
+            little = np.dtype(dtype).newbyteorder("<")
+            view = np.frombuffer(self.data, dtype=little, count=len(self.data) // little.itemsize)
+            self.views[key] = view
+        return view
 
     def follow(self, pos: IntArray, what: str) -> IntArray:
         """Targets of the uoffsets stored at ``pos`` (none may be zero)."""
@@ -391,7 +409,56 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
         ends = ends[first]
         buf.spend(int((ends - starts).sum()), f"{what} strings", int(starts[0]))
     data = buf.data if isinstance(buf.data, bytes) else bytes(buf.data)
-    setdefault: Callable[[bytes, int], int] = table.setdefault
-    ids = [setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-    out[has] = ids if inverse is None else np.asarray(ids, dtype=np.int32)[inverse]
+    ids = _string_ids(buf, data, starts, ends, table)
+    out[has] = ids if inverse is None else ids[inverse]
     return out
+
+
+#: A group of strings of one length at least this big is interned with numpy, not one by one.
+_VECTOR_GROUP = 64
+
+
+def _string_ids(buf: Buffer, data: bytes, starts: IntArray, ends: IntArray, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+    """``table`` ids of the strings ``data[starts + 4 : ends]`` (bounds already checked), new strings
+    numbered in the order they first appear, as one ``setdefault`` per string would."""
+    setdefault: Callable[[bytes, int], int] = table.setdefault
+    if starts.size < _VECTOR_GROUP:
+        return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
+                        dtype=np.int32)
+    first = np.empty(starts.size, dtype=np.int64)  # index of the first string equal to each
+    lengths = ends - starts - 4
+    by_length = np.argsort(lengths, kind="stable")
+    bounds = np.flatnonzero(np.diff(lengths[by_length])) + 1
+    for group in np.split(by_length, bounds):  # each group in ascending order: firsts come first
+        length = int(lengths[group[0]])
+        got = _same_length_firsts(buf, starts[group] + 4, length) if group.size >= _VECTOR_GROUP else None
+        if got is None:
+            seen: dict[bytes, int] = {}
+            first[group] = [seen.setdefault(data[b : b + length], k)
+                            for k, b in zip(group.tolist(), (starts[group] + 4).tolist(), strict=True)]
+        else:
+            first[group] = group[got]
+    distinct = np.unique(first)
+    ids = [setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(),
+                                                                       strict=True)]
+    return np.asarray(ids, dtype=np.int32)[np.searchsorted(distinct, first)]
+
+
+def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray | None:
+    """For many strings of one ``length`` starting at ``begins``, the position (in ``begins``) of the
+    first string equal to each: strings read as 4-byte words, hashed, grouped, and checked word for
+    word against their group's first. None (the caller goes one by one) where that does not apply:
+    unaligned strings, a word past the end of the file, a hash collision."""
+    words = buf.words(np.uint32)
+    nwords = max(1, -(-length // 4))
+    if (begins & 3).any() or int(begins.max()) // 4 + nwords > words.size:
+        return None
+    rows = words[(begins >> 2)[:, None] + np.arange(nwords, dtype=np.int64)[None, :]]
+    if length % 4 or length == 0:
+        rows[:, -1] &= np.uint32((1 << (8 * (length % 4))) - 1)  # bytes past the string do not count
+    digest = np.zeros(rows.shape[0], dtype=np.uint64)
+    for j in range(nwords):
+        digest = digest * np.uint64(0x100000001B3) + rows[:, j].astype(np.uint64)
+    _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+    firsts: IntArray = first[inverse.reshape(-1)]
+    return firsts if np.array_equal(rows, rows[firsts]) else None

@@ -1,0 +1,51 @@
+"""Interning event names: the numpy path (groups of one length hashed as words) gives the ids the
+one-by-one path gives, for aligned and unaligned strings, shared prefixes and every length."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numdiff.schema._flatbuf import Buffer, intern_strings
+
+
+def _layout(strings: list[bytes], unaligned: set[int]) -> tuple[bytes, list[int]]:
+    """FlatBuffers-style strings (u32 length, bytes, NUL, padding to 4); ``unaligned`` ones shifted by one."""
+    out, starts = bytearray(b"\0" * 8), []
+    for i, s in enumerate(strings):
+        if i in unaligned:
+            out += b"\0"
+        starts.append(len(out))
+        out += struct.pack("<I", len(s)) + s + b"\0"
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out), starts
+
+
+def _naive(data: bytes, starts: list[int]) -> list[int]:
+    table: dict[bytes, int] = {}
+    return [table.setdefault(data[p + 4: p + 4 + struct.unpack_from("<I", data, p)[0]], len(table)) for p in starts]
+
+
+names = st.sampled_from([b"native_call_add.out", b"native_call_mul.out", b"DELEGATE_CALL", b"", b"a", b"ab", b"abc",
+                         b"abcd", b"abcde", b"native_call_add.ou", b"native_call_add.outX", "é".encode()])
+
+
+@settings(max_examples=60, deadline=None)
+@given(picks=st.lists(names, min_size=0, max_size=400), shift=st.sets(st.integers(0, 399), max_size=20))
+def test_numpy_interning_matches_one_by_one(picks: list[bytes], shift: set[int]) -> None:
+    data, starts = _layout(picks, shift)
+    table: dict[bytes, int] = {}
+    ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table)
+    assert ids.tolist() == _naive(data, starts)
+    assert all(list(table)[i] == picks[k] for k, i in enumerate(ids.tolist()))
+
+
+def test_many_distinct_strings_of_one_length() -> None:
+    picks = [f"op_{i:05d}".encode() for i in range(3000)] * 2
+    data, starts = _layout(picks, set())
+    table: dict[bytes, int] = {}
+    ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table)
+    assert ids.tolist() == _naive(data, starts) and len(table) == 3000
