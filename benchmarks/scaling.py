@@ -1,4 +1,4 @@
-"""Scaling benchmarks (issue 13): profile load vs event count, streamed debug buffer vs its size.
+"""Scaling benchmarks (issue 13): profile load vs event count, streamed numerical gap vs debug-buffer size.
 
 ```sh
 .venv/bin/python benchmarks/scaling.py [--events 10000,...] [--buffers-mib 100,...] [--oracle-cap 120]
@@ -8,12 +8,14 @@
   and ``Inspector()`` + ``to_dataframe()``, wall time and peak RSS, each in a fresh process; the
   same for ExecuTorch 1.5.1's Inspector where it finishes within ``--oracle-cap`` seconds.
   "MiB per M events" is (peak RSS - RSS after import) per million events.
-* **Debug buffer** 100 MiB → 4 GiB (``_scaling_generate.debug_dump``: float32 intermediates of at
-  most 64 MiB in a sparse memory-mapped file): ``Inspector(debug_buffer_path=...)``, then every
-  logged intermediate compared, one op at a time, with a reference tensor of its size (SNR in float32),
-  its pages released after scoring (``DebugBuffer.release``, as ``calculate_numeric_gap`` does).
-  The bound to meet: peak RSS below the RSS after import + a small multiple of the largest
-  intermediate.
+* **Streaming gap** 256 MiB → 4 GiB of debug buffer (``_gap_generate.streaming_case``: a real
+  ETRecord written by ExecuTorch 1.5.1, a chain of 64 elementwise ops on a 64 MiB vector, so its
+  intermediates total 4 GiB; the ETDump and buffer log the first n ops' outputs):
+  ``Inspector()`` + ``stream_numeric_gap("SNR")``, wall time and peak RSS in a fresh process; the
+  same with ``calculate_numeric_gap("SNR")`` (numdiff and, where it finishes within
+  ``--oracle-cap``, ExecuTorch 1.5.1), whose DataFrame holds every intermediate. The bound to meet:
+  peak RSS below the RSS after import + the model's weights (none here; its 64 MiB input) + a
+  small multiple of the largest intermediate (64 MiB).
 
 Prints the tables and writes ``benchmarks/scaling.png``. Not part of the test suite.
 """
@@ -30,7 +32,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _scaling_generate import CACHE, debug_dump, events_dump  # noqa: E402
+from _scaling_generate import CACHE, events_dump  # noqa: E402
 
 ORACLE = Path.home() / ".cache" / "numdiff-oracle" / "bin" / "python"
 MIB = 2**20
@@ -50,29 +52,19 @@ print(json.dumps({{"inspector_s": t1, "frame_s": t2, "rows": rows, "base_mib": b
                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
-_DEBUG_CHILD = r"""
+_GAP_CHILD = r"""
 import json, resource, sys, time, warnings
 warnings.simplefilter("ignore")
 import torch
-from numdiff import Inspector
-from numdiff.comparators import signal_to_noise_ratio
 torch.set_num_threads(1)
+{import_line}
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = time.perf_counter()
-insp = Inspector(etdump_path=sys.argv[1], debug_buffer_path=sys.argv[2])
-t1 = time.perf_counter() - t
-buffer, compared, total = insp._debug_buffer, 0, 0.0
-for block in insp.event_blocks:
-    for ev in block.events:
-        for runtime in ev.debug_data:
-            if isinstance(runtime, torch.Tensor):
-                reference = runtime * 1.0001  # stands in for the AOT intermediate of this op
-                total += signal_to_noise_ratio(reference, runtime)
-                compared += runtime.numel() * runtime.element_size()
-                del reference
-                buffer.release(runtime)
-print(json.dumps({"inspector_s": t1, "total_s": time.perf_counter() - t, "compared_bytes": compared,
-                  "base_mib": base, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+insp = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2], debug_buffer_path=sys.argv[3])
+df = getattr(insp, sys.argv[4])("SNR")
+gaps = [float(g[0]) for g in df["gap"]]
+print(json.dumps({{"total_s": time.perf_counter() - t, "rows": len(df), "min_snr": min(gaps), "base_mib": base,
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
 
@@ -115,17 +107,35 @@ def _print_event_row(r: dict[str, Any], cap: float) -> None:
           f"{m['rss_mib']:.0f} | {per_m:.0f} | {oracle} |", flush=True)
 
 
-def _buffers(sizes_mib: list[int]) -> list[dict[str, Any]]:
+def _gaps(sizes_mib: list[int], full_mib: int, cap: float, oracle: Path | None) -> list[dict[str, Any]]:
+    from _gap_generate import streaming_case
+
     rows = []
     for mib in sizes_mib:
-        etdump, buffer, largest = debug_dump(mib * MIB)
-        m = _child(sys.executable, _DEBUG_CHILD, [str(etdump), str(buffer)], 3600)
-        assert m is not None
-        rows.append({"buffer_mib": buffer.stat().st_size / MIB, "largest_mib": largest / MIB, "numdiff": m})
-        growth = m["rss_mib"] - m["base_mib"]
-        print(f"| {rows[-1]['buffer_mib']:.0f} | {largest / MIB:.0f} | {m['inspector_s']:.2f} | {m['total_s']:.2f} | "
-              f"{m['compared_bytes'] / MIB:.0f} | {m['rss_mib']:.0f} | {growth:.0f} | {growth / (largest / MIB):.1f} |",
-              flush=True)
+        etdump, record, buffer, largest = streaming_case(mib * MIB)
+        files = [str(etdump), str(record), str(buffer)]
+        mine = _child(sys.executable, _GAP_CHILD.format(import_line="from numdiff import Inspector"),
+                      [*files, "stream_numeric_gap"], 3600)
+        assert mine is not None
+        full = theirs = None
+        if mib <= full_mib:  # the DataFrame of calculate_numeric_gap holds every intermediate: small sizes only
+            full = _child(sys.executable, _GAP_CHILD.format(import_line="from numdiff import Inspector"),
+                          [*files, "calculate_numeric_gap"], 3600)
+            if oracle is not None:
+                theirs = _child(oracle, _GAP_CHILD.format(import_line="from executorch.devtools import Inspector"),
+                                [*files, "calculate_numeric_gap"], cap)
+        for other in (full, theirs):
+            if other is not None and (other["rows"], round(other["min_snr"], 3)) != (mine["rows"], round(mine["min_snr"], 3)):
+                raise RuntimeError(f"{mib} MiB: streamed {mine['rows']} rows / {mine['min_snr']} dB, other {other}")
+        rows.append({"buffer_mib": buffer.stat().st_size / MIB, "largest_mib": largest / MIB, "numdiff": mine,
+                     "calculate": full, "oracle": theirs})
+        growth = mine["rss_mib"] - mine["base_mib"]
+
+        def cell(r: dict[str, Any] | None) -> str:
+            return "-" if r is None else f"{r['total_s']:.1f} s, {r['rss_mib']:.0f} MiB"
+
+        print(f"| {rows[-1]['buffer_mib']:.0f} | {mine['rows']} | {mine['total_s']:.1f} | {mine['rss_mib']:.0f} | "
+              f"{growth:.0f} | {growth / (largest / MIB):.1f} | {cell(full)} | {cell(theirs)} |", flush=True)
     return rows
 
 
@@ -144,9 +154,13 @@ def _plot(events: list[dict[str, Any]], buffers: list[dict[str, Any]], out: Path
         a.loglog([r["events"] for r in done], [r["oracle"]["inspector_s"] for r in done], "^-", label="ExecuTorch 1.5.1")
     a.set_xlabel("events"), a.set_ylabel("seconds"), a.set_title("Profile load time"), a.legend()
     size = [r["buffer_mib"] for r in buffers]
-    b.plot(size, [r["numdiff"]["rss_mib"] for r in buffers], "o-", label="numdiff peak RSS")
+    b.plot(size, [r["numdiff"]["rss_mib"] for r in buffers], "o-", label="numdiff stream_numeric_gap")
+    for key, label in (("calculate", "numdiff calculate_numeric_gap"), ("oracle", "ExecuTorch 1.5.1")):
+        done = [r for r in buffers if r[key]]
+        if done:
+            b.plot([r["buffer_mib"] for r in done], [r[key]["rss_mib"] for r in done], "s--", label=label)
     b.plot(size, size, ":", label="buffer size")
-    b.set_xlabel("debug buffer MiB"), b.set_ylabel("MiB"), b.set_title("Streamed comparison: peak RSS"), b.legend()
+    b.set_xlabel("debug buffer MiB"), b.set_ylabel("peak RSS MiB"), b.set_title("Numerical gap: peak RSS"), b.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
@@ -154,7 +168,9 @@ def _plot(events: list[dict[str, Any]], buffers: list[dict[str, Any]], out: Path
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--events", default="10000,200000,500000,1000000,2000000")
-    p.add_argument("--buffers-mib", default="100,500,1000,2000,4096")
+    p.add_argument("--buffers-mib", default="256,1024,2048,4096")
+    p.add_argument("--full-mib", type=int, default=1024,
+                   help="largest buffer also run with calculate_numeric_gap (numdiff and the oracle)")
     p.add_argument("--oracle-cap", type=float, default=120.0, help="seconds before the oracle's run is abandoned")
     p.add_argument("--no-oracle", action="store_true")
     p.add_argument("--json", type=Path, default=CACHE / "scaling.json", help="every figure, as JSON (default: in the cache)")
@@ -164,9 +180,10 @@ def main() -> int:
     print("| events | file MiB | numdiff Inspector() s | + to_dataframe() s | numdiff peak MiB | MiB per M events "
           "| oracle s | oracle peak MiB | speed-up |\n|---|---|---|---|---|---|---|---|---|", flush=True)
     events = _events([int(x) for x in a.events.split(",")], a.oracle_cap, oracle)
-    print("\n| buffer MiB | largest intermediate MiB | Inspector() s | + compare all s | compared MiB | peak RSS MiB "
-          "| growth over import MiB | growth / largest |\n|---|---|---|---|---|---|---|---|", flush=True)
-    buffers = _buffers([int(x) for x in a.buffers_mib.split(",")])
+    print("\n| buffer MiB | rows | stream_numeric_gap s | peak RSS MiB | growth over import MiB | growth / largest "
+          "(64 MiB) | numdiff calculate_numeric_gap | oracle calculate_numeric_gap |\n|---|---|---|---|---|---|---|---|",
+          flush=True)
+    buffers = _gaps([int(x) for x in a.buffers_mib.split(",")], a.full_mib, a.oracle_cap, oracle)
     a.json.write_text(json.dumps({"events": events, "buffers": buffers}, indent=1))
     _plot(events, buffers, HERE / "scaling.png")
     print(f"\nwrote {HERE / 'scaling.png'} and {a.json} in {time.time() - started:.0f} s")

@@ -105,6 +105,21 @@ class NumericsMixin:
         comparator = self._comparator(distance)
         return numeric_gap_report(self._gap_inputs(reference_graph, disable_debug_handle_validation, None), comparator)
 
+    def stream_numeric_gap(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
+                           disable_debug_handle_validation: bool = False) -> pd.DataFrame:
+        """``calculate_numeric_gap``'s rows and gaps in bounded memory, for intermediates larger than RAM.
+
+        numdiff addition. The DataFrame has no ``aot_intermediate_output`` and
+        ``runtime_intermediate_output`` columns (holding them is what makes ``calculate_numeric_gap``
+        grow with the model's activations); every other column and every gap value are the same.
+        The reference graph runs twice (see :mod:`numdiff.gap_stream`). The 'forward' method only.
+        """
+        from numdiff.gap_stream import stream_numeric_gap
+
+        comparator = self._comparator(distance)
+        inputs = self._gap_inputs(reference_graph, disable_debug_handle_validation, None, shapes_only=True)
+        return stream_numeric_gap(inputs, comparator, self._debug_buffer.release if self._debug_buffer is not None else None)
+
     def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
                       thresholds: Any = None, *, float_program: Any = None,
                       target_snr_db: float | None = None, decode_steps: bool | None = None,
@@ -141,7 +156,8 @@ class NumericsMixin:
             comparator.inspector = self
         return comparator
 
-    def _gap_inputs(self, reference_graph: str | None, misspelled: bool, correct: bool | None) -> GapInputs:
+    def _gap_inputs(self, reference_graph: str | None, misspelled: bool, correct: bool | None,
+                    shapes_only: bool = False) -> GapInputs:
         from numdiff.gap import gather
 
         disable = _disable_flag(misspelled, correct)
@@ -149,7 +165,7 @@ class NumericsMixin:
         events = [ev for block in self.event_blocks if (block.method_name or FORWARD) == FORWARD
                   for ev in block.events]
         return gather(self._etrecord, events, reference_graph=reference_graph,
-                      disable_debug_handle_validation=disable, etdump_path=self._etdump_path)
+                      disable_debug_handle_validation=disable, etdump_path=self._etdump_path, shapes_only=shapes_only)
 
 
 def _disable_flag(misspelled: bool, correct: bool | None) -> bool:

@@ -42,6 +42,9 @@ class GapInputs:
     method: str = "forward"
     delegate_outputs: dict[DebugHandle, tuple[int, ...]] = field(default_factory=dict)
     """``{runtime handle: output handle ids}`` of multi-output delegate calls (see numdiff.align)."""
+    rerun: Callable[[Callable[[DebugHandle, Any, Any], None]], Any] | None = None
+    """Set by ``gather(..., shapes_only=True)``: ``aot_outputs`` then hold meta tensors (shape and dtype
+    only) and ``rerun(on_output)`` runs the reference graph again, streaming (see numdiff.gap_stream)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,18 +115,20 @@ def gather(
     graph: tuple[Any, str] | None = None,
     inputs: Any = None,
     method: str = "forward",
+    shapes_only: bool = False,
 ) -> GapInputs:
     """Run the reference graph and collect the runtime outputs it will be compared with.
 
     ``graph`` (``(graph module, name)``) and ``inputs`` (one input tuple) replace the graph named
     by ``reference_graph`` and the representative inputs (see :mod:`numdiff.gap_methods`).
+    ``shapes_only`` keeps meta tensors instead of the AOT outputs and sets ``rerun``.
     """
     from numdiff._gc_pause import gc_paused
 
     with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
         return _gather(etrecord, events, reference_graph=reference_graph,
                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                       graph=graph, inputs=inputs, method=method)
+                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only)
 
 
 def _gather(
@@ -136,6 +141,7 @@ def _gather(
     graph: tuple[Any, str] | None = None,
     inputs: Any = None,
     method: str = "forward",
+    shapes_only: bool = False,
 ) -> GapInputs:
     if etrecord is None:
         raise MissingDataError(
@@ -167,7 +173,7 @@ def _gather(
 
     def keep_if_paired(handle: DebugHandle, node: Any, value: Any) -> None:
         if not runtime_ids.isdisjoint(handle):
-            kept[handle] = value
+            kept[handle] = _shape_of(value) if shapes_only else value
 
     result = capture_intermediate_outputs(graph_module, [runs], on_output=keep_if_paired)
     if len(result) == 0 or not result.op_names:
@@ -193,7 +199,20 @@ def _gather(
         notes=tuple(result.notes),
         delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
         method=method,
+        rerun=(lambda on_output: capture_intermediate_outputs(graph_module, [runs], on_output=on_output))
+        if shapes_only else None,
     )
+
+
+def _shape_of(value: Any) -> Any:
+    """``value`` with every tensor replaced by a meta tensor of its shape and dtype (no storage)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_shape_of(v) for v in value) if type(value) in (list, tuple) else [_shape_of(v) for v in value]
+    return value
 
 
 def module_paths(graph_module: Any) -> dict[str, str]:

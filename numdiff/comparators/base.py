@@ -191,15 +191,20 @@ class NumericalComparatorBase(ABC):
         rows: list[GapRow] = []
         notes: list[CompareNote] = []
         for (aot_handle, aot_output), (runtime_handle, runtime_output) in processed.items():
-            row = self._score_pair(
-                aot_handle, aot_output, runtime_handle, runtime_output,
-                aot_debug_handle_to_op_names, runtime_debug_handle_to_op_names, None, notes,
-            )
+            row = self.score_pair(aot_handle, aot_output, runtime_handle, runtime_output,
+                                  aot_debug_handle_to_op_names, runtime_debug_handle_to_op_names, notes)
             if row is not None:
                 rows.append(row)
             if after_pair is not None:
                 after_pair(aot_output, runtime_output)
         return GapTable(tuple(rows), tuple(notes))
+
+    def score_pair(self, aot_handle: DebugHandle, aot_output: Any, runtime_handle: DebugHandle, runtime_output: Any,
+                   aot_names: _OpNames, runtime_names: _OpNames, notes: list[CompareNote]) -> GapRow | None:
+        """One pair as :meth:`compare_to_table` scores it (after preprocessing): its row, or None when
+        the reference skips it (the reason appended to ``notes``)."""
+        return self._score_pair(aot_handle, aot_output, runtime_handle, runtime_output, aot_names, runtime_names,
+                                None, notes)
 
     def compare_aligned(
         self,
