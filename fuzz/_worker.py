@@ -140,6 +140,10 @@ def classify(result: CaseResult, files: dict[str, Path], *, gap: bool, canary: P
     result.recycle = result.growth > (256 << 20)  # start a fresh worker so the next peaks are measurable
 
 
+#: Sent by a worker once the mutant is on disk, just before the case runs (the parent's kill timer restarts).
+STARTED = "started"
+
+
 def worker_loop(conn: Any, seeds: list[Any], max_tasks: int, hang_dump_s: float = 6.0,
                 log: str = os.devnull) -> None:
     """Serve cases from ``conn`` until told to stop or ``max_tasks`` are done (then exit to be replaced)."""
@@ -176,6 +180,7 @@ def worker_loop(conn: Any, seeds: list[Any], max_tasks: int, hang_dump_s: float 
             (d / FILENAMES[role]).write_bytes(data)
             files[role] = d / FILENAMES[role]
         (d / "case.txt").write_text(f"kind={kind} seed={seed_name} rng_seed={rng_seed} strategy={mutant.strategy}\n")
+        conn.send(STARTED)  # building a mutant (a 1,200-run ETDump, say) may take seconds: not the case's time
         with open(d / "stack-if-hung.txt", "w") as stack:  # where a killed case was stuck
             faulthandler.dump_traceback_later(hang_dump_s, file=stack)
             try:

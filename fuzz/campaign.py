@@ -6,7 +6,8 @@
 
 Each case runs in a persistent worker subprocess (forked from this process after numdiff and torch
 are imported, so no worker pays the import; a worker is replaced after --max-tasks cases, after a
-case that grew its memory by more than 256 MiB, and when it is killed after --kill-after seconds):
+case that grew its memory by more than 256 MiB, and when it is killed after --kill-after seconds, counted
+from when its mutant is on disk):
 ``Inspector(etdump_path, etrecord, debug_buffer_path)``, ``to_dataframe()``,
 ``print_data_tabular()`` (to a StringIO) and, on a sampled fraction of the cases that have both an
 ETRecord and a debug buffer, ``calculate_numeric_gap("SNR")``.
@@ -41,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from fuzz._worker import CaseResult, classify, worker_loop  # noqa: E402
+from fuzz._worker import STARTED, CaseResult, classify, worker_loop  # noqa: E402
 from fuzz.mutators import FILENAMES, KINDS, find_seeds, seeds_for  # noqa: E402
 
 BAD = ("ESCAPE", "TIMEOUT", "MEMORY", "MODIFIED", "CANARY", "CRASH", "MUTATOR")
@@ -105,6 +106,9 @@ def run_campaign(tasks: list[tuple[Any, ...]], seeds: list[Any], workers: int, m
                     res = w.conn.recv()
                 except (EOFError, OSError):
                     dead = True
+                if res == STARTED:  # the mutant is built and written: the case's own time starts now
+                    w.started = time.monotonic()
+                    continue
             elif time.monotonic() - w.started > kill_after:
                 res = CaseResult(task[0], task[1], task[2], "", "TIMEOUT", detail=f"killed after {kill_after:g} s",
                                  wall=time.monotonic() - w.started, case_dir=task[5]).__dict__

@@ -257,7 +257,11 @@ def _check_strings(program: dict[str, Any]) -> None:
                             raise _fail(f"forward argument name {str(name)[:80]!r} is not a plain identifier")
                 elif isinstance(value, (dict, list)):
                     stack.append(value)
-    for symbol in program.get("range_constraints") or {}:
+    constraints = program.get("range_constraints") or {}
+    if not isinstance(constraints, dict):
+        raise _fail(f"field range_constraints is a {type(constraints).__name__}, not an object",
+                    "The program is damaged or was edited: use an ETRecord written by ETRecord.save().")
+    for symbol in constraints:
         if not isinstance(symbol, str) or _SYMBOL.match(symbol) is None:
             raise _fail(f"range constraint for {str(symbol)[:80]!r}, which is not a shape symbol name")
 

@@ -125,3 +125,16 @@ def test_module_stack_types_and_custom_metadata_stay_data(tmp_path: Path, entry:
     program.module()
     program.graph_module.print_readable(print_output=False)
     assert not canary.exists()
+
+
+@ENTRIES
+def test_range_constraints_that_are_not_an_object_are_a_named_error(tmp_path: Path, entry: str) -> None:
+    # third 100k campaign: a float here escaped as TypeError from the guard
+    canary = tmp_path / "CANARY"
+
+    def mutate(program: Program) -> None:
+        program["range_constraints"] = 2.5
+
+    path = craft(tmp_path, entry, mutate)
+    assert_refused(path, entry, canary, match=r"field range_constraints is a float, not an object\n"
+                                              r"The program is damaged or was edited")
