@@ -38,33 +38,43 @@ ORACLE = Path.home() / ".cache" / "numdiff-oracle" / "bin" / "python"
 MIB = 2**20
 
 _EVENTS_CHILD = r"""
-import json, resource, sys, time, warnings
+import json, sys, time, warnings
 warnings.simplefilter("ignore")
 {import_line}
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+{peak}
+base = peak_mib()
 t = time.perf_counter()
 insp = Inspector(etdump_path=sys.argv[1])
 t1 = time.perf_counter() - t
-rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss1 = peak_mib()
 rows = len(insp.to_dataframe())
 t2 = time.perf_counter() - t
 print(json.dumps({{"inspector_s": t1, "frame_s": t2, "rows": rows, "base_mib": base, "rss_inspector_mib": rss1,
-                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "rss_mib": peak_mib()}}))
+"""
+
+#: Peak RSS of the child itself: VmHWM starts afresh at exec, while Linux carries ru_maxrss over
+#: from the parent (which may have just generated a multi-GiB case).
+_PEAK = r"""
+def peak_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 """
 
 _GAP_CHILD = r"""
-import json, resource, sys, time, warnings
+import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import torch
 torch.set_num_threads(1)
 {import_line}
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+{peak}
+base = peak_mib()
 t = time.perf_counter()
 insp = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2], debug_buffer_path=sys.argv[3])
 df = getattr(insp, sys.argv[4])("SNR")
 gaps = [float(g[0]) for g in df["gap"]]
 print(json.dumps({{"total_s": time.perf_counter() - t, "rows": len(df), "min_snr": min(gaps), "base_mib": base,
-                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "rss_mib": peak_mib()}}))
 """
 
 
@@ -84,11 +94,11 @@ def _events(counts: list[int], cap: float, oracle: Path | None) -> list[dict[str
     oracle_gave_up = False
     for n in counts:
         path = events_dump(n)
-        mine = _child(sys.executable, _EVENTS_CHILD.format(import_line="from numdiff import Inspector"), [str(path)], 3600)
+        mine = _child(sys.executable, _EVENTS_CHILD.format(import_line="from numdiff import Inspector", peak=_PEAK), [str(path)], 3600)
         assert mine is not None
         theirs = None
         if oracle is not None and not oracle_gave_up:
-            theirs = _child(oracle, _EVENTS_CHILD.format(import_line="from executorch.devtools import Inspector"),
+            theirs = _child(oracle, _EVENTS_CHILD.format(import_line="from executorch.devtools import Inspector", peak=_PEAK),
                             [str(path)], cap)
             oracle_gave_up = theirs is None
             if theirs is not None and theirs["rows"] != mine["rows"]:
@@ -114,15 +124,15 @@ def _gaps(sizes_mib: list[int], full_mib: int, cap: float, oracle: Path | None) 
     for mib in sizes_mib:
         etdump, record, buffer, largest = streaming_case(mib * MIB)
         files = [str(etdump), str(record), str(buffer)]
-        mine = _child(sys.executable, _GAP_CHILD.format(import_line="from numdiff import Inspector"),
+        mine = _child(sys.executable, _GAP_CHILD.format(import_line="from numdiff import Inspector", peak=_PEAK),
                       [*files, "stream_numeric_gap"], 3600)
         assert mine is not None
         full = theirs = None
         if mib <= full_mib:  # the DataFrame of calculate_numeric_gap holds every intermediate: small sizes only
-            full = _child(sys.executable, _GAP_CHILD.format(import_line="from numdiff import Inspector"),
+            full = _child(sys.executable, _GAP_CHILD.format(import_line="from numdiff import Inspector", peak=_PEAK),
                           [*files, "calculate_numeric_gap"], 3600)
             if oracle is not None:
-                theirs = _child(oracle, _GAP_CHILD.format(import_line="from executorch.devtools import Inspector"),
+                theirs = _child(oracle, _GAP_CHILD.format(import_line="from executorch.devtools import Inspector", peak=_PEAK),
                                 [*files, "calculate_numeric_gap"], cap)
         for other in (full, theirs):
             if other is not None and (other["rows"], round(other["min_snr"], 3)) != (mine["rows"], round(mine["min_snr"], 3)):

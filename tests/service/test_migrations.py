@@ -34,6 +34,19 @@ def _upgrade(engine: sa.Engine, revision: str) -> None:
         command.upgrade(config, revision)
 
 
+NOW = datetime.datetime(2026, 1, 1)
+
+
+def _at_revision(url: str, revision: str) -> sa.Engine:
+    """An engine on a database at ``revision`` holding project 1 ('lab') and its model 1 ('m')."""
+    engine = db.make_engine(url)
+    _upgrade(engine, revision)
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO projects (id, name, created) VALUES (1, 'lab', :t)"), {"t": NOW})
+        c.execute(sa.text("INSERT INTO models (id, project_id, name, created) VALUES (1, 1, 'm', :t)"), {"t": NOW})
+    return engine
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     data = tmp_path_factory.mktemp("migrate")
@@ -46,12 +59,9 @@ def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 def test_labels_of_old_runs_move_to_rows_and_filter_in_sql(database: tuple[str, str]) -> None:
     data, url = database
-    engine = db.make_engine(url)
-    _upgrade(engine, "0001")
-    now = datetime.datetime(2026, 1, 1)
+    engine = _at_revision(url, "0001")
+    now = NOW
     with engine.begin() as c:
-        c.execute(sa.text("INSERT INTO projects (id, name, created) VALUES (1, 'lab', :t)"), {"t": now})
-        c.execute(sa.text("INSERT INTO models (id, project_id, name, created) VALUES (1, 1, 'm', :t)"), {"t": now})
         for rid, labels in [(1, '{"device": "pixel8", "build": "1"}'), (2, '{"device": "pixel9", "build": "1"}'),
                             (3, '{}'), (4, '{"device": "pixel8", "build": "2"}')]:
             c.execute(sa.text("INSERT INTO runs (id, project_id, model_id, labels, etrecord_sha256, etdump_sha256, "
@@ -86,12 +96,9 @@ def test_an_unfinished_single_job_becomes_the_four_stage_jobs(database: tuple[st
     # revision 0003: one job per stage; a queued or running 'analyze' job of an older numdiff becomes the
     # four stage jobs (queued, in order), a finished one stays as the record of how its run was analysed
     data, url = database
-    engine = db.make_engine(url)
-    _upgrade(engine, "0002")
-    now = datetime.datetime(2026, 1, 1)
+    engine = _at_revision(url, "0002")
+    now = NOW
     with engine.begin() as c:
-        c.execute(sa.text("INSERT INTO projects (id, name, created) VALUES (1, 'lab', :t)"), {"t": now})
-        c.execute(sa.text("INSERT INTO models (id, project_id, name, created) VALUES (1, 1, 'm', :t)"), {"t": now})
         for rid, run_status, job_status in [(1, "done", "done"), (2, "queued", "queued"), (3, "running", "running")]:
             c.execute(sa.text("INSERT INTO runs (id, project_id, model_id, labels, etrecord_sha256, etdump_sha256, "
                               "status, created) VALUES (:id, 1, 1, '{}', :h, :h, :s, :t)"),
