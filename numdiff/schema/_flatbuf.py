@@ -459,6 +459,10 @@ def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray 
     digest = np.zeros(rows.shape[0], dtype=np.uint64)
     for j in range(nwords):
         digest = digest * np.uint64(0x100000001B3) + rows[:, j].astype(np.uint64)
-    _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
-    firsts: IntArray = first[inverse.reshape(-1)]
+    import pandas as pd  # a hash table: linear, where np.unique sorts
+
+    codes, _ = pd.factorize(digest)  # codes numbered in order of first appearance: 0, then 1, ...
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))  # where each code first appears
+    firsts: IntArray = first[codes]
     return firsts if np.array_equal(rows, rows[firsts]) else None
