@@ -45,6 +45,8 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 from fuzz._worker import STARTED, CaseResult, classify, worker_loop  # noqa: E402
 from fuzz.mutators import FILENAMES, KINDS, find_seeds, seeds_for  # noqa: E402
 
+#: Seconds a worker may spend building one mutant (a 1,200-run ETDump takes a few) before it is killed.
+BUILD_LIMIT_S = 120.0
 BAD = ("ESCAPE", "TIMEOUT", "MEMORY", "MODIFIED", "CANARY", "CRASH", "MUTATOR")
 
 
@@ -56,11 +58,12 @@ class _Worker:
         child.close()
         self.task: tuple[Any, ...] | None = None
         self.started = 0.0
+        self.building = False  # making the mutant (the fuzzer's time, not numdiff's)
         self.done = 0
         self.max_tasks = max_tasks
 
     def send(self, task: tuple[Any, ...]) -> None:
-        self.task, self.started = task, time.monotonic()
+        self.task, self.started, self.building = task, time.monotonic(), True
         self.conn.send(task)
 
     def kill(self) -> None:
@@ -107,9 +110,14 @@ def run_campaign(tasks: list[tuple[Any, ...]], seeds: list[Any], workers: int, m
                 except (EOFError, OSError):
                     dead = True
                 if res == STARTED:  # the mutant is built and written: the case's own time starts now
-                    w.started = time.monotonic()
+                    w.started, w.building = time.monotonic(), False
                     continue
-            elif time.monotonic() - w.started > kill_after:
+            elif w.building and time.monotonic() - w.started > BUILD_LIMIT_S:
+                res = CaseResult(task[0], task[1], task[2], "", "MUTATOR",
+                                 detail=f"building the mutant took over {BUILD_LIMIT_S:g} s",
+                                 wall=time.monotonic() - w.started, case_dir=task[5]).__dict__
+                dead = True
+            elif not w.building and time.monotonic() - w.started > kill_after:
                 res = CaseResult(task[0], task[1], task[2], "", "TIMEOUT", detail=f"killed after {kill_after:g} s",
                                  wall=time.monotonic() - w.started, case_dir=task[5]).__dict__
                 dead = True

@@ -77,12 +77,12 @@ def block_dataframe(block: EventBlock, include_units: bool, include_delegate_deb
     if data is not None:
         df = pd.DataFrame({name: _column(cells) for name, cells in data.items()}, columns=list(data))
         n = len(cols)
-        df.insert(0, "event_block_name", np.asarray([block.name] * n), allow_duplicates=True)
+        df.insert(0, "event_block_name", np.array([block.name] * n, dtype=object), allow_duplicates=True)
         return df
     rows = [e.asdict(_units=units) for e in block.events]
     columns = list(rows[0]) if rows else list(_empty_row(units))
     df = events_dataframe(rows, columns)
-    df.insert(0, "event_block_name", np.asarray([block.name] * len(block.events)), allow_duplicates=True)
+    df.insert(0, "event_block_name", np.array([block.name] * len(block.events), dtype=object), allow_duplicates=True)
     if include_delegate_debug_data:
         extra = [_delegate_series(e.delegate_debug_metadatas) for e in block.events]
         if any(not s.empty for s in extra):

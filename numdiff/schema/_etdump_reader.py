@@ -184,8 +184,36 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
         name_, bundled, allocators, has_events = heads[i]
         dump.run_data.append(RunData(name=name_, bundled_input_index=bundled, allocators=allocators,
                                      columns=per_run[i], _dump=dump, has_events_vector=has_events))
+    _check_repeated_names(buf, dump, strings)
     dump.strings.extend(_decode(buf, list(strings)))
     return dump
+
+
+#: Every table built from a dump repeats its run, event and delegate names in each event's row;
+#: together they may come to this many times the file's size, plus this floor, and no more.
+NAME_RATIO, NAME_FLOOR = 16, 32 << 20
+
+
+def _check_repeated_names(buf: Buffer, dump: ETDump, strings: dict[bytes, int]) -> None:
+    """Refuse a dump whose names, repeated row by row, would take far more memory than the file.
+
+    A real dump's names are short ("native_call_add.out", "Execute"), a few percent of the file
+    once repeated; a crafted one can give a megabyte-long name to every event and run.
+    """
+    lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
+    total = 0
+    for run in dump.run_data:
+        cols = run.columns
+        for ids in (cols.name, cols.delegate_str):
+            total += int(lengths[ids[ids >= 0]].sum())
+        total += len(run.name or "") * len(cols.kind)
+    allowed = NAME_RATIO * len(buf) + NAME_FLOOR
+    if total > allowed:
+        raise ETDumpError(
+            buf.path, f"its run, event and delegate names come to {total} bytes when repeated in each event's row, "
+            f"more than numdiff builds tables from ({NAME_RATIO}x the {len(buf)}-byte file, plus {NAME_FLOOR >> 20} MiB)",
+            "Names in a dump the runtime writes are short (op and delegate names, 'Execute'); these are not: "
+            "the file is damaged or was crafted.")
 
 
 def _decode(buf: Buffer, raw: list[bytes]) -> list[str]:

@@ -385,3 +385,20 @@ def test_value_tagged_tensor_without_one_names_the_file(tmp_path: Path) -> None:
         warnings.simplefilter("ignore")
         with pytest.raises(ETDumpError, match=r"tagged\.etdp.*event 'op' of run 'Execute': Value says Tensor but carries none"):
             Inspector(etdump_path=path)
+
+
+def test_names_that_would_fill_memory_when_repeated_per_row_are_refused() -> None:
+    # fourth 100k campaign: a 1 MB run name over 155 events took 1.3 GiB in to_dataframe (each
+    # row's copy of the block name); names repeated row by row are bounded by the file's size
+    from numdiff.schema._etdump_reader import NAME_FLOOR, NAME_RATIO, read_etdump
+
+    long_name = "A" * (1 << 20)
+    events = [_profile(f"op{i}", i) for i in range(64)]
+    crafted = bytes(_dump(RunDoc(long_name, events)))
+    assert len(long_name) * 64 > NAME_RATIO * len(crafted) + NAME_FLOOR
+    with pytest.raises(ETDumpError, match=r"names come to \d+ bytes when repeated in each event's row, more than "
+                                          r"numdiff builds tables from \(16x the \d+-byte file, plus 32 MiB\)\n"
+                                          r"Names in a dump the runtime writes are short"):
+        read_etdump(crafted)
+    fine = bytes(_dump(RunDoc(long_name, events[:8])))  # 8 MiB of repeated names: well inside the floor
+    assert read_etdump(fine).run_data[0].name == long_name
