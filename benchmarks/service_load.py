@@ -177,6 +177,11 @@ def overhead(url: str, token: str, folder: Path | None = None, repeat: int = 7) 
             t = time.perf_counter()
             run = c.wait(c.submit("overhead", etrecord, etdump, fresh, {"i": str(i)})["id"], poll=0.05)
             svc.append(time.perf_counter() - t)
+            if os.environ.get("NUMDIFF_BENCH_DEBUG"):
+                import datetime as _dt
+                span = (_dt.datetime.fromisoformat(run["finished"]) - _dt.datetime.fromisoformat(run["created"])).total_seconds()
+                print(f"    lib {lib[-1]:.3f} svc {svc[-1]:.3f} server {span:.3f} stages "
+                      f"{[j['elapsed_ms'] for j in run['jobs']]}", flush=True)
             if run["status"] != "done":
                 raise RuntimeError(f"overhead run {run['id']} {run['status']}: {run.get('reason')}")
     lib_s, svc_s = statistics.median(lib), statistics.median(svc)
