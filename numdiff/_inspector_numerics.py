@@ -111,14 +111,22 @@ class NumericsMixin:
 
         numdiff addition. The DataFrame has no ``aot_intermediate_output`` and
         ``runtime_intermediate_output`` columns (holding them is what makes ``calculate_numeric_gap``
-        grow with the model's activations); every other column and every gap value are the same.
-        The reference graph runs twice (see :mod:`numdiff.gap_stream`). The 'forward' method only.
+        grow with the model's activations); every other column and every gap value are the same,
+        including the ``method`` column of a multi-method program. The reference graph runs twice
+        (see :mod:`numdiff.gap_stream`).
         """
+        from numdiff.gap_methods import multi_method_gap
         from numdiff.gap_stream import stream_numeric_gap
 
         comparator = self._comparator(distance)
+        release = self._debug_buffer.release if self._debug_buffer is not None else None
+        if self._etrecord is not None:  # several methods: every method, rows tagged with theirs
+            df = multi_method_gap(self._etrecord, self.event_blocks, comparator, reference_graph,
+                                  disable_debug_handle_validation, self._etdump_path, release, streamed=True)
+            if df is not None:
+                return df
         inputs = self._gap_inputs(reference_graph, disable_debug_handle_validation, None, shapes_only=True)
-        return stream_numeric_gap(inputs, comparator, self._debug_buffer.release if self._debug_buffer is not None else None)
+        return stream_numeric_gap(inputs, comparator, release)
 
     def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
                       thresholds: Any = None, *, float_program: Any = None,

@@ -113,8 +113,11 @@ def plan_methods(etrecord: Any, blocks: Iterable[Any], notes: list[str]) -> list
 
 def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, reference_graph: str | None,
                      disable_debug_handle_validation: bool, etdump_path: str | None,
-                     release: Any = None) -> Any:
+                     release: Any = None, *, streamed: bool = False) -> Any:
     """``calculate_numeric_gap``'s DataFrame over every method, with a ``method`` column; None for one method.
+
+    ``streamed``: each method's rows come from ``numdiff.gap_stream.stream_numeric_gap`` (bounded
+    memory, no intermediate-output columns).
 
     Raises:
         UsageError: ``reference_graph`` names the ATen program and the ETDump ran no ``forward``.
@@ -127,6 +130,9 @@ def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, refe
     from numdiff.capture.graphs import EDGE_DIALECT_GRAPH, EXPORTED_PROGRAM_GRAPH, _runnable, resolve_reference_graph
     from numdiff.errors import UsageError
     from numdiff.gap import gather, numeric_gap
+    from numdiff.gap_stream import stream_numeric_gap
+
+    score = stream_numeric_gap if streamed else numeric_gap
 
     notes: list[str] = []
     plans = plan_methods(etrecord, blocks, notes)
@@ -149,8 +155,8 @@ def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, refe
                              "(forward only).")
         inputs = gather(etrecord, plan.events, reference_graph=reference_graph,
                         disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                        graph=graph, inputs=plan.inputs, method=plan.method)
-        df = numeric_gap(inputs, comparator, release)
+                        graph=graph, inputs=plan.inputs, method=plan.method, shapes_only=streamed)
+        df = score(inputs, comparator, release)
         df["method"] = plan.method
         notes.append(f"method {plan.method!r}: {len(df)} rows on {inputs.graph_name!r}, inputs from {plan.inputs_source}")
         frames.append(df)
