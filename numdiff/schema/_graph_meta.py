@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from numdiff._gc_pause import gc_paused
 from numdiff.errors import InputError
 
 __all__ = [
@@ -228,11 +227,6 @@ def _top_nodes(program: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, d
 
 def op_nodes_from_json(program: dict[str, Any]) -> list[OpNodeInfo]:
     """Op nodes of a serialized program's top-level graph, in graph order (getitems excluded)."""
-    with gc_paused():  # many small acyclic records: full collections would cost more than the work
-        return _op_nodes(program)
-
-
-def _op_nodes(program: dict[str, Any]) -> list[OpNodeInfo]:
     out = []
     for node, target, meta in _top_nodes(program):
         if target.endswith("getitem"):
@@ -274,12 +268,11 @@ def provenance_from_json(program: dict[str, Any]) -> list[NodeProvenance] | None
 
     depth = current_limits().max_nesting_depth  # once: a program may have a million nodes
     out = []
-    with gc_paused():  # many small acyclic records: full collections would cost more than the work
-        for node, target, meta in _top_nodes(program):
-            if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
-                return None
-            handle = _debug_handle(node, meta)
-            out.append(NodeProvenance(node["name"], handle, _ancestors(meta.get("from_node"), depth)))
+    for node, target, meta in _top_nodes(program):
+        if target.startswith(TORCH_OPS_PREFIX + "higher_order.") and target != DELEGATE_TARGET:
+            return None
+        handle = _debug_handle(node, meta)
+        out.append(NodeProvenance(node["name"], handle, _ancestors(meta.get("from_node"), depth)))
     return out
 
 

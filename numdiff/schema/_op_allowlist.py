@@ -168,17 +168,16 @@ def registered_overload(namespace: str, name: str, overload: str) -> Any:
     schema = next((s for s in schemas if s.overload_name == wanted), None)
     if schema is None:
         return None
-    # Registered. The attribute names below come from torch's registry (the schema's own name),
-    # not from the file's text: fetching them reaches that operator and nothing else.
-    registered_namespace, _, registered_name = schema.name.partition("::")
-    if (registered_namespace, registered_name) != (namespace, name):
+    # Registered: torch's own resolver fetches the operator by the registry's qualified name (the
+    # schema's, not the file's text), so nothing but that registered operator can be reached.
+    if schema.name != f"{namespace}::{name}":
         return None
-    op_namespace = getattr(torch.ops, registered_namespace)
-    if not isinstance(op_namespace, torch._ops._OpNamespace):
+    from torch._library.utils import lookup_op
+
+    try:
+        found = lookup_op(f"{schema.name}.{schema.overload_name or 'default'}")
+    except (AttributeError, RuntimeError):
         return None
-    packet = getattr(op_namespace, registered_name, None)
-    registered_overload = schema.overload_name or "default"
-    found = getattr(packet, registered_overload, None) if isinstance(packet, torch._ops.OpOverloadPacket) else None
     if not isinstance(found, torch._ops.OpOverload):
         return None
     _FOUND[key] = found

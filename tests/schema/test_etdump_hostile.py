@@ -402,3 +402,18 @@ def test_names_that_would_fill_memory_when_repeated_per_row_are_refused() -> Non
         read_etdump(crafted)
     fine = bytes(_dump(RunDoc(long_name, events[:8])))  # 8 MiB of repeated names: well inside the floor
     assert read_etdump(fine).run_data[0].name == long_name
+
+
+def test_real_dumps_repeat_names_far_below_the_limit() -> None:
+    # the limit above is 16x the file: every dump the runtime wrote for the fixtures stays under 0.5x
+    # (fp16_debug's dumps are unreadable by design: the 1.5.1 runtime cannot log half precision)
+    from numdiff.schema._etdump_reader import read_etdump
+
+    paths = sorted(p for p in FIXTURES.rglob("*.etdp") if p.parent != FP16)
+    assert len(paths) > 30
+    for path in paths:
+        dump = read_etdump(path)
+        total = sum(sum(len(dump.strings[i].encode()) for i in ids[ids >= 0].tolist())
+                    for run in dump.run_data for ids in (run.columns.name, run.columns.delegate_str)) \
+            + sum(len(run.name or "") * len(run.columns.kind) for run in dump.run_data)
+        assert total < 0.5 * path.stat().st_size, path

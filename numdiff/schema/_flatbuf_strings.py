@@ -1,0 +1,100 @@
+"""Event names read from a FlatBuffer as ids into one table of distinct strings.
+
+A dump with hundreds of thousands of events repeats a few dozen names. Each name is copied out
+of the file once: the strings are grouped by length, read as 4-byte words, hashed and verified
+word for word against the first string of their group (numpy and pandas, no loop per event),
+and only the distinct ones are sliced from the file. Ids are numbered in order of first
+appearance, as one ``dict.setdefault`` per string would number them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff.schema._flatbuf import Buffer, IntArray
+
+__all__ = ["intern_strings"]
+
+
+def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+    """Ids of the strings at ``targets`` (-1 where absent) in ``table``, which grows as needed.
+
+    Strings are compared as raw bytes, so each distinct name is decoded once, however many
+    events carry it.
+    """
+    out = np.full(targets.size, -1, dtype=np.int32)
+    has = np.nonzero(targets >= 0)[0]
+    if has.size == 0:
+        return out
+    starts = targets[has]
+    lengths = buf.gather(starts, "u32", f"lengths of {what}").astype(np.int64)
+    ends = starts + 4 + lengths
+    if int(ends.max()) > len(buf):
+        bad = int(starts[np.argmax(ends)])
+        raise buf.fail(f"a {what} string runs past the end of the {len(buf)}-byte file", bad)
+    inverse = None
+    if int(lengths.sum()) > 2 * len(buf):  # strings shared or overlapping: copy each distinct one once
+        starts, first, inverse = np.unique(starts, return_index=True, return_inverse=True)
+        ends = ends[first]
+        buf.spend(int((ends - starts).sum()), f"{what} strings", int(starts[0]))
+    data = buf.data if isinstance(buf.data, bytes) else bytes(buf.data)
+    ids = _string_ids(buf, data, starts, ends, table)
+    out[has] = ids if inverse is None else ids[inverse]
+    return out
+
+
+#: A group of strings of one length at least this big is interned with numpy, not one by one.
+_VECTOR_GROUP = 64
+
+
+def _string_ids(buf: Buffer, data: bytes, starts: IntArray, ends: IntArray, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+    """``table`` ids of the strings ``data[starts + 4 : ends]`` (bounds already checked), new strings
+    numbered in the order they first appear, as one ``setdefault`` per string would."""
+    setdefault: Callable[[bytes, int], int] = table.setdefault
+    if starts.size < _VECTOR_GROUP:
+        return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
+                        dtype=np.int32)
+    first = np.empty(starts.size, dtype=np.int64)  # index of the first string equal to each
+    lengths = ends - starts - 4
+    by_length = np.argsort(lengths, kind="stable")
+    bounds = np.flatnonzero(np.diff(lengths[by_length])) + 1
+    for group in np.split(by_length, bounds):  # each group in ascending order: firsts come first
+        length = int(lengths[group[0]])
+        got = _same_length_firsts(buf, starts[group] + 4, length) if group.size >= _VECTOR_GROUP else None
+        if got is None:
+            seen: dict[bytes, int] = {}
+            first[group] = [seen.setdefault(data[b : b + length], k)
+                            for k, b in zip(group.tolist(), (starts[group] + 4).tolist(), strict=True)]
+        else:
+            first[group] = group[got]
+    distinct = np.unique(first)
+    ids = [setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(),
+                                                                       strict=True)]
+    return np.asarray(ids, dtype=np.int32)[np.searchsorted(distinct, first)]
+
+
+def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray | None:
+    """For many strings of one ``length`` starting at ``begins``, the position (in ``begins``) of the
+    first string equal to each: strings read as 4-byte words, hashed, grouped, and checked word for
+    word against their group's first. None (the caller goes one by one) where that does not apply:
+    unaligned strings, a word past the end of the file, a hash collision."""
+    words = buf.words(np.uint32)
+    nwords = max(1, -(-length // 4))
+    if (begins & 3).any() or int(begins.max()) // 4 + nwords > words.size:
+        return None
+    rows = words[(begins >> 2)[:, None] + np.arange(nwords, dtype=np.int64)[None, :]]
+    if length % 4 or length == 0:
+        rows[:, -1] &= np.uint32((1 << (8 * (length % 4))) - 1)  # bytes past the string do not count
+    digest = np.zeros(rows.shape[0], dtype=np.uint64)
+    for j in range(nwords):
+        digest = digest * np.uint64(0x100000001B3) + rows[:, j].astype(np.uint64)
+    import pandas as pd  # a hash table: linear, where np.unique sorts
+
+    codes, _ = pd.factorize(digest)  # codes numbered in order of first appearance: 0, then 1, ...
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))  # where each code first appears
+    firsts: IntArray = first[codes]
+    return firsts if np.array_equal(rows, rows[firsts]) else None
