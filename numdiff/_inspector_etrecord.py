@@ -158,7 +158,7 @@ def logs_tensors(dump: Any) -> bool:
 
 
 def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: str | None) -> None:
-    ids = {str(ev._instruction_id) for b in blocks for ev in b.events
+    ids = {str(ev._instruction_id) for b in blocks for ev in b._link_records()
            if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in FRAMEWORK_EVENTS}
     if ids and handle_map is not None and not ids & set(handle_map):
         raise MismatchedArtifactsError(

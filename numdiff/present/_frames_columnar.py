@@ -1,8 +1,8 @@
 """The profiling DataFrame of a block computed on its columns, without making ``Event`` records.
 
 Used while a block's events are still in columns (``EventBlock._event_columns()``): the cells are the
-ones ``Event.asdict`` gives for an event the ETRecord did not annotate (no op types, stack traces
-or module hierarchy). Statistics are numpy reductions over each slot's samples, a contiguous row,
+ones ``Event.asdict`` gives, with the op types, stack traces, module hierarchy and backend names
+the ETRecord linked to each slot (``BlockColumns.links``). Statistics are numpy reductions over each slot's samples, a contiguous row,
 as ``PerfData`` computes them over its list; a block whose samples hold NaN (where Python's
 ``min``/``max`` and numpy's disagree) returns None and the caller uses the records.
 """
@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+from numdiff.profile.events import op_types_cell
 
 if TYPE_CHECKING:
     from numdiff.profile._columns import BlockColumns
@@ -59,12 +61,16 @@ def columnar_rows(cols: BlockColumns, units: str) -> dict[str, list[Any]] | None
     }
     for name, values in stats.items():
         data[name + units] = values
-    data["op_types"] = [[] for _ in range(n)]
+    links = cols.links
+    if links:
+        data["op_types"] = [op_types_cell(link.op_types) for link in links]
+    else:
+        data["op_types"] = [[] for _ in range(n)]
     data["delegate_debug_identifier"] = list(cols.identifiers)
-    data["stack_traces"] = [{} for _ in range(n)]
-    data["module_hierarchy"] = [{} for _ in range(n)]
+    data["stack_traces"] = [link.stack_traces for link in links] if links else [{} for _ in range(n)]
+    data["module_hierarchy"] = [link.module_hierarchy for link in links] if links else [{} for _ in range(n)]
     data["is_delegated_op"] = list(cols.delegated)
-    data["delegate_backend_name"] = [None] * n
+    data["delegate_backend_name"] = [link.delegate_backend_name for link in links] if links else [None] * n
     data["debug_data"] = [cols.debug[j].debug_data if j in cols.debug else [] for j in range(n)]
     data["start_time"] = [starts[j] if profiled[j] else None for j in range(n)]
     return data

@@ -11,7 +11,8 @@ element, and converted to Python floats the same way.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,29 @@ from numdiff._types import ProgramOutput
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event
 from numdiff.profile.perf import PerfData
 
-__all__ = ["BlockColumns", "SlotDebug", "materialise"]
+__all__ = ["BlockColumns", "SlotDebug", "SlotLink", "materialise"]
+
+
+class SlotLink:
+    """What linking to the ETRecord reads and sets on one slot, before any ``Event`` is made.
+
+    It has the ``Event`` attributes the symbolication steps use (``numdiff.profile._symbolicate``,
+    ``numdiff.profile.methods``), so they run on a block's columns as on its records; ``materialise``
+    copies what they set onto the records.
+    """
+
+    __slots__ = ("name", "_instruction_id", "delegate_debug_identifier", "is_delegated_op", "debug_handles",
+                 "num_outputs", "delegate_backend_name", "op_types", "stack_traces", "module_hierarchy")
+
+    def __init__(self, name: str, instruction_id: int, identifier: int | str | None, delegated: bool | None) -> None:
+        self.name, self._instruction_id = name, instruction_id
+        self.delegate_debug_identifier, self.is_delegated_op = identifier, delegated
+        self.debug_handles: Any = None
+        self.num_outputs = 1
+        self.delegate_backend_name: str | None = None
+        self.op_types: list[str] = []
+        self.stack_traces: dict[str, str | None] = {}
+        self.module_hierarchy: dict[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +81,17 @@ class BlockColumns:
     debug: dict[int, SlotDebug]
     parser: DelegateMetadataParser | None
     converter: DelegateTimeScaleConverter | None
+    links: list[SlotLink] = field(default_factory=list)  # filled by ``slot_links`` when an ETRecord is linked
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def slot_links(self) -> list[SlotLink]:
+        """One ``SlotLink`` per slot, made on the first call (the same objects afterwards)."""
+        if not self.links and self.names:
+            self.links.extend(SlotLink(n, i, d, g) for n, i, d, g in zip(
+                self.names, self.instruction_ids, self.identifiers, self.delegated, strict=True))
+        return self.links
 
 
 def materialise(cols: BlockColumns) -> list[Event]:
@@ -68,6 +99,7 @@ def materialise(cols: BlockColumns) -> list[Event]:
     durations = cols.durations.T.tolist()  # slots x runs, Python floats
     starts = cols.start_times.T.tolist()  # slots x runs, Python ints
     profiled = cols.profiled.tolist()
+    links = cols.links
     events = []
     for j, name in enumerate(cols.names):
         ev = Event(name=name, _instruction_id=cols.instruction_ids[j], _delegate_metadata_parser=cols.parser,
@@ -75,6 +107,11 @@ def materialise(cols: BlockColumns) -> list[Event]:
         if cols.delegated[j] is not None:
             ev.is_delegated_op = cols.delegated[j]
             ev.delegate_debug_identifier = cols.identifiers[j]
+        if links:
+            link = links[j]
+            ev.debug_handles, ev.num_outputs = link.debug_handles, link.num_outputs
+            ev.delegate_backend_name = link.delegate_backend_name
+            ev.op_types, ev.stack_traces, ev.module_hierarchy = link.op_types, link.stack_traces, link.module_hierarchy
         if profiled[j]:
             ev.perf_data = PerfData(durations[j])
             ev._start_time = starts[j]

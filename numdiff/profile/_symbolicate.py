@@ -14,6 +14,7 @@ from typing import Any
 
 from numdiff.errors import ETRecordError
 from numdiff.limits import current_limits, raise_hint
+from numdiff.profile._columns import SlotLink
 from numdiff.profile.events import Event, EventBlock
 from numdiff.schema._graph_meta import OpNodeInfo
 
@@ -97,7 +98,7 @@ def resolve_debug_handles(
     notes: list[str] = []
     limit = current_limits().max_outputs_per_instruction
     for block in blocks:
-        for ev in block.events:
+        for ev in block._link_records():
             if ev._instruction_id is None or (iid := str(ev._instruction_id)) not in handle_map:
                 continue
             if num_outs_map is not None:
@@ -167,11 +168,11 @@ def _delegate_handles(dmap: Mapping[Any, Any], ident: int | str) -> Any:
 def attach_graph_metadata(blocks: Iterable[EventBlock], nodes_by_handle: Mapping[Any, list[OpNode]]) -> None:
     """Fill ``op_types``, ``stack_traces`` and ``module_hierarchy`` from the graph nodes."""
     for block in blocks:
-        for ev in block.events:
+        for ev in block._link_records():
             _attach(ev, nodes_by_handle)
 
 
-def _attach(ev: Event, nodes_by_handle: Mapping[Any, list[OpNode]]) -> None:
+def _attach(ev: Event | SlotLink, nodes_by_handle: Mapping[Any, list[OpNode]]) -> None:
     if ev.name in FRAMEWORK_EVENTS or ev.debug_handles is None:
         return
     handles = [ev.debug_handles] if isinstance(ev.debug_handles, int) else ev.debug_handles
@@ -193,7 +194,7 @@ def op_name_mismatches(blocks: Iterable[EventBlock]) -> tuple[int, list[str]]:
     """
     checked, bad = 0, []
     for block in blocks:
-        for ev in block.events:
+        for ev in block._link_records():
             if ev.is_delegated_op or not ev.op_types or not ev.name.startswith("native_call_"):
                 continue
             checked += 1

@@ -53,6 +53,11 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def op_types_cell(ops: list[str]) -> list[str] | str:
+    """The DataFrame cell of an event's op types: the list, or a summary string from five on (as the reference)."""
+    return ops if len(ops) < 5 else f"['{ops[0]}', '{ops[1]}' ... '{ops[-1]}'] ({len(ops)} total)"
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -140,7 +145,7 @@ class Event:
         for col in _PERF_COLUMNS:
             row[col + _units] = getattr(perf, col) if perf else None
         ops = self.op_types
-        row["op_types"] = [ops if len(ops) < 5 else f"['{ops[0]}', '{ops[1]}' ... '{ops[-1]}'] ({len(ops)} total)"]
+        row["op_types"] = [op_types_cell(ops)]
         row["delegate_debug_identifier"] = self.delegate_debug_identifier
         row["stack_traces"] = [self.stack_traces]
         row["module_hierarchy"] = [self.module_hierarchy]
@@ -213,6 +218,12 @@ class EventBlock:
     def _event_columns(self) -> Any:
         """The block's events in columns, or None once ``events`` was read or assigned."""
         return self.__dict__.get("_columns")
+
+    def _link_records(self) -> Sequence[Any]:
+        """What linking to the ETRecord reads and sets: the ``Event`` records once made, else one
+        ``SlotLink`` per event on the columns (copied onto the records when they are made)."""
+        cols = self.__dict__.get("_columns")
+        return self.events if cols is None else cols.slot_links()
 
     def set_reference_output_loader(self, loader: Callable[[], ProgramOutput | None]) -> None:
         """Have ``reference_output`` read on first access (ETRecord pickles need torch)."""

@@ -32,12 +32,12 @@ def ops_agree(event_name: str, op_types: list[str]) -> bool:
 
 
 def _runs_ops(block: EventBlock) -> bool:
-    return any(ev.name not in FRAMEWORK_EVENTS for ev in block.events)
+    return any(ev.name not in FRAMEWORK_EVENTS for ev in block._link_records())
 
 
 def _score(block: EventBlock, handle_map: Mapping[str, Any], nodes: Mapping[Any, list[OpNode]]) -> int:
     score = 0
-    for ev in block.events:
+    for ev in block._link_records():
         if ev._instruction_id is None or ev.is_delegated_op or not ev.name.startswith("native_call_"):
             continue
         handles = handle_map.get(str(ev._instruction_id))

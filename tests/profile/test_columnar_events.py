@@ -32,8 +32,15 @@ def _quiet(**kw: Any) -> Inspector:
         return Inspector(**kw)
 
 
-def _fixture(name: str) -> Inspector:
-    return _quiet(etdump_path=artifact(name, "etdump"), debug_buffer_path=artifact(name, "debug_buffer"))
+def _fixture(name: str, linked: bool = False, hierarchy: bool = False) -> Inspector:
+    etrecord = artifact(name, "etrecord") if linked else None
+    return _quiet(etdump_path=artifact(name, "etdump"), debug_buffer_path=artifact(name, "debug_buffer"),
+                  etrecord=etrecord, enable_module_hierarchy=hierarchy)
+
+
+#: Each fixture without its ETRecord, with it, and with it and the module hierarchy grouping.
+LINKS = [pytest.param(False, False, id="no-etrecord"), pytest.param(True, False, id="etrecord"),
+         pytest.param(True, True, id="etrecord-hierarchy")]
 
 
 def _views(insp: Inspector) -> tuple[pd.DataFrame, pd.DataFrame, str, str]:
@@ -51,9 +58,10 @@ def _assert_same_views(a: tuple[pd.DataFrame, pd.DataFrame, str, str], b: tuple[
     assert a[0].to_string() == b[0].to_string()
 
 
+@pytest.mark.parametrize(("linked", "hierarchy"), LINKS)
 @pytest.mark.parametrize("name", LOADABLE)
-def test_tables_on_columns_equal_tables_from_events(name: str) -> None:
-    insp = _fixture(name)
+def test_tables_on_columns_equal_tables_from_events(name: str, linked: bool, hierarchy: bool) -> None:
+    insp = _fixture(name, linked, hierarchy)
     assert all(b._event_columns() is not None for b in insp.event_blocks)  # nothing made yet
     lazy = _views(insp)
     assert all(b._event_columns() is not None for b in insp.event_blocks if len(b._event_columns() or ())), \
@@ -64,14 +72,30 @@ def test_tables_on_columns_equal_tables_from_events(name: str) -> None:
     _assert_same_views(lazy, _views(insp))
 
 
+@pytest.mark.parametrize(("linked", "hierarchy"), LINKS)
 @pytest.mark.parametrize("name", LOADABLE)
-def test_events_are_the_same_whenever_they_are_made(name: str) -> None:
-    early = _fixture(name)
+def test_events_are_the_same_whenever_they_are_made(name: str, linked: bool, hierarchy: bool) -> None:
+    early = _fixture(name, linked, hierarchy)
     early_events = [list(b.events) for b in early.event_blocks]
-    late = _fixture(name)
+    late = _fixture(name, linked, hierarchy)
     _views(late)
     assert [list(b.events) for b in late.event_blocks] == early_events
     assert late.event_blocks == early.event_blocks
+
+
+def test_linking_an_etrecord_makes_no_event_records() -> None:
+    """The ETRecord's handles, op types and stack traces are set on the columns: the profiling view of
+    a linked dump is built without making one ``Event``, and its table carries them."""
+    name = next(n for n in LOADABLE if artifact(n, "etrecord") and n.startswith("mlp"))
+    insp = _fixture(name, linked=True)
+    assert all(b._event_columns() is not None for b in insp.event_blocks)
+    frame = insp.to_dataframe()
+    assert all(b._event_columns() is not None for b in insp.event_blocks)
+    linked = frame[frame["op_types"].map(len) > 0]
+    assert len(linked) and all(linked["stack_traces"].map(len) > 0)
+    events = [e for b in insp.event_blocks for e in b.events]
+    assert [e.op_types for e in events if e.op_types] == list(linked["op_types"])
+    assert any(e.debug_handles is not None for e in events)
 
 
 def _doc(runs: int, ops: int, seed: int) -> bytes:
