@@ -13,6 +13,7 @@ import os
 import warnings
 from typing import Any
 
+from numdiff._gc_pause import gc_paused
 from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageTypeError
 from numdiff.profile._symbolicate import (
     FORWARD,
@@ -27,6 +28,10 @@ from numdiff.profile.events import EventBlock
 from numdiff.profile.methods import assign_methods
 from numdiff.profile.op_graph import EDGE_DIALECT_GRAPH_KEY
 from numdiff.schema.etdump import EventKind
+
+# Imported with the Inspector, as the reference imports what its constructor uses: the ETRecord
+# reader brings pydantic and builds its entry models (about 0.1 s, once per process).
+from numdiff.schema.etrecord import parse_etrecord
 
 __all__ = ["consume_etrecord", "edge_op_nodes", "in_module", "load_etrecord", "logs_tensors"]
 
@@ -141,9 +146,6 @@ def load_etrecord(etrecord: Any) -> Any:
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
-        from numdiff._gc_pause import gc_paused
-        from numdiff.schema.etrecord import parse_etrecord
-
         with gc_paused():  # parsing makes no cycles; full collections over torch's objects cost more than it
             return parse_etrecord(etrecord)
     if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):

@@ -164,16 +164,18 @@ def build_event_blocks(
                     delegate_time_scale_converter, [], dump.buffer.path,
                     compared_runs=current_limits().max_compared_runs,
                     compared_values=current_limits().max_compared_values)
-    structures: dict[bytes, _Structure] = {}
-    groups: dict[tuple[str | None, tuple[_SlotKey, ...], int], _Group] = {}
+    structures: dict[bytes, tuple[_Structure, int]] = {}
+    layouts: dict[tuple[_SlotKey, ...], int] = {}  # slot sequence -> its number (hashed once per structure)
+    groups: dict[tuple[str | None, int, int], _Group] = {}
     for run in dump.run_data:
         if not run.has_events_vector:  # as the reference: no events vector, no block (an empty one gives one)
             continue
         fp = _fingerprint(run)
         if fp not in structures:
-            structures[fp] = _structure(dump, run.columns)
-        s = structures[fp]
-        key = (run.name, s.slots, run.bundled_input_index)
+            new = _structure(dump, run.columns)
+            structures[fp] = (new, layouts.setdefault(new.slots, len(layouts)))
+        s, layout = structures[fp]
+        key = (run.name, layout, run.bundled_input_index)
         groups.setdefault(key, _Group(run.name, run.bundled_input_index)).members.append((run, s))
     for g in groups.values():
         _compared_runs(g, opts)

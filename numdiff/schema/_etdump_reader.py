@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from numdiff.errors import ETDumpError
-from numdiff.schema._flatbuf import FIELD_NAMES, Buffer, Table, TableVector
+from numdiff.schema._flatbuf import FIELD_NAMES, Buffer, Table
+from numdiff.schema._flatbuf_columns import TableVector
 from numdiff.schema._flatbuf_strings import intern_strings
 from numdiff.schema.etdump import (
     FILE_IDENTIFIER,

@@ -5,9 +5,9 @@ raises ``IndexError``/``struct.error`` from deep inside. This module checks, bef
 followed: every offset and length against the buffer, vtable and table sizes, that each field lies
 inside its table, that no offset is null, and that strings and byte vectors do not overlap so as
 to make the reader copy more than the file holds. Problems are ``ETDumpError(path, problem,
-offset=...)`` naming the table and field. ``TableVector`` reads one field of many tables with
-numpy gathers, so a dump with hundreds of thousands of events is read without a Python loop per
-event.
+offset=...)`` naming the table and field. ``Buffer.gather`` reads scalars at many positions with
+one numpy gather; ``numdiff.schema._flatbuf_columns.TableVector`` builds on it to read one field of
+many tables, so a dump with hundreds of thousands of events is read without a Python loop per event.
 """
 
 from __future__ import annotations
@@ -314,73 +314,3 @@ def read_string(buf: Buffer, target: int, what: str) -> str:
     except UnicodeDecodeError as e:
         raise buf.fail(f"{what} is not valid UTF-8", target) from e
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class TableVector:
-    """The same field of many tables at once (tables of one type, positions in ``pos``)."""
-
-    buf: Buffer
-    pos: IntArray
-    what: str
-    vtable: IntArray
-    vt_size: npt.NDArray[np.uint16]
-    table_size: IntArray
-
-    @classmethod
-    def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
-        vtable = pos - buf.gather(pos, "i32", f"{what} tables").astype(np.int64)
-        sizes = buf.gather(vtable, "u16", f"vtables of {what}").astype(np.uint16)
-        tsize = buf.gather(vtable + 2, "u16", f"vtables of {what}").astype(np.int64)
-        if sizes.size:
-            bad = np.nonzero((sizes < 4) | (sizes % 2 == 1))[0]
-            if bad.size:
-                raise buf.fail(f"a vtable of {what} has an invalid size {int(sizes[bad[0]])}", int(vtable[bad[0]]))
-            small = np.nonzero(tsize < 4)[0]
-            if small.size:
-                raise buf.fail(f"a vtable of {what} gives the table an invalid size {int(tsize[small[0]])}",
-                               int(vtable[small[0]]))
-            buf.gather(vtable + sizes.astype(np.int64) - 2, "u8", f"vtables of {what}")
-            buf.gather(pos + tsize - 1, "u8", f"{what} tables")
-        return cls(buf, pos, what, vtable, sizes, tsize)
-
-    def field_offsets(self, index: int, size: int) -> IntArray:
-        """Each table's offset of field ``index`` (0: absent), checked to fit ``size`` bytes in it."""
-        slot = 4 + 2 * index
-        present = self.vt_size > slot
-        out = np.zeros(self.pos.size, dtype=np.int64)
-        if np.any(present):
-            where = np.nonzero(present)[0]
-            raw = self.buf.gather(self.vtable[where] + slot, "u16", f"vtable slot {index} of {self.what}")
-            out[where] = raw.astype(np.int64)
-            bad = np.nonzero((out != 0) & ((out < 4) | (out + size > self.table_size)))[0]
-            if bad.size:
-                i = int(bad[0])
-                raise self.buf.fail(
-                    f"{field_label(self.what, index)} of one {self.what} table at table offset {int(out[i])} does not fit in the "
-                    f"{int(self.table_size[i])}-byte table", int(self.pos[i]))
-        return out
-
-    def scalar(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
-        dtype, size = SCALARS[kind][1], SCALARS[kind][2]
-        off = self.field_offsets(index, size)
-        out = np.full(self.pos.size, default, dtype=dtype)
-        has = np.nonzero(off)[0]
-        if has.size:
-            out[has] = self.buf.gather(self.pos[has] + off[has], kind, f"{field_label(self.what, index)} of {self.what}")
-        return out
-
-    def indirect(self, index: int) -> IntArray:
-        """Targets of an offset field (string, vector, table); -1 where the field is absent."""
-        off = self.field_offsets(index, 4)
-        out = np.full(self.pos.size, -1, dtype=np.int64)
-        has = np.nonzero(off)[0]
-        if has.size:
-            out[has] = self.buf.follow(self.pos[has] + off[has], f"{field_label(self.what, index)} of {self.what}")
-        return out
-
-    def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
-        """Rows that have the table field, and the tables themselves."""
-        targets = self.indirect(index)
-        rows = np.nonzero(targets >= 0)[0]
-        return rows, TableVector.at(self.buf, targets[rows], what)
