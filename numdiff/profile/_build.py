@@ -11,14 +11,13 @@ Rules (observable behaviour of the reference, which numdiff reproduces):
 * Runs with the same name, bundled input index and slot sequence merge into one block; each slot
   then holds one sample per run.
 
-Speed: runs whose event columns are byte-identical share one structure, so only the first run of
-each distinct structure is walked in Python; the others contribute their timestamps through numpy
-indexing.
+Speed: runs whose event columns are equal share one structure (``numdiff.profile._structure``), so
+only the first run of each distinct structure is walked in Python; the others contribute their
+timestamps through numpy indexing.
 """
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,95 +30,30 @@ from numdiff._types import ProgramOutput
 from numdiff.errors import ETDumpError
 from numdiff.limits import current_limits
 from numdiff.profile._columns import BlockColumns, SlotDebug, materialise
+from numdiff.profile._structure import Sig, Structure, Structures
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, EventBlock
 from numdiff.profile.timescale import TimeScale, time_scale_factor
 from numdiff.schema.debug_buffer import DebugBuffer, inflate_value
-from numdiff.schema.etdump import ETDump, EventColumns, EventKind, RunData, Tensor, Value, read_value
+from numdiff.schema.etdump import ETDump, RunData, Tensor, Value, read_value
 
 __all__ = ["build_event_blocks"]
 
 _MAX_U32 = 2**32 - 1
 
-# (name, instruction id or None, delegate int or None, delegate str or None)
-_Sig = tuple[str, "int | None", "int | None", "str | None"]
-_SlotKey = tuple[int, "_Sig | None", "_Sig | None"]
-
-
-@dataclass(frozen=True, slots=True)
-class _Structure:
-    """The slot layout of a run: where each slot's profile row and debug rows are."""
-
-    slots: tuple[_SlotKey, ...]
-    profile_rows: npt.NDArray[np.int64]  # -1: the slot has no profile event
-    debug_rows: tuple[tuple[int, ...], ...]
-    output_rows: tuple[int, ...]
-
-
 @dataclass(slots=True)
 class _Group:
     name: str | None
     bundled_input_index: int
-    members: list[tuple[RunData, _Structure]] = field(default_factory=list)
+    members: list[tuple[RunData, Structure]] = field(default_factory=list)
     compared: int = 64  # runs whose logged values are read and compared at load (see _compared_runs)
     bound: str = ""  # the limit that set ``compared``, for the note
-
-
-def _signature(dump: ETDump, cols: EventColumns, row: int) -> _Sig:
-    instr, dint = int(cols.instruction_id[row]), int(cols.delegate_int[row])
-    return (
-        dump.string(int(cols.name[row])) or "",
-        None if instr == -1 else instr,
-        None if dint == -1 else dint,
-        dump.string(int(cols.delegate_str[row])) or None,
-    )
-
-
-def _structure(dump: ETDump, cols: EventColumns) -> _Structure:
-    kind, output = cols.kind.tolist(), cols.output.tolist()
-    keys = zip(cols.instruction_id.tolist(), cols.chain_index.tolist(), cols.delegate_int.tolist(),
-               cols.delegate_str.tolist(), strict=True)
-    instructions: dict[tuple[int, int, int, int], tuple[list[int], list[int]]] = {}
-    outputs: list[int] = []
-    for row, key in enumerate(keys):
-        k = kind[row]
-        if k != EventKind.PROFILE and k != EventKind.DEBUG:
-            continue
-        profile_rows, debug_rows = instructions.setdefault(key, ([], []))
-        if k == EventKind.PROFILE:
-            profile_rows.append(row)
-        elif output[row]:
-            outputs.append(row)
-        else:
-            debug_rows.append(row)
-    slots: dict[_SlotKey, tuple[int, tuple[int, ...]]] = {}
-    for key, (profile_rows, debug_rows) in instructions.items():
-        if not profile_rows and not debug_rows:
-            continue
-        debug_sig = _signature(dump, cols, debug_rows[0]) if debug_rows else None
-        drows = tuple(debug_rows)
-        if not profile_rows:
-            slots[(key[0], None, debug_sig)] = (-1, drows)
-        for row in profile_rows:
-            slots[(key[0], _signature(dump, cols, row), debug_sig)] = (row, drows)
-    return _Structure(
-        slots=tuple(slots),
-        profile_rows=np.array([v[0] for v in slots.values()], dtype=np.int64),
-        debug_rows=tuple(v[1] for v in slots.values()),
-        output_rows=tuple(outputs),
-    )
-
-
-def _fingerprint(run: RunData) -> bytes:
-    c = run.columns
-    h = hashlib.blake2b(digest_size=16)
-    for arr in (c.kind, c.name, c.chain_index, c.instruction_id, c.delegate_int, c.delegate_str, c.output):
-        h.update(arr.tobytes())
-    return h.digest()
 
 
 def _elapsed(start: npt.NDArray[Any], end: npt.NDArray[Any], dump: ETDump, what: str) -> npt.NDArray[np.float64]:
     """end - start, assuming a 32-bit timer that wrapped around when start > end."""
     wrapped = start > end
+    if not wrapped.any():
+        return (end - start).astype(np.float64)
     if np.any(wrapped & ((start > _MAX_U32) | (end > _MAX_U32))):
         raise ETDumpError(
             dump.buffer.path,
@@ -164,17 +98,12 @@ def build_event_blocks(
                     delegate_time_scale_converter, [], dump.buffer.path,
                     compared_runs=current_limits().max_compared_runs,
                     compared_values=current_limits().max_compared_values)
-    structures: dict[bytes, tuple[_Structure, int]] = {}
-    layouts: dict[tuple[_SlotKey, ...], int] = {}  # slot sequence -> its number (hashed once per structure)
+    structures = Structures(dump)
     groups: dict[tuple[str | None, int, int], _Group] = {}
     for run in dump.run_data:
         if not run.has_events_vector:  # as the reference: no events vector, no block (an empty one gives one)
             continue
-        fp = _fingerprint(run)
-        if fp not in structures:
-            new = _structure(dump, run.columns)
-            structures[fp] = (new, layouts.setdefault(new.slots, len(layouts)))
-        s, layout = structures[fp]
+        s, layout = structures.of(run.columns)
         key = (run.name, layout, run.bundled_input_index)
         groups.setdefault(key, _Group(run.name, run.bundled_input_index)).members.append((run, s))
     for g in groups.values():
@@ -205,7 +134,7 @@ def _block(dump: ETDump, group: _Group, opts: _Options) -> EventBlock:
     return block
 
 
-def _label(sigs: tuple[_Sig | None, _Sig | None]) -> tuple[str, bool | None, int | str | None]:
+def _label(sigs: tuple[Sig | None, Sig | None]) -> tuple[str, bool | None, int | str | None]:
     """Event name, is-delegated flag and delegate identifier after applying the slot's signatures."""
     name, delegated, ident = "", None, None
     for sig in sigs:
@@ -230,12 +159,17 @@ def _columns(dump: ETDump, group: _Group, opts: _Options) -> BlockColumns:
     timed = [_label((p, None)) for _, p, _ in first.slots]  # durations use the profile event's own label
     profiled = np.array([p is not None for _, p, _ in first.slots], dtype=np.bool_)
     delegated = np.array([bool(d) for _, d, _ in timed], dtype=np.bool_)
-    durations = np.full(starts.shape, np.nan)
     plain = profiled & ~delegated
-    wrapped = starts[:, plain] > ends[:, plain]
-    if np.any(wrapped & ((starts[:, plain] > _MAX_U32) | (ends[:, plain] > _MAX_U32))):
-        plain[:] = False  # a corrupt timestamp: per event, so the error names the first one
-    durations[:, plain] = _elapsed(starts[:, plain], ends[:, plain], dump, "") / factor
+    every = bool(plain.all())
+    plain_starts, plain_ends = (starts, ends) if every else (starts[:, plain], ends[:, plain])
+    wrapped = plain_starts > plain_ends
+    if wrapped.any() and np.any(wrapped & ((plain_starts > _MAX_U32) | (plain_ends > _MAX_U32))):
+        plain[:] = every = False  # a corrupt timestamp: per event, so the error names the first one
+    if every:
+        durations = _elapsed(plain_starts, plain_ends, dump, "") / factor
+    else:
+        durations = np.full(starts.shape, np.nan)
+        durations[:, plain] = _elapsed(starts[:, plain], ends[:, plain], dump, "") / factor
     metadata: dict[int, list[str]] = {}
     debug: dict[int, SlotDebug] = {}
     for j in np.flatnonzero(profiled & ~plain).tolist():

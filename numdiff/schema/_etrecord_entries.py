@@ -194,30 +194,33 @@ class EntryReader:
         return validate_entry(self.path, name, value)
 
     def read_program(self, name: str) -> Program:
-        """A program entry and its companions, the program JSON parsed and its header checked.
+        """A program entry and its companions; the JSON is parsed when first read (``Program.json``).
 
         The graph itself is checked (:meth:`Program.check`) before its first use: the profiling
-        view reads only node metadata, checked as it is read, and need not pay for the rest.
+        view reads only the Edge program's node metadata, checked as it is read, and need not pay
+        for the rest (nor parse the ATen program, which only the numerical gap runs).
         """
         self.check_program_size(name, self.archive.getinfo(name).file_size)
         state_dict, constants, example_inputs = (self.read_bytes(name + s) for s in COMPANION_SUFFIXES)
         parts = (self.read_bytes(name), state_dict, constants, example_inputs)
         self.check_program_size(name, len(parts[0]))
-        try:
-            program = json.loads(parts[0].decode("utf-8"))
-        except RecursionError as e:  # json's decoder guards its own recursion: a clean error
-            raise ETRecordError(
-                self.path,
-                f"entry {name!r}: program JSON nested deeper than Python's recursion limit",
-                _ALTERED,
-            ) from e
-        except ValueError as e:
-            raise ETRecordError(self.path, f"entry {name!r}: program is not valid JSON: {str(e)[:200]}", _ALTERED) from e
-        try:
-            check_header(program)
-        except ProgramLoadError as e:
-            raise ETRecordError(self.path, f"entry {name!r}: {e.problem}", e.hint or _ALTERED) from e
-        return Program(self.path, name, parts, program, self.limits)
+        return Program(self.path, name, parts, None, self.limits)
+
+
+def _parse_program(path: str | None, name: str, data: bytes) -> dict[str, Any]:
+    """A program entry's JSON, parsed and its header checked."""
+    try:
+        program = json.loads(data.decode("utf-8"))
+    except RecursionError as e:  # json's decoder guards its own recursion: a clean error
+        raise ETRecordError(path, f"entry {name!r}: program JSON nested deeper than Python's recursion limit",
+                            _ALTERED) from e
+    except ValueError as e:
+        raise ETRecordError(path, f"entry {name!r}: program is not valid JSON: {str(e)[:200]}", _ALTERED) from e
+    try:
+        check_header(program)
+    except ProgramLoadError as e:
+        raise ETRecordError(path, f"entry {name!r}: {e.problem}", e.hint or _ALTERED) from e
+    return program  # type: ignore[no-any-return]
 
 
 def _size_of(fp: Any) -> int:
@@ -249,14 +252,26 @@ class PickledEntry:
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A program entry: its JSON parsed now, its graph checked and the ``ExportedProgram`` built when first needed."""
+    """A program entry: its JSON parsed, its graph checked and the ``ExportedProgram`` built when first needed."""
 
     path: str | None
     name: str
     parts: tuple[bytes, bytes, bytes, bytes]
-    json: dict[str, Any]
+    parsed: dict[str, Any] | None  # the JSON when the caller parsed it already, else parsed on first read
     limits: Limits = field(default_factory=current_limits)
     _checked: list[bool] = field(default_factory=list, repr=False, compare=False)
+    _json: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """The program JSON (parsed once; its header checked).
+
+        Raises:
+            ETRecordError: Not valid JSON, nested too deep, or an unknown schema or dialect.
+        """
+        if not self._json:
+            self._json.append(self.parsed if self.parsed is not None else _parse_program(self.path, self.name, self.parts[0]))
+        return self._json[0]
 
     def check(self) -> None:
         """Check nesting depth and the graph's shape (:func:`check_program`), once.

@@ -57,10 +57,14 @@ def _string_ids(buf: Buffer, data: bytes, starts: IntArray, ends: IntArray, tabl
     if starts.size < _VECTOR_GROUP:
         return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
                         dtype=np.int32)
+    import pandas as pd  # hash tables: linear, where np.unique sorts
+
     first = np.empty(starts.size, dtype=np.int64)  # index of the first string equal to each
     lengths = ends - starts - 4
-    by_length = np.argsort(lengths, kind="stable")
-    bounds = np.flatnonzero(np.diff(lengths[by_length])) + 1
+    codes, _ = pd.factorize(lengths)
+    small = codes.astype(np.int16) if int(codes.max()) < 2**15 else codes  # stable sort of int16: a radix sort
+    by_length = np.argsort(small, kind="stable")
+    bounds = np.flatnonzero(np.diff(small[by_length])) + 1
     for group in np.split(by_length, bounds):  # each group in ascending order: firsts come first
         length = int(lengths[group[0]])
         got = _same_length_firsts(buf, starts[group] + 4, length) if group.size >= _VECTOR_GROUP else None
@@ -70,31 +74,38 @@ def _string_ids(buf: Buffer, data: bytes, starts: IntArray, ends: IntArray, tabl
                             for k, b in zip(group.tolist(), (starts[group] + 4).tolist(), strict=True)]
         else:
             first[group] = group[got]
-    distinct = np.unique(first)
-    ids = [setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(),
-                                                                       strict=True)]
-    return np.asarray(ids, dtype=np.int32)[np.searchsorted(distinct, first)]
+    distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
+    ids = np.empty(first.size, dtype=np.int32)
+    ids[distinct] = [setdefault(data[s + 4 : e], len(table))
+                     for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(), strict=True)]
+    out: npt.NDArray[np.int32] = ids[first]
+    return out
 
 
 def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray | None:
     """For many strings of one ``length`` starting at ``begins``, the position (in ``begins``) of the
-    first string equal to each: strings read as 4-byte words, hashed, grouped, and checked word for
-    word against their group's first. None (the caller goes one by one) where that does not apply:
-    unaligned strings, a word past the end of the file, a hash collision."""
+    first string equal to each: strings read as 4-byte words, one word of every string at a time,
+    hashed, grouped, and checked word for word against their group's first. None (the caller goes
+    one by one) where that does not apply: unaligned strings, a word past the end of the file, a
+    hash collision."""
     words = buf.words(np.uint32)
     nwords = max(1, -(-length // 4))
     if (begins & 3).any() or int(begins.max()) // 4 + nwords > words.size:
         return None
-    rows = words[(begins >> 2)[:, None] + np.arange(nwords, dtype=np.int64)[None, :]]
-    if length % 4 or length == 0:
-        rows[:, -1] &= np.uint32((1 << (8 * (length % 4))) - 1)  # bytes past the string do not count
-    digest = np.zeros(rows.shape[0], dtype=np.uint64)
+    base = begins >> 2
+    columns = []
+    digest = np.zeros(begins.size, dtype=np.uint64)
     for j in range(nwords):
-        digest = digest * np.uint64(0x100000001B3) + rows[:, j].astype(np.uint64)
-    import pandas as pd  # a hash table: linear, where np.unique sorts
+        column = words[base + j]
+        if j == nwords - 1 and (length % 4 or length == 0):
+            column &= np.uint32((1 << (8 * (length % 4))) - 1)  # bytes past the string do not count
+        columns.append(column)
+        digest *= np.uint64(0x100000001B3)
+        digest += column
+    import pandas as pd
 
     codes, _ = pd.factorize(digest)  # codes numbered in order of first appearance: 0, then 1, ...
     running = np.maximum.accumulate(codes)
     first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))  # where each code first appears
     firsts: IntArray = first[codes]
-    return firsts if np.array_equal(rows, rows[firsts]) else None
+    return firsts if all(np.array_equal(c, c[firsts]) for c in columns) else None
