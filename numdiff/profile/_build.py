@@ -53,7 +53,8 @@ def _elapsed(start: npt.NDArray[Any], end: npt.NDArray[Any], dump: ETDump, what:
     """end - start, assuming a 32-bit timer that wrapped around when start > end."""
     wrapped = start > end
     if not wrapped.any():
-        return (end - start).astype(np.float64)
+        plain: npt.NDArray[np.float64] = (end - start).astype(np.float64)
+        return plain
     if np.any(wrapped & ((start > _MAX_U32) | (end > _MAX_U32))):
         raise ETDumpError(
             dump.buffer.path,
