@@ -141,19 +141,25 @@ class Buffer:
 
     # --- vectorised helpers -------------------------------------------------------------------
 
-    def gather(self, pos: IntArray, kind: str, what: str) -> npt.NDArray[np.generic]:
-        """Little-endian scalars of ``kind`` at every position in ``pos`` (bounds-checked)."""
+    def gather(self, pos: IntArray, kind: str, what: str, *, proven: bool = False) -> npt.NDArray[np.generic]:
+        """Little-endian scalars of ``kind`` at every position in ``pos`` (bounds-checked).
+
+        ``proven``: the caller has shown that every position lies inside the file with its bytes
+        and is a multiple of the scalar's size (fields of tables whose extent and alignment were
+        checked), so neither is checked again here.
+        """
         _, dtype, size = SCALARS[kind]
         if pos.size == 0:
             return np.zeros(0, dtype=dtype)
-        lo, hi = int(pos.min()), int(pos.max())
-        if lo < 0 or hi + size > len(self.data):
-            bad = lo if lo < 0 else hi
-            raise self.fail(f"{what} lies outside the {len(self.data)}-byte file", bad)
+        if not proven:
+            lo, hi = int(pos.min()), int(pos.max())
+            if lo < 0 or hi + size > len(self.data):
+                bad = lo if lo < 0 else hi
+                raise self.fail(f"{what} lies outside the {len(self.data)}-byte file", bad)
         if size == 1:
             single: npt.NDArray[np.generic] = self.u8[pos].view(dtype)
             return single
-        if not (pos & (size - 1)).any():  # FlatBuffers aligns scalars: one typed gather, no byte shuffling
+        if proven or not (pos & (size - 1)).any():  # FlatBuffers aligns scalars: one typed gather, no byte shuffling
             aligned: npt.NDArray[np.generic] = self.words(dtype)[pos >> (size.bit_length() - 1)]
             return aligned
         idx = pos[:, None] + np.arange(size, dtype=np.int64)[None, :]
@@ -171,9 +177,9 @@ class Buffer:
             self.views[key] = view
         return view
 
-    def follow(self, pos: IntArray, what: str) -> IntArray:
-        """Targets of the uoffsets stored at ``pos`` (none may be zero)."""
-        off = self.gather(pos, "u32", what).astype(np.int64)
+    def follow(self, pos: IntArray, what: str, *, proven: bool = False) -> IntArray:
+        """Targets of the uoffsets stored at ``pos`` (none may be zero; ``proven`` as for ``gather``)."""
+        off = self.gather(pos, "u32", what, proven=proven).astype(np.int64)
         if off.size and not off.all():
             first = int(np.argmin(off != 0))
             raise self.fail(f"{what} holds a null reference (offset 0)", int(pos[first]))

@@ -44,6 +44,7 @@ class TableVector:
     layout: IntArray | None  # each table's index into ``vtables`` (None: all use vtables[0])
     vt_size: IntArray  # per distinct vtable
     table_size: IntArray  # per distinct vtable
+    residue: int | None  # every table's position modulo 8, when it is the same for all
 
     @classmethod
     def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
@@ -64,7 +65,9 @@ class TableVector:
             last = int(np.argmax(ends))
             if int(ends[last]) > len(buf):
                 raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", int(ends[last]) - 1)
-        return cls(buf, pos, what, vtables, layout, sizes, tsize)
+        mod8 = pos & 7
+        residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
+        return cls(buf, pos, what, vtables, layout, sizes, tsize, residue)
 
     def _rows(self, per_vtable: IntArray) -> IntArray:
         """A per-vtable value spread to every table."""
@@ -97,35 +100,43 @@ class TableVector:
         """Each table's offset of field ``index`` (0: absent), checked to fit ``size`` bytes in it."""
         return self._rows(self._offsets(index, size))
 
-    def _present(self, index: int, size: int) -> tuple[IntArray | None, IntArray]:
-        """Rows that have field ``index`` (None: all of them) and the field's position in each of those rows."""
+    def _present(self, index: int, size: int) -> tuple[IntArray | None, IntArray, bool]:
+        """Rows that have field ``index`` (None: all of them), the field's position in each of those
+        rows, and whether those positions are proven inside the file and aligned (``Buffer.gather``).
+
+        A present field lies inside its table (``_offsets``), and every table inside the file
+        (``at``); it is aligned when all tables share a position modulo 8 that, with each
+        vtable's offset, is a multiple of the field's size.
+        """
         offsets = self._offsets(index, size)
+        used = offsets[offsets != 0]
+        proven = self.residue is not None and not ((self.residue + used) % size).any()
         if offsets.size and offsets.all():
-            return None, self.pos + (offsets[0] if self.layout is None else offsets[self.layout])
+            return None, self.pos + (offsets[0] if self.layout is None else offsets[self.layout]), proven
         per_row = self._rows(offsets)
         has = np.nonzero(per_row)[0]
-        return has, self.pos[has] + per_row[has]
+        return has, self.pos[has] + per_row[has], proven
 
     def scalar(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
         dtype, size = SCALARS[kind][1], SCALARS[kind][2]
-        rows, at = self._present(index, size)
+        rows, at, proven = self._present(index, size)
         what = f"{field_label(self.what, index)} of {self.what}"
         if rows is None:
-            return self.buf.gather(at, kind, what).astype(dtype, copy=False)
+            return self.buf.gather(at, kind, what, proven=proven).astype(dtype, copy=False)
         out = np.full(self.pos.size, default, dtype=dtype)
         if rows.size:
-            out[rows] = self.buf.gather(at, kind, what)
+            out[rows] = self.buf.gather(at, kind, what, proven=proven)
         return out
 
     def indirect(self, index: int) -> IntArray:
         """Targets of an offset field (string, vector, table); -1 where the field is absent."""
-        rows, at = self._present(index, 4)
+        rows, at, proven = self._present(index, 4)
         what = f"{field_label(self.what, index)} of {self.what}"
         if rows is None:
-            return self.buf.follow(at, what)
+            return self.buf.follow(at, what, proven=proven)
         out = np.full(self.pos.size, -1, dtype=np.int64)
         if rows.size:
-            out[rows] = self.buf.follow(at, what)
+            out[rows] = self.buf.follow(at, what, proven=proven)
         return out
 
     def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
