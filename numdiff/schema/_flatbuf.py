@@ -12,6 +12,7 @@ many tables, so a dump with hundreds of thousands of events is read without a Py
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass, field
 
@@ -82,7 +83,7 @@ class Buffer:
     short or padded in transfer); error hints depend on it.
     """
 
-    data: bytes | memoryview
+    data: bytes | mmap.mmap  # the file read, or mapped read-only (numdiff.schema._etdump_reader)
     path: str | None
     u8: npt.NDArray[np.uint8]
     intact: bool = False
@@ -94,7 +95,7 @@ class Buffer:
     views: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, data: bytes | memoryview, path: str | None, *, intact: bool = False) -> Buffer:
+    def of(cls, data: bytes | mmap.mmap, path: str | None, *, intact: bool = False) -> Buffer:
         return cls(data, path, np.frombuffer(data, dtype=np.uint8), intact)
 
     def __len__(self) -> int:
@@ -179,11 +180,12 @@ class Buffer:
 
     def follow(self, pos: IntArray, what: str, *, proven: bool = False) -> IntArray:
         """Targets of the uoffsets stored at ``pos`` (none may be zero; ``proven`` as for ``gather``)."""
-        off = self.gather(pos, "u32", what, proven=proven).astype(np.int64)
+        off = self.gather(pos, "u32", what, proven=proven)
         if off.size and not off.all():
             first = int(np.argmin(off != 0))
             raise self.fail(f"{what} holds a null reference (offset 0)", int(pos[first]))
-        return pos + off
+        targets: IntArray = np.add(pos, off, dtype=np.int64)
+        return targets
 
     def follow_elements(self, start: int, n: int, what: str, *, half_signature: bool = False) -> IntArray:
         """Targets of the ``n`` table offsets of the vector whose elements begin at ``start``.
@@ -198,7 +200,7 @@ class Buffer:
             if all(small):
                 return np.array([start + 4 * i + o for i, o in enumerate(small)], dtype=np.int64)
         pos = start + 4 * np.arange(n, dtype=np.int64)
-        off = self.gather(pos, "u32", what).astype(np.int64)
+        off = self.gather(pos, "u32", what)
         if off.size and not off.all():
             nulls = np.nonzero(off == 0)[0]
             trailing = int(nulls[0]) == n - nulls.size
@@ -206,7 +208,8 @@ class Buffer:
                 problem = _HALF_PROBLEM.format(what=what, count=nulls.size, plural="s" if nulls.size > 1 else "")
                 raise ETDumpError(self.path, problem, _HALF_HINT, offset=int(pos[nulls[0]]))
             raise self.fail(f"{what} holds a null reference (offset 0) at element {int(nulls[0])}", int(pos[nulls[0]]))
-        return pos + off
+        targets: IntArray = np.add(pos, off, dtype=np.int64)
+        return targets
 
 
 @dataclass(frozen=True, slots=True)

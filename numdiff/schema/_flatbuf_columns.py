@@ -48,7 +48,7 @@ class TableVector:
 
     @classmethod
     def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
-        vtable_of = pos - buf.gather(pos, "i32", f"{what} tables").astype(np.int64)
+        vtable_of = np.subtract(pos, buf.gather(pos, "i32", f"{what} tables"), dtype=np.int64)
         vtables, layout = _distinct(vtable_of)
         sizes = buf.gather(vtables, "u16", f"vtables of {what}").astype(np.int64)
         tsize = buf.gather(vtables + 2, "u16", f"vtables of {what}").astype(np.int64)
@@ -61,11 +61,12 @@ class TableVector:
                 raise buf.fail(f"a vtable of {what} gives the table an invalid size {int(tsize[small[0]])}",
                                int(vtables[small[0]]))
             buf.gather(vtables + sizes - 2, "u8", f"vtables of {what}")
-            ends = pos + (tsize[0] if layout is None else tsize[layout])
-            last = int(np.argmax(ends))
-            if int(ends[last]) > len(buf):
-                raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", int(ends[last]) - 1)
-        mod8 = pos & 7
+            if int(pos.max()) + int(tsize.max()) > len(buf):  # then find the table that runs past the end
+                ends = pos + (tsize[0] if layout is None else tsize[layout])
+                last = int(np.argmax(ends))
+                if int(ends[last]) > len(buf):
+                    raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", int(ends[last]) - 1)
+        mod8 = np.bitwise_and(pos, 7, dtype=np.uint8, casting="unsafe")
         residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
         return cls(buf, pos, what, vtables, layout, sizes, tsize, residue)
 
@@ -110,8 +111,10 @@ class TableVector:
         """
         offsets = self._offsets(index, size)
         used = offsets[offsets != 0]
+        if not used.size:  # no table has the field
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), True
         proven = self.residue is not None and not ((self.residue + used) % size).any()
-        if offsets.size and offsets.all():
+        if offsets.all():
             return None, self.pos + (offsets[0] if self.layout is None else offsets[self.layout]), proven
         per_row = self._rows(offsets)
         has = np.nonzero(per_row)[0]
@@ -141,6 +144,6 @@ class TableVector:
 
     def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
         """Rows that have the table field, and the tables themselves."""
-        targets = self.indirect(index)
-        rows = np.nonzero(targets >= 0)[0]
-        return rows, TableVector.at(self.buf, targets[rows], what)
+        rows, at, proven = self._present(index, 4)
+        targets = self.buf.follow(at, f"{field_label(self.what, index)} of {self.what}", proven=proven)
+        return (np.arange(self.pos.size) if rows is None else rows), TableVector.at(self.buf, targets, what)

@@ -9,6 +9,7 @@ appearance, as one ``dict.setdefault`` per string would number them.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 
 import numpy as np
@@ -29,9 +30,11 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
     has = np.nonzero(targets >= 0)[0]
     if has.size == 0:
         return out
-    starts = targets[has]
-    lengths = buf.gather(starts, "u32", f"lengths of {what}").astype(np.int64)
-    ends = starts + 4 + lengths
+    every = has.size == targets.size
+    starts = targets if every else targets[has]
+    lengths = buf.gather(starts, "u32", f"lengths of {what}")
+    ends = np.add(starts, lengths, dtype=np.int64)
+    ends += 4
     if int(ends.max()) > len(buf):
         bad = int(starts[np.argmax(ends)])
         raise buf.fail(f"a {what} string runs past the end of the {len(buf)}-byte file", bad)
@@ -40,9 +43,13 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
         starts, first, inverse = np.unique(starts, return_index=True, return_inverse=True)
         ends = ends[first]
         buf.spend(int((ends - starts).sum()), f"{what} strings", int(starts[0]))
-    data = buf.data if isinstance(buf.data, bytes) else bytes(buf.data)
+    data = buf.data  # bytes or a read-only mapping: each slice is a bytes copy of its own
     ids = _string_ids(buf, data, starts, ends, table)
-    out[has] = ids if inverse is None else ids[inverse]
+    if inverse is not None:
+        ids = ids[inverse]
+    if every:
+        return ids
+    out[has] = ids
     return out
 
 
@@ -50,7 +57,7 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
 _VECTOR_GROUP = 64
 
 
-def _string_ids(buf: Buffer, data: bytes, starts: IntArray, ends: IntArray, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: IntArray, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
     """``table`` ids of the strings ``data[starts + 4 : ends]`` (bounds already checked), new strings
     numbered in the order they first appear, as one ``setdefault`` per string would."""
     setdefault: Callable[[bytes, int], int] = table.setdefault
