@@ -13,7 +13,6 @@ import os
 import warnings
 from typing import Any
 
-from numdiff._gc_pause import gc_paused
 from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageTypeError
 from numdiff.profile._symbolicate import (
     FORWARD,
@@ -146,8 +145,7 @@ def load_etrecord(etrecord: Any) -> Any:
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
-        with gc_paused():  # parsing makes no cycles; full collections over torch's objects cost more than it
-            return parse_etrecord(etrecord)
+        return parse_etrecord(etrecord)  # (the Inspector pauses the cyclic collector around its loading)
     if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
         return etrecord
     raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "

@@ -143,13 +143,28 @@ class Inspector(NumericsMixin):
         self._target_time_scale = TimeScale.parse(target_time_scale)
         time_scale_factor(self._source_time_scale, self._target_time_scale)  # validates the pair
         self._etdump_path = None if etdump_path is None else os.fspath(etdump_path)
+        self._enable_module_hierarchy = enable_module_hierarchy
+        self._reference_graph_name = reference_graph_name
+        self._op_graph_dict: OperatorGraphs | None = None
+        with gc_paused():  # tens of thousands of acyclic records (program JSON, slots): see numdiff._gc_pause
+            notes = self._load(etrecord, etdump_path, etdump_data, debug_buffer_path, delegate_metadata_parser,
+                               delegate_time_scale_converter)
+        self.notes: tuple[str, ...] = tuple(notes)
+        warn_notes(notes, self._etdump_path)
+
+    # --- construction helpers -----------------------------------------------------------------
+
+    def _load(self, etrecord: Any, etdump_path: PathLike | None, etdump_data: bytes | None,
+              debug_buffer_path: PathLike | None, delegate_metadata_parser: DelegateMetadataParser | None,
+              delegate_time_scale_converter: DelegateTimeScaleConverter | None) -> list[str]:
+        """Read the files, build the event blocks and link them to the ETRecord; return the notes."""
         self._etrecord = load_etrecord(etrecord)
         dump = read_etdump(etdump_path if etdump_data is None else etdump_data)  # type: ignore[arg-type]
         self._debug_buffer = None if debug_buffer_path is None else DebugBuffer(debug_buffer_path)
         if self._debug_buffer is None and logs_tensors(dump):
             warnings.warn(
                 f"ETDump {self._etdump_path!r} logs tensors but no debug buffer was given: "
-                "their values are unavailable (pass debug_buffer_path=)", stacklevel=2)
+                "their values are unavailable (pass debug_buffer_path=)", stacklevel=3)
         self.event_blocks: list[EventBlock]
         self.event_blocks, notes = build_event_blocks(
             dump,
@@ -159,14 +174,9 @@ class Inspector(NumericsMixin):
             delegate_metadata_parser=delegate_metadata_parser,
             delegate_time_scale_converter=delegate_time_scale_converter,
         )
-        self._enable_module_hierarchy = enable_module_hierarchy
-        self._reference_graph_name = reference_graph_name
-        self._op_graph_dict: OperatorGraphs | None = None
         if self._etrecord is not None:
-            with gc_paused():  # tens of thousands of acyclic node records: see numdiff._gc_pause
-                notes += self._consume_etrecord()
-        self.notes: tuple[str, ...] = tuple(notes)
-        warn_notes(notes, self._etdump_path)
+            notes += self._consume_etrecord()
+        return notes
 
     # --- construction helpers -----------------------------------------------------------------
 

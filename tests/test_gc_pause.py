@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,27 @@ def test_keeps_a_callers_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_inspector_restores_the_collector_after_loading_and_after_a_failure(tmp_path: Path) -> None:
+    from numdiff import Inspector
+    from numdiff.errors import ETDumpError
+    from tests.conftest import artifact
+
+    with pytest.warns(UserWarning, match="logs tensors but no debug buffer"):
+        Inspector(etdump_path=artifact("mlp_fp32", "etdump"), etrecord=artifact("mlp_fp32", "etrecord"))
+    assert gc.isenabled()
+    bad = tmp_path / "bad.etdp"
+    bad.write_bytes(b"\x00" * 64)
+    with pytest.raises(ETDumpError):
+        Inspector(etdump_path=str(bad))
+    assert gc.isenabled()
+
+
+def test_the_inspectors_warning_points_at_the_callers_line() -> None:
+    from numdiff import Inspector
+    from tests.conftest import artifact
+
+    with pytest.warns(UserWarning, match="logs tensors but no debug buffer") as record:
+        Inspector(etdump_path=artifact("mlp_fp32", "etdump"))
+    assert record[0].filename == __file__

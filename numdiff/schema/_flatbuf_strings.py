@@ -64,10 +64,71 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
     if starts.size < _VECTOR_GROUP:
         return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
                         dtype=np.int32)
+    lengths = ends - starts - 4
+    first = _short_firsts(buf, starts + 4, lengths) if int(lengths.max()) <= _SHORT else None
+    if first is None:
+        first = _firsts_by_length(buf, data, starts, lengths)
+    distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
+    ids = np.empty(first.size, dtype=np.int32)
+    ids[distinct] = [setdefault(data[s + 4 : e], len(table))
+                     for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(), strict=True)]
+    out: npt.NDArray[np.int32] = ids[first]
+    return out
+
+
+#: Strings up to this many bytes (event and delegate names) are hashed all together, each masked to
+#: its length; longer ones are grouped by length first.
+_SHORT = 64
+#: The bytes of a 4-byte word kept when 0, 1, 2, 3 or 4 of them belong to the string.
+_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+
+
+def _short_firsts(buf: Buffer, begins: IntArray, lengths: IntArray) -> IntArray | None:
+    """For strings of at most ``_SHORT`` bytes starting at ``begins``, the index of the first string
+    equal to each: the strings are read one 4-byte word at a time, all of them at once, each word
+    masked to the string's length, hashed with the length, grouped, and checked word for word
+    against their group's first. None (the caller groups by length) where that does not apply:
+    unaligned strings, a last word past the end of the file, a hash collision."""
+    words = buf.words(np.uint32)
+    if (begins & 3).any() or int(((begins + lengths + 3) >> 2).max()) > words.size:
+        return None
+    width = max(1, -(-int(lengths.max()) // 4))
+    whole = int(lengths.min()) // 4  # words that are all string in every row: no mask
+    index = begins >> 2
+    clip = int(index.max()) + width > words.size  # a short string near the end: its unused words are past it
+    left = lengths - 4 * whole  # bytes of each string from word ``whole`` on
+    digest = lengths.astype(np.uint64)
+    columns = []
+    for j in range(width):
+        column = words[np.minimum(index, words.size - 1) if clip else index]
+        if j >= whole:
+            column &= _MASKS[np.clip(left, 0, 4)]
+            left -= 4
+        columns.append(column)
+        digest *= np.uint64(0x100000001B3)
+        digest += column
+        index += 1
+    firsts = _first_of_each(digest)
+    same = np.array_equal(lengths, lengths[firsts]) and all(np.array_equal(c, c[firsts]) for c in columns)
+    return firsts if same else None
+
+
+def _first_of_each(digest: npt.NDArray[np.uint64]) -> IntArray:
+    """For each row, the index of the first row with the same digest."""
+    import pandas as pd  # a hash table: linear, where np.unique sorts
+
+    codes, _ = pd.factorize(digest)  # codes numbered in order of first appearance: 0, then 1, ...
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))  # where each code first appears
+    firsts: IntArray = first[codes]
+    return firsts
+
+
+def _firsts_by_length(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, lengths: IntArray) -> IntArray:
+    """The index of the first string equal to each, the strings grouped by length first (any length)."""
     import pandas as pd  # hash tables: linear, where np.unique sorts
 
-    first = np.empty(starts.size, dtype=np.int64)  # index of the first string equal to each
-    lengths = ends - starts - 4
+    first = np.empty(starts.size, dtype=np.int64)
     codes, _ = pd.factorize(lengths)
     small = codes.astype(np.int16) if int(codes.max()) < 2**15 else codes  # stable sort of int16: a radix sort
     by_length = np.argsort(small, kind="stable")
@@ -81,12 +142,7 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
                             for k, b in zip(group.tolist(), (starts[group] + 4).tolist(), strict=True)]
         else:
             first[group] = group[got]
-    distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
-    ids = np.empty(first.size, dtype=np.int32)
-    ids[distinct] = [setdefault(data[s + 4 : e], len(table))
-                     for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(), strict=True)]
-    out: npt.NDArray[np.int32] = ids[first]
-    return out
+    return first
 
 
 def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray | None:
@@ -109,10 +165,5 @@ def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray 
         columns.append(column)
         digest *= np.uint64(0x100000001B3)
         digest += column
-    import pandas as pd
-
-    codes, _ = pd.factorize(digest)  # codes numbered in order of first appearance: 0, then 1, ...
-    running = np.maximum.accumulate(codes)
-    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))  # where each code first appears
-    firsts: IntArray = first[codes]
+    firsts = _first_of_each(digest)
     return firsts if all(np.array_equal(c, c[firsts]) for c in columns) else None
