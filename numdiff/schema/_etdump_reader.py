@@ -186,8 +186,8 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
     strings: dict[bytes, int] = {}
     dump = ETDump(version=int(root.scalar(0, "u32", 0)), run_data=[], strings=[], buffer=buf)
     heads: list[tuple[str | None, int, tuple[Allocator, ...], bool]] = []
-    events: list[npt.NDArray[np.int64]] = []
-    seen: dict[int, int] = {}  # run table position -> its index in heads/events (a repeated run is read once)
+    spans: list[tuple[int, int]] = []  # each distinct run's events vector: (first element, length)
+    seen: dict[int, int] = {}  # run table position -> its index in heads/spans (a repeated run is read once)
     order = []
     for pos in root.table_positions(1, "ETDump.run_data", half_signature=True).tolist():
         i = seen.get(pos)
@@ -196,11 +196,11 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
             allocators = tuple(Allocator(a.string(0)) for a in run.table_vector(2, "RunData.allocators"))
             i = seen[pos] = len(heads)
             heads.append((run.string(0), int(run.scalar(1, "i32", -1)), allocators, run.has(3)))
-            events.append(run.table_positions(3, "RunData.events"))
+            spans.append(run.vector(3, 4, "RunData.events") or (0, 0))
         order.append(i)
     # All runs' events are read in one column-wise pass, then split back per run (views, no copies).
-    columns = _read_event_columns(buf, np.concatenate(events) if events else np.zeros(0, np.int64), strings)
-    bounds = np.cumsum([0, *(e.size for e in events)]).tolist()
+    columns = _read_event_columns(buf, buf.follow_spans(spans, "RunData.events"), strings)
+    bounds = np.cumsum([0, *(n for _, n in spans)]).tolist()
     per_run = [columns.slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     for i in order:
         name_, bundled, allocators, has_events = heads[i]

@@ -211,6 +211,29 @@ class Buffer:
         targets: IntArray = np.add(pos, off, dtype=np.int64)
         return targets
 
+    def follow_spans(self, spans: list[tuple[int, int]], what: str) -> IntArray:
+        """``follow_elements`` over many vectors of table offsets at once, concatenated in order.
+
+        ``spans`` holds each vector's ``(start, length)`` as ``Table.vector`` returns them (already
+        checked to lie inside the buffer). A null reference is reported as ``follow_elements``
+        reports it, with its element's index in its own vector.
+        """
+        counts = np.array([n for _, n in spans], dtype=np.int64)
+        total = int(counts.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        firsts = np.cumsum(counts) - counts  # index of each vector's first element in the result
+        starts = np.array([start for start, _ in spans], dtype=np.int64)
+        pos = np.repeat(starts - 4 * firsts, counts)
+        pos += 4 * np.arange(total, dtype=np.int64)
+        off = self.gather(pos, "u32", what)
+        if not off.all():
+            g = int(np.argmin(off != 0))
+            element = g - int(firsts[np.searchsorted(firsts, g, side="right") - 1])
+            raise self.fail(f"{what} holds a null reference (offset 0) at element {element}", int(pos[g]))
+        targets: IntArray = np.add(pos, off, dtype=np.int64)
+        return targets
+
 
 @dataclass(frozen=True, slots=True)
 class Table:

@@ -377,6 +377,19 @@ def test_signature_is_only_claimed_for_run_data() -> None:
     assert "not yet supported" not in str(info.value)
 
 
+def test_a_null_event_of_a_later_run_is_named_by_its_index_in_that_run() -> None:
+    """All runs' events vectors are followed at once; the error still names the element in its run."""
+    data = _dump(RunDoc("Execute", [_profile("a", 0), _profile("b", 1)]),
+                 RunDoc("Execute", [_profile("a", 0), _profile("b", 1), _profile("c", 2)]))
+    root = _root(data)
+    second = root.buf.table(int(root.table_positions(1, "run_data")[1]), "RunData")
+    target = _field_pos(second, 3) + struct.unpack_from("<I", data, _field_pos(second, 3))[0]
+    struct.pack_into("<I", data, target + 4 + 4 * 2, 0)  # the second run's third event
+    with pytest.raises(ETDumpError, match=r"RunData\.events holds a null reference \(offset 0\) at element 2\n") as info:
+        _read(data)
+    assert info.value.offset == target + 4 + 4 * 2
+
+
 def test_value_tagged_tensor_without_one_names_the_file(tmp_path: Path) -> None:
     data = _dump(RunDoc("Execute", [_profile(), Event(debug_event=DebugEvent(0, 0, Value(ValueType.TENSOR), -1, None, "op"))]))
     path = tmp_path / "tagged.etdp"
