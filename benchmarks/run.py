@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{_env.DEFAULT_ORACLE_VENV})")
     parser.add_argument("--numdiff-python", help="python that imports numdiff (default: this one, "
                         "else .venv/bin/python)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per side and case (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per side and case (default 5)")
     parser.add_argument("--cache-dir", type=Path, default=_env.DEFAULT_CACHE,
                         help=f"where generated artifacts live (default {_env.DEFAULT_CACHE})")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads for both sides "
