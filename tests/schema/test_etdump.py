@@ -61,6 +61,28 @@ def test_write_then_read_gives_back_every_field(doc: E.ETDumpDoc, prefixed: bool
     assert _as_lists(dump.to_doc()) == _as_lists(doc)
 
 
+#: Runs long enough for the reader's numpy paths: a field of many tables per distinct vtable, names
+#: interned as hashed word columns (from 64 strings), a few layouts or one, repeated names.
+repeated_names = st.sampled_from(["native_call_add.out", "native_call_mul.out", "OPERATOR_CALL", "DELEGATE_CALL",
+                                  "x" * 63, "y" * 64, "z" * 65 + "é", ""]) | st.none()
+long_profile = st.builds(E.ProfileEvent, name=repeated_names, chain_index=st.integers(0, 3), instruction_id=ids,
+                         delegate_debug_id_int=ids, delegate_debug_id_str=repeated_names,
+                         delegate_debug_metadata=st.none(), start_time=st.integers(0, 2**64 - 1),
+                         end_time=st.integers(0, 2**64 - 1))
+long_events = st.one_of(st.builds(E.Event, profile_event=long_profile), st.builds(E.Event, debug_event=debug),
+                        st.builds(E.Event, allocation_event=alloc))
+long_runs = st.builds(E.RunDoc, name=names, events=st.lists(long_events, min_size=40, max_size=160),
+                      bundled_input_index=st.integers(-1, 100))
+long_docs = st.builds(E.ETDumpDoc, version=st.integers(0, 2**32 - 1), run_data=st.lists(long_runs, min_size=1, max_size=3))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(doc=long_docs)
+def test_long_runs_read_back_every_field(doc: E.ETDumpDoc) -> None:
+    dump = E.read_etdump(write_etdump(doc))
+    assert _as_lists(dump.to_doc()) == _as_lists(doc)
+
+
 @settings(max_examples=80, deadline=None)
 @given(doc=docs, data=st.data())
 def test_corrupt_bytes_raise_etdump_error_or_parse(doc: E.ETDumpDoc, data: st.DataObject) -> None:

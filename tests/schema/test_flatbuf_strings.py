@@ -31,7 +31,8 @@ def _naive(data: bytes, starts: list[int]) -> list[int]:
 
 
 names = st.sampled_from([b"native_call_add.out", b"native_call_mul.out", b"DELEGATE_CALL", b"", b"a", b"ab", b"abc",
-                         b"abcd", b"abcde", b"native_call_add.ou", b"native_call_add.outX", "é".encode()])
+                         b"abcd", b"abcde", b"native_call_add.ou", b"native_call_add.outX", "é".encode(),
+                         b"L" * 63 + b"M", b"L" * 64, b"L" * 65, b"L" * 64 + b"M"])  # around the 64-byte short path
 
 
 @settings(max_examples=60, deadline=None)
