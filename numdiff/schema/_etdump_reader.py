@@ -148,7 +148,7 @@ def _map_file(name: str) -> bytes | mmap.mmap:
             size = os.fstat(f.fileno()).st_size
             if size and stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 try:
-                    return mmap.mmap(f.fileno(), size, flags=mmap.MAP_PRIVATE | _MAP_POPULATE, prot=mmap.PROT_READ)
+                    return mmap.mmap(f.fileno(), size, **_READ_ONLY)
                 except (OSError, ValueError):
                     pass  # a file system that cannot map files: read it
             return f.read()
@@ -156,8 +156,11 @@ def _map_file(name: str) -> bytes | mmap.mmap:
         raise ETDumpError(name, f"cannot be read: {e.strerror or e}", "Check the path.") from e
 
 
-#: Linux maps every page at once with MAP_POPULATE (one call instead of a fault per page).
-_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+#: A private read-only mapping; on Linux every page is mapped at once (MAP_POPULATE: one call
+#: instead of a fault per page). Systems without MAP_PRIVATE (Windows) map with ACCESS_READ.
+_READ_ONLY: dict[str, int] = (
+    {"flags": mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0), "prot": mmap.PROT_READ}
+    if hasattr(mmap, "MAP_PRIVATE") else {"access": mmap.ACCESS_READ})
 
 
 def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLike[str] | None = None) -> ETDump:

@@ -173,3 +173,35 @@ def test_input_bytes_are_not_modified() -> None:
     copy = bytes(raw)
     E.read_etdump(raw)
     assert raw == copy
+
+
+def test_a_file_is_mapped_read_only_and_read_when_it_cannot_be_mapped(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    import numdiff.schema._etdump_reader as reader
+
+    doc = E.ETDumpDoc(0, [E.RunDoc("Execute", [E.Event(profile_event=E.ProfileEvent("op", 0, 1, -1, None, None, 5, 9))])])
+    path = tmp_path / "run.etdp"
+    path.write_bytes(write_etdump(doc))
+    before = path.read_bytes()
+    mapped = E.read_etdump(path)
+    assert isinstance(mapped.buffer.data, mmap.mmap)
+    with pytest.raises(TypeError):  # read-only: nothing can write through the mapping
+        mapped.buffer.data[0] = 0  # type: ignore[index]
+    assert path.read_bytes() == before
+
+    def refuse(*args: object, **kwargs: object) -> mmap.mmap:
+        raise OSError("this file system cannot map files")
+
+    monkeypatch.setattr(reader.mmap, "mmap", refuse)
+    read = E.read_etdump(path)
+    assert isinstance(read.buffer.data, bytes)
+    assert read.to_doc() == mapped.to_doc() == E.read_etdump(before).to_doc()
+
+
+def test_an_empty_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "empty.etdp"
+    path.write_bytes(b"")
+    with pytest.raises(ETDumpError, match=r"empty\.etdp.*the file is empty"):
+        E.read_etdump(path)
