@@ -178,8 +178,6 @@ class Inspector(NumericsMixin):
             notes += self._consume_etrecord()
         return notes
 
-    # --- construction helpers -----------------------------------------------------------------
-
     def _consume_etrecord(self) -> list[str]:
         return consume_etrecord(self._etrecord, self.event_blocks, etdump_path=self._etdump_path,
                                 enable_module_hierarchy=self._enable_module_hierarchy,

@@ -2,9 +2,10 @@
 
 Used while a block's events are still in columns (``EventBlock._event_columns()``): the cells are the
 ones ``Event.asdict`` gives, with the op types, stack traces, module hierarchy and backend names
-the ETRecord linked to each slot (``BlockColumns.links``). Statistics are numpy reductions over each slot's samples, a contiguous row,
-as ``PerfData`` computes them over its list; a block whose samples hold NaN (where Python's
-``min``/``max`` and numpy's disagree) returns None and the caller uses the records.
+the ETRecord linked to each slot (``BlockColumns.links``). Statistics are numpy reductions over
+each slot's samples, a contiguous row, as ``PerfData`` computes them over its list; a block whose
+samples hold NaN (where Python's ``min``/``max`` and numpy's disagree) returns None and the caller
+uses the records.
 """
 
 from __future__ import annotations

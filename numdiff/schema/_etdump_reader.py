@@ -145,10 +145,10 @@ def _map_file(name: str) -> bytes | mmap.mmap:
     dump read from it is in use."""
     try:
         with open(name, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size and stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            info = os.fstat(f.fileno())
+            if info.st_size and stat.S_ISREG(info.st_mode):
                 try:
-                    return mmap.mmap(f.fileno(), size, **_READ_ONLY)
+                    return mmap.mmap(f.fileno(), info.st_size, **_READ_ONLY)
                 except (OSError, ValueError):
                     pass  # a file system that cannot map files: read it
             return f.read()

@@ -199,24 +199,14 @@ class Buffer:
             small = struct.unpack_from(f"<{n}I", self.data, start)
             if all(small):
                 return np.array([start + 4 * i + o for i, o in enumerate(small)], dtype=np.int64)
-        pos = start + 4 * np.arange(n, dtype=np.int64)
-        off = self.gather(pos, "u32", what)
-        if off.size and not off.all():
-            nulls = np.nonzero(off == 0)[0]
-            trailing = int(nulls[0]) == n - nulls.size
-            if half_signature and self.intact and trailing:
-                problem = _HALF_PROBLEM.format(what=what, count=nulls.size, plural="s" if nulls.size > 1 else "")
-                raise ETDumpError(self.path, problem, _HALF_HINT, offset=int(pos[nulls[0]]))
-            raise self.fail(f"{what} holds a null reference (offset 0) at element {int(nulls[0])}", int(pos[nulls[0]]))
-        targets: IntArray = np.add(pos, off, dtype=np.int64)
-        return targets
+        return self.follow_spans([(start, n)], what, half_signature=half_signature)
 
-    def follow_spans(self, spans: list[tuple[int, int]], what: str) -> IntArray:
+    def follow_spans(self, spans: list[tuple[int, int]], what: str, *, half_signature: bool = False) -> IntArray:
         """``follow_elements`` over many vectors of table offsets at once, concatenated in order.
 
-        ``spans`` holds each vector's ``(start, length)`` as ``Table.vector`` returns them (already
-        checked to lie inside the buffer). A null reference is reported as ``follow_elements``
-        reports it, with its element's index in its own vector.
+        ``spans`` holds each vector's ``(start, length)`` as ``Table.vector`` returns them. A null
+        reference is named by its element's index in its own vector; ``half_signature`` applies to
+        a single vector, as in ``follow_elements``.
         """
         counts = np.array([n for _, n in spans], dtype=np.int64)
         total = int(counts.sum())
@@ -228,7 +218,11 @@ class Buffer:
         pos += 4 * np.arange(total, dtype=np.int64)
         off = self.gather(pos, "u32", what)
         if not off.all():
-            g = int(np.argmin(off != 0))
+            nulls = np.nonzero(off == 0)[0]
+            g = int(nulls[0])
+            if half_signature and self.intact and len(spans) == 1 and g == total - nulls.size:  # all trailing
+                problem = _HALF_PROBLEM.format(what=what, count=nulls.size, plural="s" if nulls.size > 1 else "")
+                raise ETDumpError(self.path, problem, _HALF_HINT, offset=int(pos[g]))
             element = g - int(firsts[np.searchsorted(firsts, g, side="right") - 1])
             raise self.fail(f"{what} holds a null reference (offset 0) at element {element}", int(pos[g]))
         targets: IntArray = np.add(pos, off, dtype=np.int64)

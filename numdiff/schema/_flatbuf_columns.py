@@ -97,10 +97,6 @@ class TableVector:
                     f"{int(self.table_size[k])}-byte table", int(self.pos[self._first_table(k)]))
         return out
 
-    def field_offsets(self, index: int, size: int) -> IntArray:
-        """Each table's offset of field ``index`` (0: absent), checked to fit ``size`` bytes in it."""
-        return self._rows(self._offsets(index, size))
-
     def _present(self, index: int, size: int) -> tuple[IntArray | None, IntArray, bool]:
         """Rows that have field ``index`` (None: all of them), the field's position in each of those
         rows, and whether those positions are proven inside the file and aligned (``Buffer.gather``).

@@ -65,7 +65,7 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
         return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
                         dtype=np.int32)
     lengths = ends - starts - 4
-    first = _short_firsts(buf, starts + 4, lengths) if int(lengths.max()) <= _SHORT else None
+    first = _firsts_by_words(buf, starts + 4, lengths) if int(lengths.max()) <= _SHORT else None
     if first is None:
         first = _firsts_by_length(buf, data, starts, lengths)
     distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
@@ -77,18 +77,20 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
 
 
 #: Strings up to this many bytes (event and delegate names) are hashed all together, each masked to
-#: its length; longer ones are grouped by length first.
+#: its length; when any is longer they are grouped by length first, so one long string does not
+#: widen every row.
 _SHORT = 64
 #: The bytes of a 4-byte word kept when 0, 1, 2, 3 or 4 of them belong to the string.
 _MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
 
 
-def _short_firsts(buf: Buffer, begins: IntArray, lengths: IntArray) -> IntArray | None:
-    """For strings of at most ``_SHORT`` bytes starting at ``begins``, the index of the first string
-    equal to each: the strings are read one 4-byte word at a time, all of them at once, each word
-    masked to the string's length, hashed with the length, grouped, and checked word for word
-    against their group's first. None (the caller groups by length) where that does not apply:
-    unaligned strings, a last word past the end of the file, a hash collision."""
+def _firsts_by_words(buf: Buffer, begins: IntArray, lengths: IntArray) -> IntArray | None:
+    """For strings starting at ``begins``, the index of the first string equal to each: the strings
+    are read one 4-byte word at a time, all of them at once, each word masked to the string's
+    length, hashed with the length, grouped, and checked word for word against their group's
+    first. Its cost is the longest string's words times the strings: callers pass short strings, or
+    strings of one length. None (the caller goes one by one) where that does not apply: unaligned
+    strings, a last word past the end of the file, a hash collision."""
     words = buf.words(np.uint32)
     if (begins & 3).any() or int(((begins + lengths + 3) >> 2).max()) > words.size:
         return None
@@ -135,7 +137,7 @@ def _firsts_by_length(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, le
     bounds = np.flatnonzero(np.diff(small[by_length])) + 1
     for group in np.split(by_length, bounds):  # each group in ascending order: firsts come first
         length = int(lengths[group[0]])
-        got = _same_length_firsts(buf, starts[group] + 4, length) if group.size >= _VECTOR_GROUP else None
+        got = _firsts_by_words(buf, starts[group] + 4, lengths[group]) if group.size >= _VECTOR_GROUP else None
         if got is None:
             seen: dict[bytes, int] = {}
             first[group] = [seen.setdefault(data[b : b + length], k)
@@ -143,27 +145,3 @@ def _firsts_by_length(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, le
         else:
             first[group] = group[got]
     return first
-
-
-def _same_length_firsts(buf: Buffer, begins: IntArray, length: int) -> IntArray | None:
-    """For many strings of one ``length`` starting at ``begins``, the position (in ``begins``) of the
-    first string equal to each: strings read as 4-byte words, one word of every string at a time,
-    hashed, grouped, and checked word for word against their group's first. None (the caller goes
-    one by one) where that does not apply: unaligned strings, a word past the end of the file, a
-    hash collision."""
-    words = buf.words(np.uint32)
-    nwords = max(1, -(-length // 4))
-    if (begins & 3).any() or int(begins.max()) // 4 + nwords > words.size:
-        return None
-    base = begins >> 2
-    columns = []
-    digest = np.zeros(begins.size, dtype=np.uint64)
-    for j in range(nwords):
-        column = words[base + j]
-        if j == nwords - 1 and (length % 4 or length == 0):
-            column &= np.uint32((1 << (8 * (length % 4))) - 1)  # bytes past the string do not count
-        columns.append(column)
-        digest *= np.uint64(0x100000001B3)
-        digest += column
-    firsts = _first_of_each(digest)
-    return firsts if all(np.array_equal(c, c[firsts]) for c in columns) else None
