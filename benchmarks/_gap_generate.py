@@ -79,7 +79,7 @@ def streaming_case(total: int) -> tuple[Path, Path, Path, int]:
         Value,
         ValueType,
     )
-    from numdiff.schema.etdump_writer import write_etdump
+    from numdiff.schema.etdump.writer import write_etdump
     from numdiff.schema.etrecord import parse_etrecord
 
     count = max(1, min(OPS, total // EACH))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from numdiff.schema.etdump import ETDumpDoc, Event, ProfileEvent, RunDoc
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 CACHE = Path(os.environ.get("NUMDIFF_BENCH_CACHE", Path.home() / ".cache" / "numdiff-bench")) / "scaling"
 RUNS = 100

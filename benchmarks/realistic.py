@@ -55,10 +55,10 @@ if side == "numdiff":
     from numdiff import Inspector
     # Like for like: numdiff imports its modules lazily, the reference's `import executorch.devtools`
     # loads everything its run uses; so numdiff's modules the run uses are imported before the timer.
-    import numdiff.inspector, numdiff.gap, numdiff.schema.etrecord, numdiff.schema._program_build  # noqa: F401
+    import numdiff.inspector, numdiff.gap, numdiff.schema.etrecord, numdiff.program._build  # noqa: F401
     import numdiff.capture, numdiff.capture._aten_builder, numdiff.align, numdiff.comparators  # noqa: F401
-    import numdiff.schema._export_serde, numdiff.schema._graph_builder, numdiff.schema._edge_ops  # noqa: F401
-    import numdiff.schema._pickles, numdiff.schema._runnable, numdiff._gc_pause  # noqa: F401
+    import numdiff.program.loader, numdiff.program._builder, numdiff.program._edge_ops  # noqa: F401
+    import numdiff.program.pickles, numdiff.program.runnable, numdiff._core.gc_pause  # noqa: F401
     import torch.ao.quantization.fx._decomposed  # noqa: F401  (quantized ops; executorch.devtools loads it too)
 else:
     from executorch.devtools import Inspector

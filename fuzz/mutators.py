@@ -8,7 +8,7 @@ Kinds (``KINDS``):
     the dump is parsed with ``numdiff.schema``, one field is changed (run/event counts, tensor
     offsets, sizes, strides, scalar types, strings, union members and the Value's type tag, debug
     handles, instruction ids, times, versions; huge and negative values) and it is written back with
-    ``numdiff/schema/etdump_writer.py`` (see ``fuzz/_etdump_mut.py``).
+    ``numdiff/schema/etdump/writer.py`` (see ``fuzz/_etdump_mut.py``).
 ``debug_buffer``
     The buffer truncated, replaced by garbage, grown or shrunk, and/or the ETDump's logged tensors
     pointed into it awkwardly: near or past the end, overlapping another tensor, stride 0 with a
@@ -110,7 +110,7 @@ def _doc(path: Path):  # type: ignore[no-untyped-def]
 
 
 def _write(doc) -> bytes:  # type: ignore[no-untyped-def]
-    from numdiff.schema.etdump_writer import write_etdump
+    from numdiff.schema.etdump.writer import write_etdump
 
     return write_etdump(doc, size_prefixed=True)
 

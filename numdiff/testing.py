@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from numdiff.present.gap_table import render_gap_table, worst_rows
+from numdiff.report.gap_table import render_gap_table, worst_rows
 
 if TYPE_CHECKING:
     from numdiff.inspector import Inspector

@@ -5,7 +5,7 @@ Every run reuses one real ETRecord (copied once) and a variant of the real ETDum
 the logged float32 intermediates get noise (a small base level per input set, a large one on chosen
 ops of chosen devices and builds, so that the fleet has ops that diverge on some devices only) and the
 profile timestamps are rescaled per device and build with jitter per execution. The ETDump is written
-with numdiff.schema.etdump_writer (byte-compatible with the runtime's). Labels: device, build,
+with numdiff.schema.etdump.writer (byte-compatible with the runtime's). Labels: device, build,
 input_set. A manifest (CSV, paths relative to it) is written beside the runs.
 
   .venv/bin/python scripts/make_fleet.py --out /tmp/fleet --runs 1000
@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from numdiff.schema.etdump import ETDumpDoc, Event, RunDoc, ScalarType, read_etdump  # noqa: E402
-from numdiff.schema.etdump_writer import write_etdump  # noqa: E402
+from numdiff.schema.etdump.writer import write_etdump  # noqa: E402
 
 #: device → (speed factor, {runtime kernel: relative noise}); a kernel's noise only on the builds listed.
 DEVICES: dict[str, tuple[float, dict[str, tuple[float, tuple[str, ...]]]]] = {

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.align import (
     MatchKind,
     NoteKind,

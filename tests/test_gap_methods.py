@@ -15,7 +15,7 @@ import pytest
 
 from numdiff import Inspector
 from numdiff.errors import UsageError
-from numdiff.gap_methods import fits
+from numdiff.gap.methods import fits
 from tests.conftest import FIXTURES
 
 FOLDER = FIXTURES / "realistic" / "real_two_methods"

@@ -1,4 +1,4 @@
-"""numdiff._gc_pause: the collector is paused inside, restored after, nesting- and caller-aware."""
+"""numdiff._core.gc_pause: the collector is paused inside, restored after, nesting- and caller-aware."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from numdiff._gc_pause import gc_paused
+from numdiff._core.gc_pause import gc_paused
 
 
 def test_pauses_and_restores() -> None:

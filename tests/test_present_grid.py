@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from numdiff.present.tables import GRID_CHAR_BUDGET, SHORT_CELL, render_grid
+from numdiff.profile.tables import GRID_CHAR_BUDGET, SHORT_CELL, render_grid
 
 
 def test_ordinary_frames_render_unchanged() -> None:

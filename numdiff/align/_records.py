@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from numdiff._notes import count_kinds, warn_counts
-from numdiff._types import DebugHandle
+from numdiff._core.notes import count_kinds, warn_counts
+from numdiff._core.types import DebugHandle
 
 __all__ = [
     "AlignedPair",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.align._records import RuntimeOutput
 
 __all__ = ["DELEGATE_CALL", "delegate_output_ids", "partition_output_ids"]

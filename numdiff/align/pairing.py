@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.align._records import (
     AlignedPair,
     AlignmentNote,

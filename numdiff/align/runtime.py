@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.align._records import AlignmentNote, NoteKind, RuntimeOutput
 
 __all__ = [

@@ -32,7 +32,7 @@ R = TypeVar("R")
 
 BACKENDS = ("pool", "ray")
 #: Modules a pool worker imports before its first task (in the forkserver, once).
-PRELOAD = ["torch", "numdiff.inspector", "numdiff.report._build", "numdiff.gap", "numdiff.culprits"]
+PRELOAD = ["torch", "numdiff.inspector", "numdiff.analysis._build", "numdiff.gap", "numdiff.culprits"]
 
 
 class WorkerDied(Exception):

@@ -175,7 +175,7 @@ def _div_cell(c: Cell | None) -> str:
 def _heatmap(s: FleetSummary, value: Any, note: Any, title: str, cmap: str, salt: str) -> str:
     import numpy as np
 
-    from numdiff.report._charts import _pyplot, _svg
+    from numdiff.report.charts import _pyplot, _svg
 
     plt = _pyplot()
     grid = np.array([[value(s.cells.get((op, g))) for g in s.groups] for op in s.ops], dtype=float)

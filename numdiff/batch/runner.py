@@ -91,7 +91,7 @@ class _WithoutCulprits:
 def _analyse(task: Task) -> Any:
     from numdiff.inspector import Inspector
     from numdiff.report import Analysis
-    from numdiff.report.models import CulpritSection
+    from numdiff.analysis.models import CulpritSection
 
     debug_buffer = task.debug_buffer if "gap" in task.analyses else None
     inspector = Inspector(etdump_path=task.etdump, etrecord=task.etrecord, debug_buffer_path=debug_buffer)

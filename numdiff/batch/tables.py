@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.errors import MissingDependencyError
-from numdiff.report.models import Analysis, EventStats
+from numdiff.analysis.models import Analysis, EventStats
 
 __all__ = ["OPS_COLUMNS", "RUNS_COLUMNS", "OpsWriter", "flatten", "write_runs", "write_tables"]
 

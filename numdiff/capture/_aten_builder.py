@@ -2,9 +2,9 @@
 
 The numerical gap only needs to *run* the ATen graph, and the ETRecord's ``exported_program``
 may not have been loaded yet. This builds it with numdiff's own program loader
-(:func:`numdiff.schema._export_serde.load_program`: the program guard first, operators from the
+(:func:`numdiff.program.loader.load_program`: the program guard first, operators from the
 allow-list only, no torch deserializer, no ``torch._dynamo``) and turns it into a runnable module
-with :func:`numdiff.schema._runnable.runnable_module` (weights as attributes, user inputs flat,
+with :func:`numdiff.program.runnable.runnable_module` (weights as attributes, user inputs flat,
 outputs as a tuple). A program this route cannot handle (mutated buffers, custom objects, or one
 the loader refuses) returns ``None``; the caller then loads the ETRecord's programs the usual way,
 which raises the named error with the file. ``tests/capture/test_aten_builder.py`` checks both
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from numdiff.schema._graph_meta import ProgramLoadError
+from numdiff.program.graph_meta import ProgramLoadError
 
 __all__ = ["build_aten_graph_module"]
 
@@ -28,8 +28,8 @@ def build_aten_graph_module(program: dict[str, Any], state_dict: bytes, constant
     The module takes the program's user inputs as flat positional arguments and returns its user
     outputs as a tuple; parameters, buffers and constants are attributes of the module.
     """
-    from numdiff.schema._export_serde import load_program
-    from numdiff.schema._runnable import runnable_module
+    from numdiff.program.loader import load_program
+    from numdiff.program.runnable import runnable_module
 
     try:
         return runnable_module(load_program(program, state_dict, constants, b""))

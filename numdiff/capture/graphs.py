@@ -165,7 +165,7 @@ def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.Grap
     whoever reads it later, as the reference leaves them.
     """
     from numdiff.capture._aten_builder import build_aten_graph_module
-    from numdiff.schema._graph_meta import ProgramLoadError, provenance_from_json
+    from numdiff.program.graph_meta import ProgramLoadError, provenance_from_json
 
     program_source = getattr(etrecord, "program_source", None)
     edge_provenance = getattr(etrecord, "edge_provenance", None)
@@ -177,7 +177,7 @@ def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.Grap
         aten = provenance_from_json(source[0])
     except ProgramLoadError as e:
         from numdiff.errors import ETRecordError
-        from numdiff.schema._etrecord_entries import REGENERATE
+        from numdiff.schema.etrecord.entries import REGENERATE
 
         raise ETRecordError(getattr(etrecord, "path", None), f"exported_program: {e.problem}", REGENERATE) from e
     if aten is None:
@@ -242,8 +242,8 @@ def _from_graph_map(etrecord: ETRecordPrograms, name: str) -> tuple[str, Exporte
 
 
 def _runnable(program: Any, name: str) -> torch.fx.GraphModule:
-    from numdiff.schema._export_serde import BUILT_KEY
-    from numdiff.schema._runnable import runnable_module
+    from numdiff.program.loader import BUILT_KEY
+    from numdiff.program.runnable import runnable_module
 
     try:
         built = getattr(program, "graph_module", None) is not None and program.graph_module.meta.get(BUILT_KEY)

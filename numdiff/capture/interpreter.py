@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from torch.fx import Interpreter
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.capture.nodes import DEBUG_HANDLE_KEY, aot_debug_handle_to_op_names, handle_key, is_captured_node
 from numdiff.errors import CaptureError, NumdiffError
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.errors import CaptureError
 
 __all__ = [

@@ -24,7 +24,7 @@ EXIT_REGRESSION = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from numdiff.report.diff import Thresholds
+    from numdiff.analysis.diff import Thresholds
 
     d = Thresholds()
     parser.add_argument("base", metavar="BASE.json", help="analysis of the reference build (numdiff analyze)")
@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from numdiff.errors import UsageError
     from numdiff.report import Analysis
-    from numdiff.report._diff_render import render_diff
-    from numdiff.report.diff import Thresholds, diff_analyses
+    from numdiff.report.diff_render import render_diff
+    from numdiff.analysis.diff import Thresholds, diff_analyses
 
     for name in ("max_snr_drop_db", "max_latency_increase_pct", "min_latency_increase_us", "snr_cap_db"):
         value = getattr(args, name)

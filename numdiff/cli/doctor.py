@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numdiff.report.doctor import diagnose_files
+    from numdiff.analysis.doctor import diagnose_files
 
     findings = diagnose_files(args.etdump, args.etrecord, args.debug_buffer)
     for f in findings:

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
     from numdiff.examples import example_files
     from numdiff.inspector import Inspector
-    from numdiff.present.gap_table import render_gap_table
+    from numdiff.report.gap_table import render_gap_table
 
     files = example_files(EXAMPLE)
     print(f"numdiff example: {EXAMPLE} ({files.etdump.parent})\n")

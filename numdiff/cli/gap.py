@@ -50,7 +50,7 @@ def _jsonable(value: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from numdiff.inspector import Inspector
-    from numdiff.present.gap_table import gap_summary, render_gap_table
+    from numdiff.report.gap_table import gap_summary, render_gap_table
 
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)

@@ -10,7 +10,7 @@ Built-ins: ``"l1"``, ``"mse"``, ``"snr"`` (the reference's numbers), ``"cosine"`
 
 from __future__ import annotations
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.comparators._registry import (
     available_comparators,
     get_comparator,

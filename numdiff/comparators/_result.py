@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from numdiff._notes import count_kinds, warn_counts
-from numdiff._types import DebugHandle
+from numdiff._core.notes import count_kinds, warn_counts
+from numdiff._core.types import DebugHandle
 from numdiff.align import MatchKind
 
 if TYPE_CHECKING:

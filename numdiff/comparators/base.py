@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import torch
 
-from numdiff._numerics import collect_replacements
-from numdiff._types import DebugHandle
+from numdiff.comparators.numerics import collect_replacements
+from numdiff._core.types import DebugHandle
 from numdiff.align import (
     AlignmentReport,
     MatchKind,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
-from numdiff._numerics import finite_difference_sums, reference_float64, same_shape
+from numdiff.comparators.numerics import finite_difference_sums, reference_float64, same_shape
 from numdiff.comparators._registry import register_comparator
 from numdiff.comparators.base import NumericalComparatorBase
 
@@ -28,7 +27,7 @@ def sum_abs_difference(a: torch.Tensor, b: torch.Tensor) -> float:
 class L1Comparator(NumericalComparatorBase):
     """Sum of absolute differences, computed exactly as the reference does.
 
-    Both sides go through the reference's float64 conversion (:func:`numdiff._numerics.reference_float64`:
+    Both sides go through the reference's float64 conversion (:func:`numdiff.comparators.numerics.reference_float64`:
     a tensor holding NaN has its NaN set to 0 and ±inf to ±1.797e308; counted and reported).
 
     Example:

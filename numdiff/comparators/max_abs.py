@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from numdiff._numerics import same_shape, upcast_float64
+from numdiff.comparators.numerics import same_shape, upcast_float64
 from numdiff.comparators._registry import register_comparator
 from numdiff.comparators.base import NumericalComparatorBase
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from numdiff._numerics import finite_difference_sums, reference_float64, same_shape
+from numdiff.comparators.numerics import finite_difference_sums, reference_float64, same_shape
 from numdiff.comparators._registry import register_comparator
 from numdiff.comparators.base import NumericalComparatorBase
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.align import AlignmentNote, RuntimeOutput
 from numdiff.culprits.report import MatchRecord
 

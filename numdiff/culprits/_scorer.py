@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from numdiff._numerics import finite_difference_sums
-from numdiff._types import DebugHandle
+from numdiff.comparators.numerics import finite_difference_sums
+from numdiff._core.types import DebugHandle
 from numdiff.align import (
     AlignedPair,
     AlignmentReport,
@@ -29,7 +29,7 @@ from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
 from numdiff.culprits.report import CulpritRow, NonFinite
 from numdiff.gap import stack_traces_for
-from numdiff.present.gap_table import user_frame
+from numdiff.report.gap_table import user_frame
 
 
 @dataclass(slots=True)

@@ -158,7 +158,7 @@ def load_step_inputs(step_inputs: Any) -> list[tuple[Any, ...]]:
         InputError: The file cannot be read safely.
     """
     if isinstance(step_inputs, (str, os.PathLike)):
-        from numdiff.schema._pickles import load_torch_artifact
+        from numdiff.program.pickles import load_torch_artifact
 
         path = os.fspath(step_inputs)
         with open(path, "rb") as f:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.align import (
     AlignmentReport,
     EventLike,
@@ -31,7 +31,7 @@ from numdiff.culprits._scorer import Planned, Scorer
 from numdiff.culprits.report import CulpritReport
 from numdiff.errors import UsageError
 from numdiff.gap import gather
-from numdiff.present.gap_table import HIGHER_IS_BETTER
+from numdiff.report.gap_table import HIGHER_IS_BETTER
 
 __all__ = ["find_culprits"]
 
@@ -250,9 +250,9 @@ def _logged_inputs(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lin
 
 
 def _as_args(etrecord: Any) -> list[Any]:
-    from numdiff.gap import _representative_inputs
+    from numdiff.gap import representative_inputs
 
-    return [_representative_inputs(etrecord)]
+    return [representative_inputs(etrecord)]
 
 
 def _latencies(events: list[EventLike]) -> dict[int, list[tuple[frozenset[int], float, int]]]:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from numdiff._numerics import finite_difference_sums
+from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.culprits._noise import op_type
 from numdiff.culprits._replay import OnPaired, ReplayInterpreter
 from numdiff.errors import MissingDataError, UsageError

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from numdiff._types import DebugHandle
+from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from numdiff._numerics import finite_difference_sums
+from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.comparators.snr import _db as snr_db
 from numdiff.culprits._measure import noise_units
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
@@ -76,7 +76,7 @@ def load_sidecar(path: str | os.PathLike[str]) -> TapSidecar:
     Raises:
         InputError: Unreadable, too large, not JSON, or not a valid sidecar (the message names the field).
     """
-    from numdiff.schema._safe_json import loads_checked
+    from numdiff._core.safe_json import loads_checked
 
     name = os.fspath(path)
     try:
@@ -144,7 +144,7 @@ class TapView:
 
 def _load_outputs(tap_outputs: Any) -> list[Any]:
     if isinstance(tap_outputs, (str, os.PathLike)):
-        from numdiff.schema._pickles import load_torch_artifact
+        from numdiff.program.pickles import load_torch_artifact
 
         path = os.fspath(tap_outputs)
         with open(path, "rb") as f:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from numdiff._types import ProgramOutput
+from numdiff._core.types import ProgramOutput
 from numdiff.errors import ETDumpError
 from numdiff.limits import current_limits
 from numdiff.profile._columns import BlockColumns, SlotDebug, materialise

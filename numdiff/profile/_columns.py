@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from numdiff._types import ProgramOutput
+from numdiff._core.types import ProgramOutput
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event
 from numdiff.profile.perf import PerfData
 

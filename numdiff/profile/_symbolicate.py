@@ -16,7 +16,7 @@ from numdiff.errors import ETRecordError
 from numdiff.limits import current_limits, raise_hint
 from numdiff.profile._columns import SlotLink
 from numdiff.profile.events import Event, EventBlock
-from numdiff.schema._graph_meta import OpNodeInfo
+from numdiff.program.graph_meta import OpNodeInfo
 
 __all__ = ["FRAMEWORK_EVENTS", "OpNode", "attach_graph_metadata", "graph_op_nodes", "op_nodes_from_graph",
            "resolve_debug_handles"]
@@ -130,7 +130,7 @@ def resolve_debug_handles(
 
 _SHAPE_HINT = (
     "parse_etrecord checks these maps when it reads a file; an ETRecord built or edited in code must keep "
-    "the shapes ExecuTorch writes (see numdiff.schema._etrecord_models)."
+    "the shapes ExecuTorch writes (see numdiff.schema.etrecord._models)."
 )
 
 

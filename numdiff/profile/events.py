@@ -21,7 +21,7 @@ from typing import Any, Union
 import numpy as np
 import pandas as pd
 
-from numdiff._types import ProgramOutput
+from numdiff._core.types import ProgramOutput
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale
 
@@ -202,7 +202,7 @@ class EventBlock:
             include_units: Append the target unit to the perf column names. Defaults to False.
             include_delegate_debug_data: Add the delegate metadata columns. Defaults to False.
         """
-        from numdiff.present.frames import block_dataframe
+        from numdiff.profile.frames import block_dataframe
 
         return block_dataframe(self, include_units, include_delegate_debug_data)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numdiff.errors import UnknownNameError
-from numdiff.schema._graph_meta import OpNodeInfo
+from numdiff.program.graph_meta import OpNodeInfo
 
 __all__ = ["EDGE_DIALECT_GRAPH_KEY", "OperatorGraph", "OperatorNode", "OperatorGraphs", "operator_graphs"]
 

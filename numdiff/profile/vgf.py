@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Union
 
 from numdiff.errors import DelegateMetadataError, UsageTypeError
-from numdiff.schema._safe_json import TooDeepError, loads_checked
+from numdiff._core.safe_json import TooDeepError, loads_checked
 
 __all__ = [
     "BLOB_KEYS",

@@ -12,6 +12,6 @@ Example:
 from __future__ import annotations
 
 from numdiff.report.html import render_html, write_html
-from numdiff.report.models import FORMAT_VERSION, Analysis
+from numdiff.analysis.models import FORMAT_VERSION, Analysis
 
 __all__ = ["FORMAT_VERSION", "Analysis", "render_html", "write_html"]

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any
 
-from numdiff.report.models import Analysis, CulpritRow, GapRowModel
+from numdiff.analysis.models import Analysis, CulpritRow, GapRowModel
 
 __all__ = ["noise_floor_db", "report_data"]
 

@@ -20,7 +20,7 @@ import math
 import os
 from typing import Any
 
-from numdiff.report.models import Analysis
+from numdiff.analysis.models import Analysis
 
 __all__ = ["INFINITE_SNR_DB", "node_data", "write_node_data"]
 

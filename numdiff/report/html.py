@@ -15,7 +15,7 @@ from typing import Any
 
 from numdiff.errors import UsageError
 from numdiff.report._view import report_data
-from numdiff.report.models import Analysis
+from numdiff.analysis.models import Analysis
 
 __all__ = ["render_html", "write_html"]
 
@@ -43,7 +43,7 @@ def render_html(analysis: Analysis) -> str:
     except ImportError as e:
         raise UsageError(f"the HTML report needs the {e.name} package\n"
                          "Install it with: pip install 'numdiff[report]'") from e
-    from numdiff.report._charts import error_chart, latency_chart, module_chart
+    from numdiff.report.charts import error_chart, latency_chart, module_chart
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
                              loader=jinja2.FunctionLoader(lambda name: _template_text(name)))

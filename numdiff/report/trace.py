@@ -19,7 +19,7 @@ import math
 import os
 from typing import Any
 
-from numdiff.report.models import Analysis, EventStats, GapRowModel
+from numdiff.analysis.models import Analysis, EventStats, GapRowModel
 
 __all__ = ["trace_events", "write_trace"]
 

@@ -7,7 +7,7 @@ serialized ``ExportedProgram`` an ETRecord holds), and its tensors as raw bytes 
 ``<name>/data/weights/`` and ``<name>/data/constants/``, each described by a JSON config (dtype,
 sizes, strides, storage offset). This module reads all of it with the ETRecord reader's checks:
 the zip directory and every entry's inflated size against :mod:`numdiff.limits`, JSON depth, the
-program's operators against the allow-list (:mod:`numdiff.schema._program_guard`), and every
+program's operators against the allow-list (:mod:`numdiff.program.guard`), and every
 tensor's extent against the bytes that hold it. A tensor stored pickled (``use_pickle``) is
 unpickled weights-only; the archive's sample inputs are never read.
 """
@@ -26,11 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numdiff.errors import ETRecordError, ProgramArchiveError
 from numdiff.limits import current_limits
-from numdiff.schema._etrecord_entries import EntryReader, Program, check_directory_at_end
-from numdiff.schema._graph_args import DTYPES
-from numdiff.schema._graph_meta import ProgramLoadError, accept_torch_schema, check_header
-from numdiff.schema._pickles import load_torch_artifact
-from numdiff.schema._safe_json import TooDeepError, loads_checked
+from numdiff.schema.etrecord.entries import EntryReader, Program, check_directory_at_end
+from numdiff.program.graph_args import DTYPES
+from numdiff.program.graph_meta import ProgramLoadError, accept_torch_schema, check_header
+from numdiff.program.pickles import load_torch_artifact
+from numdiff._core.safe_json import TooDeepError, loads_checked
 
 __all__ = ["load_pt2"]
 

@@ -314,8 +314,8 @@ def create_app(settings: Settings) -> FastAPI:
         """The CI gate over HTTP: ``new_run`` against ``base_run`` or the model's baseline (``numdiff diff``)."""
         import json
 
-        from numdiff.report._diff_render import render_diff
-        from numdiff.report.diff import Thresholds, diff_analyses
+        from numdiff.report.diff_render import render_diff
+        from numdiff.analysis.diff import Thresholds, diff_analyses
 
         svc = _service_app(app)
         with svc.sessions() as s:

@@ -21,7 +21,7 @@ __all__ = ["Base", "Job", "ModelRow", "Project", "Run", "Token", "default_url", 
 
 #: Job states. ``queued`` → ``running`` → ``done`` | ``failed``; a running job whose lease ran out is queued again.
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-#: The analysis stages of a run, one job each, in the order they run (``numdiff.report.stages``).
+#: The analysis stages of a run, one job each, in the order they run (``numdiff.analysis.stages``).
 STAGES = ("profile", "gap", "culprits", "report")
 
 

@@ -6,7 +6,7 @@ A worker (``python -m numdiff.service.jobs --data DIR --db URL``, started by ``n
 renews while the job runs, and has the job's stage run by its runner (:mod:`numdiff.service.runner`):
 a process forked from the warmed-up worker, limited in address space (``RLIMIT_AS``), killed when
 a job passes its wall-time limit, and reused across jobs while healthy. The runner reads the uploads
-with numdiff's hardened readers (``numdiff.report.stages``): the web process never parses an
+with numdiff's hardened readers (``numdiff.analysis.stages``): the web process never parses an
 upload. A run's stages (profile, gap, culprits, report) are separate jobs that run in that order:
 each stage's result goes to the store and its job row in one transaction; the report stage's
 (the saved-analysis JSON and the HTML report) also to the run row, which is then done. A failed

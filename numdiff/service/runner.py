@@ -64,8 +64,8 @@ def _inspector(paths: dict[str, str | None]) -> Any:
 
 def _part(kind: str, paths: dict[str, str | None], parts: dict[str, str]) -> Any:
     """An earlier stage's result: from this runner's memory, else from the store (another worker ran it)."""
-    from numdiff.report.models import CulpritSection
-    from numdiff.report.stages import GapPart, ProfilePart, load_part
+    from numdiff.analysis.models import CulpritSection
+    from numdiff.analysis.stages import GapPart, ProfilePart, load_part
 
     cache = _for_run(paths)
     if kind not in cache:
@@ -78,7 +78,7 @@ def _part(kind: str, paths: dict[str, str | None], parts: dict[str, str]) -> Any
 
 def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str]) -> None:
     """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``)."""
-    from numdiff.report.stages import assemble, culprit_part, dump_part, gap_part, profile_part
+    from numdiff.analysis.stages import assemble, culprit_part, dump_part, gap_part, profile_part
 
     cache = _for_run(paths)
     if kind == "profile":

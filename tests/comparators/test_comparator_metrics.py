@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numdiff._numerics import collect_replacements, same_shape, upcast_float64
+from numdiff.comparators.numerics import collect_replacements, same_shape, upcast_float64
 from numdiff.comparators import (
     CosineSimilarityComparator,
     L1Comparator,

@@ -17,7 +17,7 @@ def same_float(got: Any, want: Any) -> bool:
         return math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-300)
     return bool(got == want)
 
-from numdiff._numerics import collect_replacements, reference_float64
+from numdiff.comparators.numerics import collect_replacements, reference_float64
 from numdiff.comparators import (
     CompareNoteKind,
     L1Comparator,

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numdiff._numerics import finite_difference_sums, reference_float64
+from numdiff.comparators.numerics import finite_difference_sums, reference_float64
 from numdiff.comparators import L1Comparator, MSEComparator, SNRComparator
 from numdiff.comparators.l1 import sum_abs_difference
 from numdiff.comparators.mse import mean_squared_error

@@ -20,7 +20,7 @@ from numdiff.culprits import CulpritReport
 from numdiff.culprits.decode import load_step_inputs
 from numdiff.errors import InputError, UsageError
 from numdiff.report import Analysis
-from numdiff.report.storage import load_analysis
+from numdiff.analysis.storage import load_analysis
 from tests.culprits.helpers import folder, inspector, truth
 
 NAME = "deeper_decode"

@@ -17,7 +17,7 @@ from numdiff.cli import main
 from numdiff.culprits.quant_view import QuantLayer, load_float_program, rank
 from numdiff.errors import ProgramArchiveError, UsageError
 from numdiff.report import Analysis
-from numdiff.report.storage import load_analysis
+from numdiff.analysis.storage import load_analysis
 from tests.culprits.helpers import folder, inspector, truth
 
 NAME = "deeper_quant"

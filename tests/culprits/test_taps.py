@@ -24,7 +24,7 @@ from numdiff.culprits.taps import load_sidecar
 from numdiff.errors import InputError, MismatchedArtifactsError, UsageError
 from numdiff.export_helpers.taps import write_tap_sidecar
 from numdiff.report import Analysis
-from numdiff.report.storage import load_analysis
+from numdiff.analysis.storage import load_analysis
 from tests.culprits.helpers import folder, inspector, truth
 
 NAME = "deeper_taps"

@@ -30,7 +30,7 @@ from fuzz.mutators import FILENAMES, REPO, find_seeds
 from numdiff.errors import NumdiffError
 from numdiff.inspector import Inspector
 from numdiff.schema.etdump import read_etdump
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 SEEDS = {s.name: s for s in find_seeds()}
 SMALL = ["mlp_fp32", "multi_output", "pt2e_quant", "xnnpack", "quantized_mlp", "many_runs", "no_etrecord"]

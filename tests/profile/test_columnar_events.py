@@ -20,7 +20,7 @@ from numdiff import Inspector
 from numdiff.profile.events import Event
 from numdiff.schema.etdump import DebugEvent, ETDumpDoc, ProfileEvent, RunDoc
 from numdiff.schema.etdump import Event as DumpEvent
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 from tests.conftest import artifact, fixture_names, load_expected
 
 LOADABLE = [n for n in fixture_names() if "error" not in load_expected(n)["inspector"]]

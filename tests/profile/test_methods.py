@@ -7,7 +7,7 @@ from typing import Any
 from numdiff.profile._symbolicate import OpNode
 from numdiff.profile.events import Event, EventBlock
 from numdiff.profile.methods import assign_methods, ops_agree
-from numdiff.schema._graph_meta import OpNodeInfo
+from numdiff.program.graph_meta import OpNodeInfo
 
 
 def _nodes(*ops: str) -> dict[Any, list[OpNode]]:

@@ -10,7 +10,7 @@ import pytest
 from numdiff import Inspector
 from numdiff.profile import _structure
 from numdiff.schema.etdump import ETDumpDoc, Event, ProfileEvent, RunDoc
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 
 def _run(variant: int, start: int) -> RunDoc:

@@ -9,7 +9,7 @@ import pytest
 from numdiff import Inspector
 from numdiff.errors import ETDumpError
 from numdiff.schema.etdump import AllocationEvent, DebugEvent, ETDumpDoc, Event, ProfileEvent, RunDoc, Tensor, Value, ValueType
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 
 def _op(name: str, iid: int, start: int, end: int, *, dint: int = -1, dstr: str | None = None,

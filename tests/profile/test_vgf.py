@@ -14,7 +14,7 @@ from numdiff.errors import DelegateMetadataError, UsageTypeError
 from numdiff.inspector import parse_vgf_neural_statistics_delegate_metadata, parse_vgf_neural_statistics_metadata
 from numdiff.profile.vgf import SCHEMA, SCHEMA_VERSION
 from numdiff.schema.etdump import ETDumpDoc, Event, ProfileEvent, RunDoc
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 
 def _blob(data: bytes | None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff.report.models import (
+from numdiff.analysis.models import (
     Analysis,
     EventStats,
     GapRowModel,

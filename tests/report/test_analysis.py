@@ -16,7 +16,7 @@ from numdiff.errors import AnalysisFileError, InputError
 from numdiff.examples import example_files
 from numdiff.inspector import Inspector
 from numdiff.report import FORMAT_VERSION, Analysis
-from numdiff.report.storage import load_analysis, migrate
+from numdiff.analysis.storage import load_analysis, migrate
 from tests.report.conftest import DATA, artifact_args
 
 
@@ -106,7 +106,7 @@ def test_committed_v1_file_still_loads() -> None:
 
 
 def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    from numdiff.report import storage
+    from numdiff.analysis import storage
 
     monkeypatch.setattr(storage, "FORMAT_VERSION", 3)
     steps = {1: lambda d: {**d, "seen": [1]}, 2: lambda d: {**d, "seen": d["seen"] + [2]}}

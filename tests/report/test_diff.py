@@ -9,7 +9,7 @@ import pytest
 
 from numdiff.cli import main
 from numdiff.report import Analysis
-from numdiff.report.diff import Thresholds, categorize, diff_analyses
+from numdiff.analysis.diff import Thresholds, categorize, diff_analyses
 
 
 def _changed(a: Analysis, *, snr_drop: float = 0.0, slower: dict[str, float] | None = None) -> Analysis:

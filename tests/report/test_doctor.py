@@ -8,7 +8,7 @@ import pytest
 
 from numdiff.cli import main
 from numdiff.examples import example_files
-from numdiff.report.doctor import diagnose_files
+from numdiff.analysis.doctor import diagnose_files
 from tests.conftest import FIXTURES
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from numdiff.align._records import MatchKind
-from numdiff.report._build import MATCH_EXPLANATIONS
+from numdiff.analysis._build import MATCH_EXPLANATIONS
 
 
 def test_every_match_kind_is_explained() -> None:

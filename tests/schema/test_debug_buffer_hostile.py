@@ -29,7 +29,7 @@ from numdiff.schema.etdump import (
     read_etdump,
     read_value,
 )
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]

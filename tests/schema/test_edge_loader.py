@@ -18,9 +18,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from numdiff.errors import ETRecordError
-from numdiff.schema._edge_target import EdgeTarget, edge_target
-from numdiff.schema._export_serde import load_program
-from numdiff.schema._graph_meta import ProgramLoadError
+from numdiff.program._edge_target import EdgeTarget, edge_target
+from numdiff.program.loader import load_program
+from numdiff.program.graph_meta import ProgramLoadError
 from numdiff.schema.etrecord import op_type_name, parse_etrecord
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

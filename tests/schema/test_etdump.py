@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from numdiff.errors import ETDumpError
 from numdiff.schema import etdump as E
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 SCHEMA = Path(E.__file__).with_name("etdump.fbs")
 
@@ -179,7 +179,7 @@ def test_a_file_is_mapped_read_only_and_read_when_it_cannot_be_mapped(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import mmap
 
-    import numdiff.schema._etdump_reader as reader
+    import numdiff.schema.etdump._reader as reader
 
     doc = E.ETDumpDoc(0, [E.RunDoc("Execute", [E.Event(profile_event=E.ProfileEvent("op", 0, 1, -1, None, None, 5, 9))])])
     path = tmp_path / "run.etdp"

@@ -18,7 +18,7 @@ import pytest
 
 from numdiff.errors import ETDumpError, NumdiffError
 from numdiff.inspector import Inspector
-from numdiff.schema._flatbuf import Buffer, Table
+from numdiff.schema.etdump._flatbuf import Buffer, Table
 from numdiff.schema.etdump import (
     DebugEvent,
     ETDumpDoc,
@@ -31,7 +31,7 @@ from numdiff.schema.etdump import (
     ValueType,
     read_etdump,
 )
-from numdiff.schema.etdump_writer import write_etdump
+from numdiff.schema.etdump.writer import write_etdump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FP16 = FIXTURES / "fp16_debug"
@@ -403,7 +403,7 @@ def test_value_tagged_tensor_without_one_names_the_file(tmp_path: Path) -> None:
 def test_names_that_would_fill_memory_when_repeated_per_row_are_refused() -> None:
     # fourth 100k campaign: a 1 MB run name over 155 events took 1.3 GiB in to_dataframe (each
     # row's copy of the block name); names repeated row by row are bounded by the file's size
-    from numdiff.schema._etdump_reader import NAME_FLOOR, NAME_RATIO, read_etdump
+    from numdiff.schema.etdump._reader import NAME_FLOOR, NAME_RATIO, read_etdump
 
     long_name = "A" * (1 << 20)
     events = [_profile(f"op{i}", i) for i in range(64)]
@@ -420,7 +420,7 @@ def test_names_that_would_fill_memory_when_repeated_per_row_are_refused() -> Non
 def test_real_dumps_repeat_names_far_below_the_limit() -> None:
     # the limit above is 16x the file: every dump the runtime wrote for the fixtures stays under 0.5x
     # (fp16_debug's dumps are unreadable by design: the 1.5.1 runtime cannot log half precision)
-    from numdiff.schema._etdump_reader import read_etdump
+    from numdiff.schema.etdump._reader import read_etdump
 
     paths = sorted(p for p in FIXTURES.rglob("*.etdp") if p.parent != FP16)
     assert len(paths) > 30

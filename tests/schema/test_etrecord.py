@@ -360,7 +360,7 @@ def test_delegate_without_original_program_is_marked(tmp_path: Path) -> None:
 
 
 def test_dim_order_ops_run() -> None:
-    from numdiff.schema._edge_ops import ensure_ops_registered, resolve_target
+    from numdiff.program._edge_ops import ensure_ops_registered, resolve_target
 
     ensure_ops_registered()
     r = resolve_target("executorch.exir.dialects.edge.ops.dim_order_ops._to_dim_order_copy.default")
@@ -377,7 +377,7 @@ def test_dim_order_ops_run() -> None:
 
 
 def test_quantized_ops_resolve_and_round_trip() -> None:
-    from numdiff.schema._edge_ops import resolve_target
+    from numdiff.program._edge_ops import resolve_target
 
     per_tensor = resolve_target("executorch.exir.dialects.edge.ops.quantized_decomposed.quantize_per_tensor.default")
     assert per_tensor.target == "torch.ops.quantized_decomposed.quantize_per_tensor.default"
@@ -438,7 +438,7 @@ def test_absent_optional_entries_default_like_reference(tmp_path: Path) -> None:
 
 
 def test_unknown_plain_string_targets_are_unrunnable() -> None:
-    from numdiff.schema._edge_ops import resolve_target
+    from numdiff.program._edge_ops import resolve_target
 
     assert resolve_target("memory.alloc").target is None
     assert resolve_target("memory.alloc").op_type == "memory.alloc"

@@ -105,7 +105,7 @@ def test_zip_bomb_is_refused_before_inflating(tmp_path: Path) -> None:
 def test_inflation_stops_at_the_cap_while_streaming(tmp_path: Path) -> None:
     """Defence in depth: whatever the directory declared, reading stops once an entry passes the cap."""
     from numdiff.limits import Limits
-    from numdiff.schema._etrecord_entries import EntryReader
+    from numdiff.schema.etrecord.entries import EntryReader
 
     bomb = tmp_path / "etrecord.bin"
     shutil.copy(SOURCE, bomb)

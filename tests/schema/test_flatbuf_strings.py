@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numdiff.schema._flatbuf import Buffer
-from numdiff.schema._flatbuf_strings import intern_strings
+from numdiff.schema.etdump._flatbuf import Buffer
+from numdiff.schema.etdump._flatbuf_strings import intern_strings
 
 
 def _layout(strings: list[bytes], unaligned: set[int]) -> tuple[bytes, list[int]]:

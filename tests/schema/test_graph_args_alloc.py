@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from numdiff.schema._graph_args import alloc
+from numdiff.program.graph_args import alloc
 
 
 def _named(module: str, name: str) -> Any:

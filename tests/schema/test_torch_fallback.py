@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from numdiff.schema._export_serde import load_program
-from numdiff.schema._export_serde_torch import load_program_with_torch
+from numdiff.program.loader import load_program
+from numdiff.program._loader_torch import load_program_with_torch
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -47,7 +47,7 @@ def test_symbolic_expression_grammar(tmp_path: Path, expr: str) -> None:
 
 
 def test_well_formed_symbolic_expressions_pass_the_guard() -> None:
-    from numdiff.schema._program_guard import _check_expr
+    from numdiff.program.guard import _check_expr
 
     for expr in ("s0", "2*s0 + 1", "Max(1, s77)", "FloorDiv(s0, 2) - u1", "s0**2 >= 4", "1.5e-3*s0", "2**s0"):
         _check_expr(expr)

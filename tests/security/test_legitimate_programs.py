@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from numdiff.schema._program_guard import guard_program
+from numdiff.program.guard import guard_program
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 RECORDS = sorted(FIXTURES.glob("**/etrecord.bin"))

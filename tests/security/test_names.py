@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from numdiff.errors import ETRecordError
-from numdiff.schema._program_guard import ORIGINAL_NAME_KEY
+from numdiff.program.guard import ORIGINAL_NAME_KEY
 from numdiff.schema.etrecord import parse_etrecord
 from tests.security.hostile import (
     ATEN,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from numdiff.schema._op_allowlist import ForbiddenOperator, classify_target
+from numdiff.program._allowlist import ForbiddenOperator, classify_target
 from tests.security.hostile import ATEN, EDGE, Program, assert_refused, craft, first_op, nodes
 
 # (target, argument the payload would be called with) — each would run code or import if resolved.

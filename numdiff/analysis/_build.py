@@ -1,0 +1,334 @@
+"""Build an :class:`~numdiff.analysis.models.Analysis` from an Inspector (a thin layer: every number
+comes from the Inspector's profile view and from ``numdiff.gap``)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from numdiff.errors import InternalError, MissingDataError, NumdiffError
+from numdiff.analysis.models import (
+    Analysis,
+    ArtifactInfo,
+    CulpritRow,
+    CulpritSection,
+    DecodeSection,
+    DecodeStepModel,
+    EventStats,
+    GapRowModel,
+    GapSection,
+    Histogram,
+    ProfileBlock,
+    ProfileSummary,
+    QuantizationSection,
+    QuantLayerModel,
+    TapRowModel,
+    TensorStats,
+)
+
+__all__ = ["MATCH_EXPLANATIONS", "analysis_from_files", "build_analysis", "file_info"]
+
+#: One sentence per ``MatchKind`` value: how the runtime value of a pair was chosen.
+MATCH_EXPLANATIONS = {
+    "direct": "the runtime logged a single value for this debug handle; it is compared as is",
+    "sole": "the runtime logged a one-element list for this debug handle; its element is compared",
+    "position": "the runtime instruction has several outputs; the one at the same position from the end is compared",
+    "shape": "among the runtime's values for this handle, the only one with the reference output's shape",
+    "shape_dtype": "several runtime values had the reference shape; the only one with its dtype too",
+    "fallback_last": "no unique shape/dtype match: the last runtime value was taken, as ExecuTorch does",
+    "sequence": "a reference output sequence paired with the runtime's sequence as a whole, as ExecuTorch does",
+    "element_position": "one element of a multi-output op, paired by position with the runtime's element",
+    "element_shape_dtype": "one element of a multi-output op, paired with the only runtime element of its shape and dtype",
+    "delegate_output": "one output of a delegate call, paired with the graph node that produces it (the partition's outputs in graph order)",
+}
+METRICS = ("SNR", "MSE", "L1")
+HISTOGRAM_BINS = 24
+
+
+def file_info(role: str, path: object) -> ArtifactInfo:
+    """SHA-256 and size of one artifact (read in 1 MiB chunks)."""
+    name = os.fspath(path)  # type: ignore[call-overload]
+    digest = hashlib.sha256()
+    size = 0
+    with open(name, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return ArtifactInfo(role=role, name=os.path.basename(name), sha256=digest.hexdigest(), size=size)  # type: ignore[arg-type]
+
+
+#: ``progress(step, done, total)``: called as the analysis advances (the CLI draws a bar; the
+#: library passes None and stays silent).
+Progress = Callable[[str, int, int], None]
+
+
+def _step(progress: Progress | None, step: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(step, done, total)
+
+
+def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, labels: dict[str, str],
+                        progress: Progress | None = None,
+                        culprit_options: Mapping[str, Any] | None = None) -> Analysis:
+    from numdiff.inspector import Inspector
+
+    _step(progress, "reading the artifacts", 0, 1)
+    inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)  # type: ignore[arg-type]
+    paths = {"etdump": etdump, "etrecord": etrecord, "debug_buffer": debug_buffer}
+    return build_analysis(inspector, labels, {k: v for k, v in paths.items() if isinstance(v, (str, os.PathLike))},
+                          progress, culprit_options)
+
+
+def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object],
+                   progress: Progress | None = None, culprit_options: Mapping[str, Any] | None = None) -> Analysis:
+    from numdiff.analysis.stages import assemble, culprit_part, gap_part, profile_part
+
+    _step(progress, "hashing the artifacts", 0, 1)
+    profile = profile_part(inspector, artifact_paths)
+    gap = gap_part(inspector, artifact_paths.get("etdump"), progress)
+    if gap.gap is not None:
+        _step(progress, "finding culprits", 0, 1)
+    return assemble(labels, profile, gap, culprit_part(inspector, gap, culprit_options))
+
+
+def _innermost_module(hierarchy: Mapping[str, Any]) -> str | None:
+    for stack in hierarchy.values():
+        if isinstance(stack, Mapping) and stack:
+            last = list(stack.values())[-1]
+            if isinstance(last, (tuple, list)) and len(last) >= 2:
+                return str(last[0]) or str(last[1]).rsplit(".", 1)[-1] or None
+    return None
+
+
+def _handles(value: Any) -> list[int]:
+    if value is None:
+        return []
+    if isinstance(value, int):
+        return [value]
+    return [int(v) for v in value]
+
+
+def _finite_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def profile_summary(blocks: Sequence[Any]) -> ProfileSummary:
+    """Per-event latency statistics of every block, durations in the blocks' target unit."""
+    from numdiff.profile.timescale import TimeScale, time_scale_factor
+
+    unit = blocks[0].target_time_scale.value if blocks else "ms"
+    out = []
+    for block in blocks:
+        src = block.source_time_scale
+        to_us = None if src == TimeScale.CYCLES else 1.0 / time_scale_factor(src, TimeScale.US)
+        events = []
+        runs = 0
+        for index, ev in enumerate(block.events):
+            perf = ev.perf_data
+            durations = [float(d) for d in perf.raw] if perf is not None else []
+            runs = max(runs, len(durations))
+            starts = [float(s) * to_us for s in (ev.start_time or [])] if to_us is not None else []
+            ident = ev.delegate_debug_identifier
+            events.append(EventStats(
+                index=index, name=ev.name, runs=len(durations),
+                p10=_finite_or_none(perf.p10) if perf else None, p50=_finite_or_none(perf.p50) if perf else None,
+                p90=_finite_or_none(perf.p90) if perf else None, avg=_finite_or_none(perf.avg) if perf else None,
+                min=_finite_or_none(perf.min) if perf else None, max=_finite_or_none(perf.max) if perf else None,
+                durations=durations, start_us=starts, op_types=[str(o) for o in ev.op_types],
+                debug_handles=_handles(ev.debug_handles), module=_innermost_module(ev.module_hierarchy),
+                is_delegated_op=ev.is_delegated_op, delegate_backend=ev.delegate_backend_name,
+                delegate_debug_identifier=None if ident is None else str(ident)))
+        out.append(ProfileBlock(name=block.name, runs=runs, events=events))
+    return ProfileSummary(time_unit=unit, blocks=out)
+
+
+# --- gap ----------------------------------------------------------------------------------------
+
+def gap_section(inspector: Any, etdump_path: object,
+                 progress: Progress | None = None) -> tuple[GapSection | None, str | None]:
+    from numdiff.comparators import get_comparator
+    from numdiff.gap import gather, numeric_gap_report
+
+    events = [ev for block in inspector.event_blocks for ev in block.events]
+    try:
+        _step(progress, "running the reference graph", 0, 1)
+        inputs = gather(inspector.etrecord, events, reference_graph=None, disable_debug_handle_validation=False,
+                        etdump_path=None if etdump_path is None else os.fspath(etdump_path))  # type: ignore[call-overload]
+        reports = []
+        for k, m in enumerate(METRICS):
+            _step(progress, f"comparing ({m})", k, len(METRICS))
+            reports.append(numeric_gap_report(inputs, get_comparator(m)))
+    except MissingDataError as e:
+        return None, " — ".join(str(e).splitlines())
+    base = reports[0]
+    for other in reports[1:]:
+        if [r.aot_handle for r in other.table.rows] != [r.aot_handle for r in base.table.rows]:
+            raise InternalError("gap rows differ between metrics on the same inputs\nPlease report this with the files.")
+    from numdiff.report.gap_table import user_frame
+
+    rows = []
+    counts: dict[str, int] = {}
+    total = len(base.table.rows)
+    for index, (snr, mse, l1) in enumerate(zip(*(r.table.rows for r in reports))):
+        if index % 16 == 0:
+            _step(progress, "tensor statistics", index, total)
+        match = None if snr.match is None else snr.match.value
+        if match is not None:
+            counts[match] = counts.get(match, 0) + 1
+        traces = [t for op in snr.aot_ops for t in [_trace(op, base.stack_traces)] if t]
+        trace = traces[-1] if traces else None
+        last_op = snr.aot_ops[-1] if snr.aot_ops else None
+        aot_stats, rt_stats, hist, max_abs = _value_stats(snr.aot_output, snr.runtime_output)
+        rows.append(GapRowModel(
+            index=index, aot_debug_handle=list(snr.aot_handle), aot_ops=list(snr.aot_ops),
+            runtime_ops=list(snr.runtime_ops), runtime_debug_handle=list(snr.runtime_handle),
+            snr=[float(v) for v in snr.gap], mse=[float(v) for v in mse.gap], l1=[float(v) for v in l1.gap],
+            matched=snr.matched, match=match, match_explanation=MATCH_EXPLANATIONS.get(match or ""),
+            note=snr.note, module=base.module_paths.get(last_op or ""), source_line=user_frame(trace),
+            stack_trace=trace, max_abs_error=max_abs, aot_stats=aot_stats, runtime_stats=rt_stats,
+            error_histogram=hist))
+    notes = list(base.notes) + [str(getattr(n, "detail", n)) for n in base.alignment.notes] \
+        + [f"{n.kind.value}: {n.detail}" for n in base.table.notes]
+    used = {k: v for k, v in MATCH_EXPLANATIONS.items() if k in counts}
+    return GapSection(graph_name=base.graph_name, rows=rows, notes=notes, match_counts=counts,
+                      match_explanation=used), None
+
+
+def _trace(op: str, by_handle: Mapping[Any, Mapping[str, str | None]]) -> str | None:
+    for traces in by_handle.values():
+        if op in traces:
+            return traces[op]
+    return None
+
+
+def _arrays(value: Any) -> list[np.ndarray[Any, Any]]:
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays(v)]
+    if hasattr(value, "detach"):
+        t = value.detach().cpu()
+        if t.is_quantized:
+            t = t.dequantize()
+        return [t.double().numpy() if t.dtype.is_floating_point or not t.dtype.is_complex else t.numpy()]
+    if isinstance(value, (int, float, bool, np.ndarray, np.generic)):
+        return [np.asarray(value, dtype=np.float64)]
+    return []
+
+
+def _dtype(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(sorted({_dtype(v) for v in value})) or "none"
+    return str(getattr(value, "dtype", type(value).__name__)).replace("torch.", "")
+
+
+def _stats(value: Any) -> TensorStats | None:
+    arrays = _arrays(value)
+    if not arrays:
+        return None
+    flat = np.concatenate([a.reshape(-1).astype(np.float64) for a in arrays])
+    finite = flat[np.isfinite(flat)]
+    has = finite.size > 0
+    return TensorStats(dtype=_dtype(value), shape=[list(a.shape) for a in arrays], numel=int(flat.size),
+                       min=float(finite.min()) if has else None, max=float(finite.max()) if has else None,
+                       mean=float(finite.mean()) if has else None, std=float(finite.std()) if has else None,
+                       nonfinite=int(flat.size - finite.size))
+
+
+def _value_stats(aot: Any, runtime: Any) -> tuple[TensorStats | None, TensorStats | None, Histogram | None, float | None]:
+    a_stats, r_stats = _stats(aot), _stats(runtime)
+    a, r = _arrays(aot), _arrays(runtime)
+    if not a or len(a) != len(r) or any(x.size != y.size for x, y in zip(a, r)):
+        return a_stats, r_stats, None, None
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN: left out below, counted in nonfinite
+        err = np.concatenate([(y.reshape(-1) - x.reshape(-1)) for x, y in zip(a, r)])
+    err = err[np.isfinite(err)]
+    if err.size == 0:
+        return a_stats, r_stats, None, None
+    lo, hi = float(err.min()), float(err.max())
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    counts, edges = np.histogram(err, bins=HISTOGRAM_BINS, range=(lo, hi))
+    return a_stats, r_stats, Histogram(edges=[float(e) for e in edges], counts=[int(c) for c in counts]), \
+        float(np.abs(err).max())
+
+
+# --- culprits (issue 9; optional) ---------------------------------------------------------------
+
+def culprit_section(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
+    try:
+        importlib.import_module("numdiff.culprits")
+    except ImportError as e:
+        return CulpritSection(available=False, reason=f"not available: {e}")
+    finder = getattr(inspector, "find_culprits", None)
+    if finder is None:
+        return CulpritSection(available=False, reason="not available: the Inspector has no find_culprits()")
+    try:
+        report = finder(**options)
+        frame = report.to_dataframe()
+    except NumdiffError as e:
+        return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
+    from numdiff.report.gap_table import user_frame
+
+    rows = []
+    for rec in frame.to_dict(orient="records"):
+        traces = rec.get("stack_traces") or {}
+        trace = next((t for t in reversed(list(traces.values())) if t), None) if isinstance(traces, Mapping) else None
+        rows.append(CulpritRow(
+            aot_ops=[str(o) for o in rec.get("aot_ops") or []], runtime_ops=[str(o) for o in rec.get("runtime_ops") or []],
+            local_gap=_num(rec.get("local_gap")), accumulated_gap=_num(rec.get("accumulated_gap")),
+            amplification=_num(rec.get("amplification")),
+            verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
+            is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
+            noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
+    return CulpritSection(available=True, rows=rows, quantization=_quantization(getattr(report, "quantization", None)),
+                          decode=_decode(getattr(report, "decode", None)),
+                          inside_delegates=_taps(getattr(report, "inside_delegates", None)))
+
+
+def _taps(view: Any) -> list[TapRowModel] | None:
+    """The saved form of a ``TapView`` (None when there is none)."""
+    if view is None:
+        return None
+    return [TapRowModel(node=r.node, module_path=r.module_path, local_gap=_num(r.local_gap),
+                        local_noise_units=_num(r.local_noise_units), verdict=r.verdict.value, is_culprit=r.is_culprit)
+            for r in view.rows]
+
+
+def _decode(view: Any) -> DecodeSection | None:
+    """The saved form of a ``DecodeView`` (None when there is none)."""
+    if view is None:
+        return None
+    first = view.first_divergent_step
+    return DecodeSection(
+        with_step_inputs=view.with_step_inputs, first_divergent_step=None if first is None else first.step,
+        steps=[DecodeStepModel(step=s.step, output_gap=_num(s.output_gap), diverges=s.diverges,
+                               culprit_ops=[list(o) for o in s.culprit_ops], note=s.note) for s in view.steps],
+        notes=list(view.notes))
+
+
+def _quantization(view: Any) -> QuantizationSection | None:
+    """The saved form of a ``QuantizationView`` (None when there is none)."""
+    if view is None:
+        return None
+    return QuantizationSection(
+        target_snr_db=view.target_snr_db, estimated_snr_db=_num(view.estimated_snr_db),
+        suggested_snr_db=_num(view.suggested_snr_db), suggested_keep=list(view.suggested_keep),
+        layers=[QuantLayerModel(layer=r.layer, module_path=r.module_path, snr_db=_num(r.snr_db),
+                                keep_in_float=r.keep_in_float, from_runtime=r.from_runtime, note=r.note)
+                for r in view.layers])
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, (list, tuple)):
+        value = min((float(v) for v in value), default=None)
+    if value is None:
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out

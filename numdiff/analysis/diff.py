@@ -1,0 +1,221 @@
+"""Compare two analyses (a base build and a new one): per-op deltas, roll-ups and a CI verdict.
+
+Rows are matched by op: gap rows by their reference ops (the n-th row with the same ops in
+one file with the n-th in the other), runtime events by block, name and occurrence. Error is
+the row's lowest SNR, capped at ``snr_cap_db`` on both sides (beyond it differences are float
+rounding: an identical output has an infinite SNR). Latency is the event's p50.
+
+A regression is an op whose SNR fell by more than ``max_snr_drop_db``, or an op (or the whole
+run) whose p50 grew by more than ``max_latency_increase_pct`` percent *and* by at least
+``min_latency_increase_us`` (so that a 1 µs op taking 2 µs is not a 100 % regression).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from numdiff.analysis.models import Analysis, EventStats, GapRowModel
+
+__all__ = ["CATEGORIES", "DiffReport", "Thresholds", "categorize", "diff_analyses"]
+
+#: Op categories and the words that put an op in them. Names are split into lower-case words
+#: ("aten.native_layer_norm.default" -> native, layer, norm, default; XNNPACK's "Fully Connected
+#: (NC, QS8) GEMM #1" -> fully, connected, nc, qs8, gemm, 1); the first category, in this order,
+#: that any word of any of the op's names belongs to wins, so a fused group holding a linear
+#: counts as matmul/GEMM.
+CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("convolution", frozenset({"convolution", "deconvolution", "conv", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                               "conv_transpose2d", "depthwise"})),
+    ("matmul/GEMM", frozenset({"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "gemm", "einsum", "fully", "matrix"})),
+    ("normalization", frozenset({"norm", "batchnorm", "layernorm", "groupnorm", "rmsnorm", "rms", "softmax",
+                                 "normalize"})),
+    ("elementwise", frozenset({"add", "sub", "mul", "div", "relu", "gelu", "sigmoid", "tanh", "exp", "log", "sqrt",
+                               "rsqrt", "pow", "clamp", "hardtanh", "silu", "where", "neg", "abs", "quantize",
+                               "dequantize", "maximum", "minimum", "erf", "sin", "cos", "floor", "ceil", "round", "elu",
+                               "hardswish", "hardsigmoid", "leaky", "prelu", "multiply", "subtract", "divide", "square",
+                               "negate", "convert", "reciprocal"})),
+    ("data movement", frozenset({"permute", "transpose", "view", "reshape", "cat", "concatenate", "slice", "select",
+                                 "expand", "clone", "copy", "squeeze", "unsqueeze", "split", "chunk", "gather", "index",
+                                 "pad", "flatten", "stack", "repeat", "unbind", "narrow", "contiguous"})),
+)
+_WRAPPERS = ("DELEGATE_CALL", "OPERATOR_CALL")
+_FRAMEWORK = re.compile(r"^(Method|Program)::")
+_US_PER_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def categorize(names: list[str] | tuple[str, ...] | str) -> str:
+    """The category of an op from its name(s) (see :data:`CATEGORIES`), else "other"."""
+    items = [names] if isinstance(names, str) else list(names)
+    words = {w for name in items for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
+    for category, members in CATEGORIES:
+        if words & members:
+            return category
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """When a change is a regression (defaults documented in the module docstring)."""
+
+    max_snr_drop_db: float = 3.0
+    max_latency_increase_pct: float = 10.0
+    min_latency_increase_us: float = 5.0
+    snr_cap_db: float = 140.0
+
+
+@dataclass(frozen=True, slots=True)
+class OpDelta:
+    """One op seen in both analyses (error from the gap rows, latency from the events)."""
+
+    kind: str  # "error" or "latency"
+    key: str
+    category: str
+    base: float | None
+    new: float | None
+    delta: float | None
+    delta_pct: float | None
+    regression: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DiffReport:
+    """Everything ``numdiff diff`` prints; ``regressions`` decides the exit status."""
+
+    thresholds: Thresholds
+    ops: list[OpDelta]
+    categories: list[dict[str, Any]]
+    delegates: list[dict[str, Any]]
+    totals: dict[str, Any]
+    only_in_base: list[str] = field(default_factory=list)
+    only_in_new: list[str] = field(default_factory=list)
+    labels: tuple[dict[str, str], dict[str, str]] = ({}, {})
+
+    @property
+    def regressions(self) -> list[OpDelta]:
+        return [d for d in self.ops if d.regression] + (
+            [OpDelta("latency", "total (top-level events)", "all", self.totals["base_us"], self.totals["new_us"],
+                     self.totals["delta_us"], self.totals["delta_pct"], True)] if self.totals["regression"] else [])
+
+    def __bool__(self) -> bool:
+        """True when there is no regression (as a check result)."""
+        return not self.regressions
+
+
+def _snr(row: GapRowModel, cap: float) -> float | None:
+    finite = [v for v in row.snr if not math.isnan(v)]
+    return min(min(finite), cap) if finite else None
+
+
+def _keyed(items: list[Any], key: Any) -> dict[str, Any]:
+    seen: Counter[str] = Counter()
+    out: dict[str, Any] = {}
+    for item in items:
+        k = key(item)
+        seen[k] += 1
+        out[k if seen[k] == 1 else f"{k} [{seen[k]}]"] = item
+    return out
+
+
+def _op_events(analysis: Analysis) -> dict[str, tuple[EventStats, float]]:
+    """Op-level events (not wrappers, not framework steps) keyed by block/name/occurrence, with p50 in µs."""
+    scale = _US_PER_UNIT.get(analysis.profile.time_unit, 1.0)
+    out: dict[str, tuple[EventStats, float]] = {}
+    for block in analysis.profile.blocks:
+        events = [e for e in block.events if e.p50 is not None and not _FRAMEWORK.match(e.name) and e.name not in _WRAPPERS]
+        for k, e in _keyed(events, lambda e: f"{block.name}/{e.name}").items():
+            out[k] = (e, float(e.p50 or 0.0) * scale)
+    return out
+
+
+def _top_level_us(analysis: Analysis) -> float:
+    scale = _US_PER_UNIT.get(analysis.profile.time_unit, 1.0)
+    return sum(float(e.p50 or 0.0) * scale for b in analysis.profile.blocks for e in b.events
+               if not e.is_delegated_op and not _FRAMEWORK.match(e.name) and e.name != "OPERATOR_CALL")
+
+
+def _delegates(analysis: Analysis) -> dict[str, dict[str, float]]:
+    scale = _US_PER_UNIT.get(analysis.profile.time_unit, 1.0)
+    total_ops = total_us = 0.0
+    per: dict[str, dict[str, float]] = {}
+    for block in analysis.profile.blocks:
+        for e in block.events:
+            if e.is_delegated_op or _FRAMEWORK.match(e.name) or e.name == "OPERATOR_CALL":
+                continue
+            ops = float(len(e.op_types) or 1)
+            us = float(e.p50 or 0.0) * scale
+            total_ops += ops
+            total_us += us
+            if e.name == "DELEGATE_CALL":
+                d = per.setdefault(e.delegate_backend or "unknown delegate", {"ops": 0.0, "us": 0.0, "calls": 0.0})
+                d["ops"] += ops
+                d["us"] += us
+                d["calls"] += 1
+    for d in per.values():
+        d["op_share"] = d["ops"] / total_ops if total_ops else 0.0
+        d["time_share"] = d["us"] / total_us if total_us else 0.0
+    return per
+
+
+def _lowest(deltas: list[OpDelta], side: str) -> float | None:
+    values = [v for d in deltas for v in [getattr(d, side)] if v is not None]
+    return min(values) if values else None
+
+
+def _pct(base: float | None, new: float | None) -> float | None:
+    if base is None or new is None or base == 0:
+        return None
+    return (new - base) / base * 100.0
+
+
+def diff_analyses(base: Analysis, new: Analysis, thresholds: Thresholds | None = None) -> DiffReport:
+    """Per-op deltas of error and latency between two analyses, with roll-ups and regressions."""
+    t = thresholds or Thresholds()
+    ops: list[OpDelta] = []
+    base_rows = _keyed(base.gap.rows if base.gap else [], lambda r: " + ".join(r.aot_ops))
+    new_rows = _keyed(new.gap.rows if new.gap else [], lambda r: " + ".join(r.aot_ops))
+    for key in base_rows.keys() & new_rows.keys():
+        b, n = _snr(base_rows[key], t.snr_cap_db), _snr(new_rows[key], t.snr_cap_db)
+        delta = None if b is None or n is None else n - b
+        ops.append(OpDelta("error", key, categorize(base_rows[key].aot_ops), b, n, delta, None,
+                           delta is not None and -delta > t.max_snr_drop_db))
+    base_ev, new_ev = _op_events(base), _op_events(new)
+    for key in base_ev.keys() & new_ev.keys():
+        (e, b_us), (_, n_us) = base_ev[key], new_ev[key]
+        pct = _pct(b_us, n_us)
+        grew = n_us - b_us
+        regression = grew >= t.min_latency_increase_us and (pct is None or pct > t.max_latency_increase_pct)
+        ops.append(OpDelta("latency", key, categorize([*e.op_types, e.name]), b_us, n_us, grew, pct, regression))
+    ops.sort(key=lambda d: (not d.regression, d.kind, d.key))
+
+    categories = []
+    for name in [c for c, _ in CATEGORIES] + ["other"]:
+        lat = [d for d in ops if d.kind == "latency" and d.category == name]
+        err = [d for d in ops if d.kind == "error" and d.category == name]
+        if not lat and not err:
+            continue
+        b_us = sum(d.base or 0.0 for d in lat)
+        n_us = sum(d.new or 0.0 for d in lat)
+        categories.append({"category": name, "ops": len(lat), "layers": len(err), "base_us": b_us, "new_us": n_us,
+                           "delta_pct": _pct(b_us, n_us), "worst_snr_base": _lowest(err, "base"),
+                           "worst_snr_new": _lowest(err, "new"),
+                           "regressions": sum(d.regression for d in lat + err)})
+    b_del, n_del = _delegates(base), _delegates(new)
+    delegates = [{"delegate": name, "base_op_share": b_del.get(name, {}).get("op_share"),
+                  "new_op_share": n_del.get(name, {}).get("op_share"),
+                  "base_time_share": b_del.get(name, {}).get("time_share"),
+                  "new_time_share": n_del.get(name, {}).get("time_share"),
+                  "base_us": b_del.get(name, {}).get("us"), "new_us": n_del.get(name, {}).get("us")}
+                 for name in sorted(b_del.keys() | n_del.keys())]
+    b_total, n_total = _top_level_us(base), _top_level_us(new)
+    total_pct = _pct(b_total, n_total)
+    totals = {"base_us": b_total, "new_us": n_total, "delta_us": n_total - b_total, "delta_pct": total_pct,
+              "regression": (n_total - b_total) >= t.min_latency_increase_us
+              and total_pct is not None and total_pct > t.max_latency_increase_pct}
+    return DiffReport(t, ops, categories, delegates, totals,
+                      only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),
+                      only_in_new=sorted(new_rows.keys() - base_rows.keys()) + sorted(new_ev.keys() - base_ev.keys()),
+                      labels=(base.labels, new.labels))

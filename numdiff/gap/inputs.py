@@ -1,0 +1,191 @@
+"""What both sides contribute to the numerical gap: the reference graph's outputs and the runtime's.
+
+:func:`gather` runs the reference graph on the representative inputs, keeps the outputs whose debug
+handles meet a runtime handle, and collects the runtime outputs from the events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from numdiff._core.types import DebugHandle
+from numdiff.errors import MismatchedArtifactsError, MissingDataError
+
+if TYPE_CHECKING:
+    from numdiff.align import EventLike, RuntimeOutput
+
+__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "stack_traces_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class GapInputs:
+    """Everything both sides contributed, before comparison."""
+
+    graph_name: str
+    aot_outputs: dict[DebugHandle, Any]
+    aot_op_names: dict[DebugHandle, list[str]]
+    stack_traces: dict[DebugHandle, dict[str, str | None]]
+    runtime_outputs: dict[DebugHandle, RuntimeOutput]
+    runtime_op_names: dict[DebugHandle, list[str]]
+    module_paths: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    method: str = "forward"
+    delegate_outputs: dict[DebugHandle, tuple[int, ...]] = field(default_factory=dict)
+    """``{runtime handle: output handle ids}`` of multi-output delegate calls (see numdiff.align)."""
+    rerun: Callable[[Callable[[DebugHandle, Any, Any], None]], Any] | None = None
+    """Set by ``gather(..., shapes_only=True)``: ``aot_outputs`` then hold meta tensors (shape and dtype
+    only) and ``rerun(on_output)`` runs the reference graph again, streaming (see numdiff.gap.stream)."""
+
+
+def stack_traces_for(aot_ops: list[str], by_handle: Mapping[DebugHandle, Mapping[str, str | None]]) -> dict[str, str | None]:
+    """``{op name: stack trace}`` for a row's AOT ops (first handle that knows the op wins)."""
+    out: dict[str, str | None] = {}
+    for op in aot_ops:
+        out[op] = next((traces[op] for traces in by_handle.values() if op in traces), None)
+    return out
+
+
+def representative_inputs(etrecord: Any) -> Any:
+    """The ETRecord's representative inputs (the runs the reference graph is run on)."""
+    inputs = getattr(etrecord, "_representative_inputs", None)
+    if not inputs:
+        raise MissingDataError(
+            "the ETRecord has no representative inputs, so the reference graph cannot be run\n"
+            "Generate the ETRecord with representative inputs: to_edge_transform_and_lower(..., "
+            "generate_etrecord=True) on a program exported with example inputs, or pass them to generate_etrecord()."
+        )
+    return inputs
+
+
+def gather(
+    etrecord: Any,
+    events: Iterable[EventLike],
+    *,
+    reference_graph: str | None,
+    disable_debug_handle_validation: bool,
+    etdump_path: str | None = None,
+    graph: tuple[Any, str] | None = None,
+    inputs: Any = None,
+    method: str = "forward",
+    shapes_only: bool = False,
+) -> GapInputs:
+    """Run the reference graph and collect the runtime outputs it will be compared with.
+
+    ``graph`` (``(graph module, name)``) and ``inputs`` (one input tuple) replace the graph named
+    by ``reference_graph`` and the representative inputs (see :mod:`numdiff.gap.methods`).
+    ``shapes_only`` keeps meta tensors instead of the AOT outputs and sets ``rerun``.
+    """
+    from numdiff._core.gc_pause import gc_paused
+
+    with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
+        return _gather(etrecord, events, reference_graph=reference_graph,
+                       disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only)
+
+
+def _gather(
+    etrecord: Any,
+    events: Iterable[EventLike],
+    *,
+    reference_graph: str | None,
+    disable_debug_handle_validation: bool,
+    etdump_path: str | None,
+    graph: tuple[Any, str] | None = None,
+    inputs: Any = None,
+    method: str = "forward",
+    shapes_only: bool = False,
+) -> GapInputs:
+    if etrecord is None:
+        raise MissingDataError(
+            "the numerical gap needs an ETRecord\n"
+            "Pass etrecord= (CLI: --etrecord) with the ETRecord written when the model was exported."
+        )
+    from numdiff.align import collect_runtime_outputs, delegate_output_ids
+    from numdiff.capture import aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph
+    from numdiff.schema.debug_buffer import MissingTensor
+
+    runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
+    if not any(_has_values(r.data) for r in runtime_outputs.values()):
+        raise MissingDataError(
+            f"ETDump {etdump_path!r} holds no intermediate outputs to compare\n"
+            "Run the model with intermediate-output logging (ETDumpGen debug level "
+            "kIntermediateOutputs, or the Python bindings with a debug buffer) and pass that debug buffer."
+        )
+    if any(_is_missing(r.data, MissingTensor) for r in runtime_outputs.values()):
+        raise MissingDataError(
+            f"ETDump {etdump_path!r} logs intermediate tensors but no debug buffer was given\n"
+            "Pass debug_buffer_path= (CLI: --debug-buffer) with the buffer the runtime wrote in the same run."
+        )
+    runs = [inputs] if inputs is not None else representative_inputs(etrecord)
+    graph_module, graph_name = (graph if graph is not None else
+                                resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation))
+    # A captured handle can pair only if it shares an id with some runtime handle.
+    runtime_ids: set[int] = set().union(*runtime_outputs)
+    kept: dict[DebugHandle, Any] = {}
+
+    def keep_if_paired(handle: DebugHandle, node: Any, value: Any) -> None:
+        if not runtime_ids.isdisjoint(handle):
+            kept[handle] = _shape_of(value) if shapes_only else value
+
+    result = capture_intermediate_outputs(graph_module, [runs], on_output=keep_if_paired)
+    if len(result) == 0 or not result.op_names:
+        raise MissingDataError(
+            f"running the reference graph {graph_name!r} captured no op outputs with debug handles\n"
+            "Regenerate the ETRecord with ExecuTorch's devtools (it assigns the debug handles)."
+        )
+    if not kept:
+        raise MismatchedArtifactsError(
+            f"the ETRecord's graph {graph_name!r} and ETDump {etdump_path!r} share no debug handle: "
+            f"{len(result)} AOT handles, {len(runtime_outputs)} runtime handles\n"
+            "Pass the ETRecord and ETDump of the same exported program."
+        )
+    aot_outputs = {h: kept[h] for h in result.kept_nodes if h in kept}  # graph order, as captured
+    return GapInputs(
+        graph_name=graph_name,
+        aot_outputs=aot_outputs,
+        aot_op_names=result.op_names,
+        stack_traces=aot_debug_handle_to_stack_traces(graph_module),
+        runtime_outputs=runtime_outputs,
+        runtime_op_names=runtime_op_names,
+        module_paths=module_paths(graph_module),
+        notes=tuple(result.notes),
+        delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
+        method=method,
+        rerun=(lambda on_output: capture_intermediate_outputs(graph_module, [runs], on_output=on_output))
+        if shapes_only else None,
+    )
+
+
+def _shape_of(value: Any) -> Any:
+    """``value`` with every tensor replaced by a meta tensor of its shape and dtype (no storage)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_shape_of(v) for v in value) if type(value) in (list, tuple) else [_shape_of(v) for v in value]
+    return value
+
+
+def module_paths(graph_module: Any) -> dict[str, str]:
+    """``{node name: path of the innermost module it came from}`` (e.g. ``"L['self'].fc1"``)."""
+    out: dict[str, str] = {}
+    for node in graph_module.graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if stack:
+            path, kind = list(stack.values())[-1][:2] if isinstance(list(stack.values())[-1], (tuple, list)) else ("", "")
+            out[node.name] = path or str(kind).rsplit(".", 1)[-1]
+    return out
+
+
+def _has_values(data: Any) -> bool:
+    """Whether a runtime event logged anything (an empty list means it logged no values)."""
+    return data is not None and not (isinstance(data, (list, tuple)) and len(data) == 0)
+
+
+def _is_missing(data: Any, missing_type: type) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_is_missing(d, missing_type) for d in data)
+    return isinstance(data, missing_type)

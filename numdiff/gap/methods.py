@@ -1,0 +1,170 @@
+"""The numerical gap of programs with several methods (``forward`` and ``encode``, ...).
+
+An ETRecord of a multi-method program holds one Edge program per method but one ATen
+``exported_program`` (``forward``'s) and one list of representative inputs, which may belong to
+any method. The reference cannot open such an ETRecord. numdiff compares every method the ETDump
+ran: for each, the inputs are the representative inputs that fit its program's user inputs
+(count, dtype and static sizes), else the program's own example inputs; the reference graph is
+the usual one for ``forward`` (the ATen program, or the Edge program when back-propagation fails)
+and the method's Edge program for the others. A method with no fitting inputs, or no runs in the
+ETDump, is left out with a note. Rows say which method they belong to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from numdiff.errors import MissingDataError
+
+__all__ = ["MethodPlan", "fits", "plan_methods"]
+
+FORWARD = "forward"
+
+
+@dataclass(frozen=True, slots=True)
+class MethodPlan:
+    """What to compare for one method."""
+
+    method: str
+    program: Any
+    events: list[Any]
+    inputs: tuple[Any, ...]
+    inputs_source: str
+
+
+def _flat(inputs: Any) -> list[Any]:
+    if isinstance(inputs, (list, tuple)):
+        return [leaf for item in inputs for leaf in _flat(item)]
+    return [inputs]
+
+
+def fits(program: Any, inputs: Any) -> bool:
+    """Whether ``inputs`` match the program's user inputs: count, dtype and every static size."""
+    signature = getattr(program, "graph_signature", None)
+    if signature is None:
+        return False
+    wanted = set(signature.user_inputs)
+    vals = [n.meta.get("val") for n in program.graph.nodes if n.op == "placeholder" and n.name in wanted]
+    given = _flat(inputs)
+    if len(vals) != len(given):
+        return False
+    for val, value in zip(vals, given):
+        if isinstance(val, torch.Tensor) != isinstance(value, torch.Tensor):
+            return False
+        if isinstance(val, torch.Tensor):
+            if val.dtype != value.dtype or val.dim() != value.dim():
+                return False
+            if any(isinstance(d, int) and d != n for d, n in zip(val.shape, value.shape)):
+                return False
+    return True
+
+
+def _method_count(etrecord: Any) -> int:
+    """How many Edge programs the ETRecord holds, read from its JSON when it can (building them costs seconds)."""
+    edge_json = getattr(etrecord, "_edge_json", None)
+    if isinstance(edge_json, dict) and edge_json:
+        return len(edge_json)
+    edge = getattr(etrecord, "edge_dialect_program", None)  # replaced by the caller, or not numdiff's record
+    return len(edge) if isinstance(edge, dict) else 1
+
+
+def plan_methods(etrecord: Any, blocks: Iterable[Any], notes: list[str]) -> list[MethodPlan] | None:
+    """One plan per method to compare, or None when the ETRecord has one Edge program (the usual path).
+
+    Raises:
+        MissingDataError: No method has both runs in the ETDump and inputs that fit it.
+    """
+    if _method_count(etrecord) < 2:
+        return None
+    edge = getattr(etrecord, "edge_dialect_program", None)
+    if not isinstance(edge, dict) or len(edge) < 2:
+        return None
+    blocks = list(blocks)
+    representative: Sequence[Any] = getattr(etrecord, "_representative_inputs", None) or []
+    plans: list[MethodPlan] = []
+    for method, program in edge.items():
+        events = [ev for b in blocks if (b.method_name or FORWARD) == method for ev in b.events]
+        if not events:
+            notes.append(f"method {method!r}: not compared (the ETDump has no run of it)")
+            continue
+        chosen = next((tuple(c) if isinstance(c, (list, tuple)) else (c,) for c in representative if fits(program, c)),
+                      None)
+        source = "the ETRecord's representative inputs"
+        if chosen is None:
+            example = getattr(program, "example_inputs", None)
+            args = example[0] if isinstance(example, tuple) and len(example) == 2 else None
+            if args is not None and fits(program, args):
+                chosen, source = tuple(args), "the method's example inputs (no representative input fits it)"
+        if chosen is None:
+            notes.append(f"method {method!r}: not compared (no representative or example input fits its program)")
+            continue
+        plans.append(MethodPlan(method, program, events, chosen, source))
+    if not plans:
+        raise MissingDataError(
+            "none of the ETRecord's methods "
+            f"{sorted(edge)} could be compared: " + "; ".join(notes) + "\n"
+            "Record representative inputs for the methods you run (ETRecord.update_representative_inputs).")
+    return plans
+
+
+def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, reference_graph: str | None,
+                     disable_debug_handle_validation: bool, etdump_path: str | None,
+                     release: Any = None, *, streamed: bool = False) -> Any:
+    """``calculate_numeric_gap``'s DataFrame over every method, with a ``method`` column; None for one method.
+
+    ``streamed``: each method's rows come from ``numdiff.gap.stream.stream_numeric_gap`` (bounded
+    memory, no intermediate-output columns).
+
+    Raises:
+        UsageError: ``reference_graph`` names the ATen program and the ETDump ran no ``forward``.
+        MissingDataError: No method could be compared (see :func:`plan_methods`).
+    """
+    import warnings
+
+    import pandas as pd
+
+    from numdiff.capture.graphs import EDGE_DIALECT_GRAPH, EXPORTED_PROGRAM_GRAPH, _runnable, resolve_reference_graph
+    from numdiff.errors import UsageError
+    from numdiff.gap.inputs import gather
+    from numdiff.gap.table import numeric_gap
+    from numdiff.gap.stream import stream_numeric_gap
+
+    score = stream_numeric_gap if streamed else numeric_gap
+
+    notes: list[str] = []
+    plans = plan_methods(etrecord, blocks, notes)
+    if plans is None:
+        return None
+    frames = []
+    for plan in plans:
+        if plan.method == FORWARD:
+            graph = resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
+        elif reference_graph in (None, EDGE_DIALECT_GRAPH):
+            name = f"{EDGE_DIALECT_GRAPH}/{plan.method}"
+            graph = (_runnable(plan.program, name), name)
+        elif reference_graph == EXPORTED_PROGRAM_GRAPH:
+            notes.append(f"method {plan.method!r}: not compared (the ETRecord's ATen exported_program is forward's; "
+                         "pass reference_graph='edge_dialect_exported_program' to compare every method)")
+            continue
+        else:
+            raise UsageError(f"reference graph {reference_graph!r} is not one of a multi-method ETRecord's\n"
+                             "Pass None or 'edge_dialect_exported_program' (every method), or 'exported_program' "
+                             "(forward only).")
+        inputs = gather(etrecord, plan.events, reference_graph=reference_graph,
+                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                        graph=graph, inputs=plan.inputs, method=plan.method, shapes_only=streamed)
+        df = score(inputs, comparator, release)
+        df["method"] = plan.method
+        notes.append(f"method {plan.method!r}: {len(df)} rows on {inputs.graph_name!r}, inputs from {plan.inputs_source}")
+        frames.append(df)
+    if not frames:
+        raise MissingDataError("no method of the ETRecord could be compared: " + "; ".join(notes) + "\n"
+                               "Pass reference_graph='edge_dialect_exported_program'.")
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs["numdiff_notes"] = list(notes)
+    warnings.warn("numdiff: a multi-method program (the reference cannot open it): " + "; ".join(notes), stacklevel=3)
+    return out

@@ -1,0 +1,175 @@
+"""Stand-ins for graph nodes torch alone cannot run: delegate calls and unknown operators.
+
+* :class:`LoweredModule` holds what ExecuTorch serialized for a lowered (delegated) partition:
+  backend id, compiled bytes, compile specs and — when present — the partition's original program.
+  Calling it runs that original program, so a graph with delegates stays runnable on the host.
+* :class:`DelegateCall` is the call-function target of a delegate node (shown as
+  ``executorch_call_delegate``, as in the reference).
+* :class:`UnrunnableOp` stands in for an operator this process cannot resolve. It keeps the graph
+  loadable and inspectable; calling it raises :class:`~numdiff.errors.CaptureError`.
+* :data:`PLACEHOLDER_HOP` only exists while torch's deserializer reads such nodes (it reads a
+  higher-order operator's inputs without needing a schema); it never stays in a loaded graph.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._ops import HigherOrderOperator
+
+from numdiff.errors import CaptureError
+
+__all__ = [
+    "DELEGATE_OP_TYPE",
+    "PLACEHOLDER_HOP",
+    "PLACEHOLDER_TARGET",
+    "DelegateCall",
+    "LoweredModule",
+    "UnrunnableOp",
+    "load_lowered_module",
+]
+
+#: The op type name the reference shows for a delegate call node.
+DELEGATE_OP_TYPE = "executorch_call_delegate"
+
+
+class _Placeholder(HigherOrderOperator):
+    """Deserialization-time target for nodes whose inputs must be read without a schema."""
+
+    def __init__(self) -> None:
+        super().__init__("numdiff_deserialize_placeholder")  # type: ignore[no-untyped-call]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise CaptureError("numdiff internal placeholder operator was executed; it should have been replaced")
+
+
+PLACEHOLDER_HOP = _Placeholder()
+#: The serialized target name that resolves to :data:`PLACEHOLDER_HOP`.
+PLACEHOLDER_TARGET = "torch.ops.higher_order.numdiff_deserialize_placeholder"
+
+
+class LoweredModule(torch.nn.Module):
+    """A delegated partition as the ETRecord describes it.
+
+    Attributes:
+        backend_id: Backend that compiled the partition (e.g. ``"XnnpackBackend"``).
+        processed_bytes: The backend's compiled blob.
+        compile_specs: ``(key, value)`` pairs given to the backend.
+        original_module: The partition's program before lowering, or ``None`` if the file has none.
+        named_data_store: The serialized named-data store (raw JSON text), if any.
+    """
+
+    def __init__(
+        self,
+        backend_id: str,
+        processed_bytes: bytes,
+        compile_specs: list[tuple[str, bytes]],
+        original_module: torch.export.ExportedProgram | None,
+        named_data_store: str | None = None,
+        unrunnable_reason: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.backend_id = backend_id
+        self.processed_bytes = processed_bytes
+        self.compile_specs = compile_specs
+        self.original_module = original_module
+        self.named_data_store = named_data_store
+        self.unrunnable_reason = unrunnable_reason
+        #: Whether the graph reads this delegate's result by index (set by the loader).
+        self.returns_sequence = True
+        self._runner: torch.nn.Module | None = None
+
+    def forward(self, *args: Any) -> Any:
+        """Run the partition's original program on ``args``.
+
+        Raises:
+            CaptureError: The ETRecord holds no runnable original program for this partition.
+        """
+        if self.original_module is None or self.unrunnable_reason is not None:
+            raise CaptureError(
+                f"cannot run the {self.backend_id} delegate: {self.unrunnable_reason or 'no original program'}\n"
+                "Compare against the graph before lowering (edge_dialect_program or exported_program) instead."
+            )
+        if self._runner is None:
+            self._runner = self.original_module.module()
+        out = self._runner(*args)
+        if self.returns_sequence and isinstance(out, torch.Tensor):
+            return (out,)
+        return out
+
+
+class DelegateCall:
+    """Call-function target of a delegate node: ``executorch_call_delegate(lowered_module, *inputs)``."""
+
+    __name__ = DELEGATE_OP_TYPE
+    __qualname__ = DELEGATE_OP_TYPE
+
+    def __call__(self, lowered_module: LoweredModule, *args: Any) -> Any:
+        out = lowered_module(*args)
+        # A delegate returns a tuple of outputs; a lone tensor output is returned as is,
+        # exactly as the serialized graph expects (a single-tensor delegate has no getitem users).
+        if isinstance(out, list):
+            return tuple(out)
+        return out
+
+    def __repr__(self) -> str:
+        return DELEGATE_OP_TYPE
+
+
+#: The one delegate-call target every loaded graph uses.
+DELEGATE_CALL = DelegateCall()
+
+
+class UnrunnableOp:
+    """Stand-in target for an operator this process cannot run.
+
+    Args:
+        name: The operator name as serialized (also its ``__name__``, as in the reference).
+        reason: Why it cannot run; also stored in ``node.meta["numdiff_unrunnable"]``.
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.__name__ = name
+        self.__qualname__ = name.replace(".", "_")
+        self.reason = reason
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise CaptureError(f"operator {self.__name__!r} cannot run: {self.reason}")
+
+    def __repr__(self) -> str:
+        return f"UnrunnableOp({self.__name__!r})"
+
+
+def load_lowered_module(text: str, load: Callable[..., torch.export.ExportedProgram]) -> LoweredModule:
+    """A delegate's lowered module from the JSON text ExecuTorch writes as the call's first argument.
+
+    ``load`` loads the partition's original program (parsed JSON, state dict, constants, example inputs).
+    """
+    from numdiff.program.graph_meta import ProgramLoadError
+
+    try:
+        data = json.loads(text)
+        backend_id = str(data["backend_id"])
+        processed = base64.b64decode(data["processed_bytes"])
+        specs = [(str(cs["key"]), base64.b64decode(cs["value"])) for cs in data.get("compile_specs", [])]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ProgramLoadError(f"delegate's lowered module is unreadable: {type(e).__name__}: {e}") from e
+    original = None
+    reason = None
+    if data.get("original_module") is not None:
+        try:
+            original = load(
+                data["original_module"],
+                base64.b64decode(data.get("original_state_dict") or ""),
+                base64.b64decode(data.get("original_constants") or ""),
+                b"",
+            )
+        except ProgramLoadError as e:
+            reason = f"its original program does not load: {e.problem}"
+    else:
+        reason = "the ETRecord stores no original program for it"
+    return LoweredModule(backend_id, processed, specs, original, data.get("named_data_store"), reason)

@@ -1,0 +1,121 @@
+"""Text forms of a :class:`~numdiff.analysis.diff.DiffReport`: a terminal table, Markdown, JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from tabulate import tabulate
+
+from numdiff.analysis.diff import DiffReport, OpDelta
+
+__all__ = ["render_diff"]
+
+
+def _n(v: float | None, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v:.{digits}g}"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:+.1f}%"
+
+
+def _share(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.0f}%"
+
+
+def _short(key: str) -> str:
+    ops = key.split(" + ")
+    return key if len(ops) <= 3 else f"{ops[0]} … {ops[-1]} ({len(ops)} ops)"
+
+
+def _op_rows(ops: list[OpDelta]) -> list[list[str]]:
+    return [[d.kind, _short(d.key), d.category,
+             _n(d.base) + (" dB" if d.kind == "error" else " µs"), _n(d.new) + (" dB" if d.kind == "error" else " µs"),
+             (f"{d.delta:+.2f} dB" if d.kind == "error" and d.delta is not None else
+              f"{_n(d.delta)} µs ({_pct(d.delta_pct)})" if d.delta is not None else "—"),
+             "REGRESSION" if d.regression else ""] for d in ops]
+
+
+def _sections(report: DiffReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    t = report.totals
+    out = [("Total time in top-level events", ["base", "new", "change"],
+            [[f"{_n(t['base_us'])} µs", f"{_n(t['new_us'])} µs", f"{_n(t['delta_us'])} µs ({_pct(t['delta_pct'])})"
+              + (" REGRESSION" if t["regression"] else "")]])]
+    regressions = [d for d in report.ops if d.regression]
+    if regressions:
+        out.append(("Regressions", ["kind", "op", "category", "base", "new", "change", ""], _op_rows(regressions)))
+    out.append(("By op category", ["category", "timed ops", "layers", "base µs", "new µs", "change", "worst SNR base",
+                                   "worst SNR new", "regressions"],
+                [[c["category"], str(c["ops"]), str(c["layers"]), _n(c["base_us"]), _n(c["new_us"]), _pct(c["delta_pct"]),
+                  _n(c["worst_snr_base"]), _n(c["worst_snr_new"]), str(c["regressions"])] for c in report.categories]))
+    if report.delegates:
+        out.append(("By delegate (coverage: share of top-level ops and time inside the delegate)",
+                    ["delegate", "ops inside base", "ops inside new", "time inside base", "time inside new",
+                     "base µs", "new µs"],
+                    [[d["delegate"], _share(d["base_op_share"]), _share(d["new_op_share"]), _share(d["base_time_share"]),
+                      _share(d["new_time_share"]), _n(d["base_us"]), _n(d["new_us"])] for d in report.delegates]))
+    return out
+
+
+def _headline(report: DiffReport) -> str:
+    n = len(report.regressions)
+    return (f"{n} regression{'s' if n != 1 else ''}" if n else "no regression") + (
+        f" ({sum(d.kind == 'error' for d in report.ops)} layers and {sum(d.kind == 'latency' for d in report.ops)} "
+        "timed ops compared)")
+
+
+def _threshold_line(report: DiffReport) -> str:
+    t = report.thresholds
+    return (f"thresholds: SNR drop > {t.max_snr_drop_db:g} dB (SNR capped at {t.snr_cap_db:g} dB); latency "
+            f"+{t.max_latency_increase_pct:g}% and at least +{t.min_latency_increase_us:g} µs")
+
+
+def _labels(report: DiffReport) -> str:
+    def fmt(labels: dict[str, str]) -> str:
+        return ", ".join(f"{k}={v}" for k, v in labels.items()) or "(no labels)"
+
+    return f"base: {fmt(report.labels[0])} · new: {fmt(report.labels[1])}"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def render_diff(report: DiffReport, fmt: str = "table") -> str:
+    """``fmt``: "table" (terminal), "markdown" (a pull-request comment) or "json"."""
+    if fmt == "json":
+        data = {"regressions": len(report.regressions), "thresholds": dataclasses.asdict(report.thresholds),
+                "totals": report.totals, "categories": report.categories, "delegates": report.delegates,
+                "ops": [dataclasses.asdict(d) for d in report.ops], "only_in_base": report.only_in_base,
+                "only_in_new": report.only_in_new, "labels": {"base": report.labels[0], "new": report.labels[1]}}
+        return json.dumps(_jsonable(data), indent=1, allow_nan=False)
+    unmatched = ([f"only in base: {', '.join(report.only_in_base[:20])}" + (" …" if len(report.only_in_base) > 20 else "")]
+                 if report.only_in_base else []) + (
+                [f"only in new: {', '.join(report.only_in_new[:20])}" + (" …" if len(report.only_in_new) > 20 else "")]
+                if report.only_in_new else [])
+    if fmt == "markdown":
+        mark = "✅" if report else "❌"
+        lines = [f"### numdiff diff: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report), ""]
+        for title, headers, rows in _sections(report):
+            lines += [f"#### {title}", "", tabulate(rows, headers, tablefmt="github"), ""]
+        lines += ["<details><summary>every compared op</summary>", "",
+                  tabulate(_op_rows(report.ops), ["kind", "op", "category", "base", "new", "change", ""], tablefmt="github"),
+                  "", "</details>"]
+        lines += [""] + [f"- {u}" for u in unmatched] if unmatched else []
+        return "\n".join(lines).rstrip() + "\n"
+    lines = [f"numdiff diff: {_headline(report)}", _labels(report), _threshold_line(report)]
+    for title, headers, rows in _sections(report):
+        lines += ["", title, tabulate(rows, headers, tablefmt="simple")]
+    lines += [""] + unmatched if unmatched else []
+    return "\n".join(lines).rstrip() + "\n"

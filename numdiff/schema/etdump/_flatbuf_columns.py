@@ -1,0 +1,145 @@
+"""One field of many FlatBuffer tables at once: ``TableVector``, numpy gathers and no loop per table.
+
+A builder writes one vtable per distinct table layout and points every table of that layout at
+it, so the hundreds of thousands of events of a large dump share a handful of vtables. Each
+distinct vtable is checked once (its size, its table size, each field's offset against the table
+size), and a field's position in every table is the table's position plus its vtable's offset: a
+dump whose tables all share one layout is read with one gather per field. Nothing relies on the
+sharing: a file whose every table has its own vtable is read the same way, only more slowly.
+Problems are ``ETDumpError`` naming the table, the field and the byte offset of the first table
+(in file order) that has them, as a table-by-table reader would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff.schema.etdump._flatbuf import SCALARS, Buffer, IntArray, field_label
+
+__all__ = ["TableVector"]
+
+
+def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
+    """The distinct vtable positions in order of first appearance, and each table's index into them
+    (None: every table has the first)."""
+    if vtables.size == 0 or not (vtables != vtables[0]).any():
+        return vtables[:1], None
+    import pandas as pd  # a hash table, linear; codes numbered in order of first appearance
+
+    codes, uniques = pd.factorize(vtables)
+    return np.asarray(uniques, dtype=np.int64), codes.astype(np.int64, copy=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TableVector:
+    """The same field of many tables at once (tables of one type, positions in ``pos``)."""
+
+    buf: Buffer
+    pos: IntArray
+    what: str
+    vtables: IntArray  # the distinct vtables, in order of first appearance
+    layout: IntArray | None  # each table's index into ``vtables`` (None: all use vtables[0])
+    vt_size: IntArray  # per distinct vtable
+    table_size: IntArray  # per distinct vtable
+    residue: int | None  # every table's position modulo 8, when it is the same for all
+
+    @classmethod
+    def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
+        vtable_of = np.subtract(pos, buf.gather(pos, "i32", f"{what} tables"), dtype=np.int64)
+        vtables, layout = _distinct(vtable_of)
+        sizes = buf.gather(vtables, "u16", f"vtables of {what}").astype(np.int64)
+        tsize = buf.gather(vtables + 2, "u16", f"vtables of {what}").astype(np.int64)
+        if sizes.size:
+            bad = np.nonzero((sizes < 4) | (sizes % 2 == 1))[0]
+            if bad.size:
+                raise buf.fail(f"a vtable of {what} has an invalid size {int(sizes[bad[0]])}", int(vtables[bad[0]]))
+            small = np.nonzero(tsize < 4)[0]
+            if small.size:
+                raise buf.fail(f"a vtable of {what} gives the table an invalid size {int(tsize[small[0]])}",
+                               int(vtables[small[0]]))
+            buf.gather(vtables + sizes - 2, "u8", f"vtables of {what}")
+            if int(pos.max()) + int(tsize.max()) > len(buf):  # then find the table that runs past the end
+                ends = pos + (tsize[0] if layout is None else tsize[layout])
+                last = int(np.argmax(ends))
+                if int(ends[last]) > len(buf):
+                    raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", int(ends[last]) - 1)
+        mod8 = np.bitwise_and(pos, 7, dtype=np.uint8, casting="unsafe")
+        residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
+        return cls(buf, pos, what, vtables, layout, sizes, tsize, residue)
+
+    def _rows(self, per_vtable: IntArray) -> IntArray:
+        """A per-vtable value spread to every table."""
+        if self.layout is None:
+            return np.full(self.pos.size, per_vtable[0] if per_vtable.size else 0, dtype=per_vtable.dtype)
+        rows: IntArray = per_vtable[self.layout]
+        return rows
+
+    def _first_table(self, k: int) -> int:
+        """Index of the first table that uses distinct vtable ``k``."""
+        return 0 if self.layout is None else int(np.argmax(self.layout == k))
+
+    def _offsets(self, index: int, size: int) -> IntArray:
+        """Each distinct vtable's offset of field ``index`` (0: absent), checked to fit ``size`` bytes in the table."""
+        slot = 4 + 2 * index
+        out = np.zeros(self.vtables.size, dtype=np.int64)
+        where = np.nonzero(self.vt_size > slot)[0]
+        if where.size:
+            raw = self.buf.gather(self.vtables[where] + slot, "u16", f"vtable slot {index} of {self.what}")
+            out[where] = raw.astype(np.int64)
+            bad = np.nonzero((out != 0) & ((out < 4) | (out + size > self.table_size)))[0]
+            if bad.size:
+                k = int(bad[0])  # vtables are in order of first appearance: the first bad one is met first
+                raise self.buf.fail(
+                    f"{field_label(self.what, index)} of one {self.what} table at table offset {int(out[k])} does not fit in the "
+                    f"{int(self.table_size[k])}-byte table", int(self.pos[self._first_table(k)]))
+        return out
+
+    def _present(self, index: int, size: int) -> tuple[IntArray | None, IntArray, bool]:
+        """Rows that have field ``index`` (None: all of them), the field's position in each of those
+        rows, and whether those positions are proven inside the file and aligned (``Buffer.gather``).
+
+        A present field lies inside its table (``_offsets``), and every table inside the file
+        (``at``); it is aligned when all tables share a position modulo 8 that, with each
+        vtable's offset, is a multiple of the field's size.
+        """
+        offsets = self._offsets(index, size)
+        used = offsets[offsets != 0]
+        if not used.size:  # no table has the field
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), True
+        proven = self.residue is not None and not ((self.residue + used) % size).any()
+        if offsets.all():
+            return None, self.pos + (offsets[0] if self.layout is None else offsets[self.layout]), proven
+        per_row = self._rows(offsets)
+        has = np.nonzero(per_row)[0]
+        return has, self.pos[has] + per_row[has], proven
+
+    def scalar(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
+        dtype, size = SCALARS[kind][1], SCALARS[kind][2]
+        rows, at, proven = self._present(index, size)
+        what = f"{field_label(self.what, index)} of {self.what}"
+        if rows is None:
+            return self.buf.gather(at, kind, what, proven=proven).astype(dtype, copy=False)
+        out = np.full(self.pos.size, default, dtype=dtype)
+        if rows.size:
+            out[rows] = self.buf.gather(at, kind, what, proven=proven)
+        return out
+
+    def indirect(self, index: int) -> IntArray:
+        """Targets of an offset field (string, vector, table); -1 where the field is absent."""
+        rows, at, proven = self._present(index, 4)
+        what = f"{field_label(self.what, index)} of {self.what}"
+        if rows is None:
+            return self.buf.follow(at, what, proven=proven)
+        out = np.full(self.pos.size, -1, dtype=np.int64)
+        if rows.size:
+            out[rows] = self.buf.follow(at, what, proven=proven)
+        return out
+
+    def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
+        """Rows that have the table field, and the tables themselves."""
+        rows, at, proven = self._present(index, 4)
+        targets = self.buf.follow(at, f"{field_label(self.what, index)} of {self.what}", proven=proven)
+        return (np.arange(self.pos.size) if rows is None else rows), TableVector.at(self.buf, targets, what)

@@ -1,0 +1,147 @@
+"""Event names read from a FlatBuffer as ids into one table of distinct strings.
+
+A dump with hundreds of thousands of events repeats a few dozen names. Each name is copied out
+of the file once: the strings are grouped by length, read as 4-byte words, hashed and verified
+word for word against the first string of their group (numpy and pandas, no loop per event),
+and only the distinct ones are sliced from the file. Ids are numbered in order of first
+appearance, as one ``dict.setdefault`` per string would number them.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff.schema.etdump._flatbuf import Buffer, IntArray
+
+__all__ = ["intern_strings"]
+
+
+def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+    """Ids of the strings at ``targets`` (-1 where absent) in ``table``, which grows as needed.
+
+    Strings are compared as raw bytes, so each distinct name is decoded once, however many
+    events carry it.
+    """
+    out = np.full(targets.size, -1, dtype=np.int32)
+    has = np.nonzero(targets >= 0)[0]
+    if has.size == 0:
+        return out
+    every = has.size == targets.size
+    starts = targets if every else targets[has]
+    lengths = buf.gather(starts, "u32", f"lengths of {what}")
+    ends = np.add(starts, lengths, dtype=np.int64)
+    ends += 4
+    if int(ends.max()) > len(buf):
+        bad = int(starts[np.argmax(ends)])
+        raise buf.fail(f"a {what} string runs past the end of the {len(buf)}-byte file", bad)
+    inverse = None
+    if int(lengths.sum()) > 2 * len(buf):  # strings shared or overlapping: copy each distinct one once
+        starts, first, inverse = np.unique(starts, return_index=True, return_inverse=True)
+        ends = ends[first]
+        buf.spend(int((ends - starts).sum()), f"{what} strings", int(starts[0]))
+    data = buf.data  # bytes or a read-only mapping: each slice is a bytes copy of its own
+    ids = _string_ids(buf, data, starts, ends, table)
+    if inverse is not None:
+        ids = ids[inverse]
+    if every:
+        return ids
+    out[has] = ids
+    return out
+
+
+#: A group of strings of one length at least this big is interned with numpy, not one by one.
+_VECTOR_GROUP = 64
+
+
+def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: IntArray, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+    """``table`` ids of the strings ``data[starts + 4 : ends]`` (bounds already checked), new strings
+    numbered in the order they first appear, as one ``setdefault`` per string would."""
+    setdefault: Callable[[bytes, int], int] = table.setdefault
+    if starts.size < _VECTOR_GROUP:
+        return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
+                        dtype=np.int32)
+    lengths = ends - starts - 4
+    first = _firsts_by_words(buf, starts + 4, lengths) if int(lengths.max()) <= _SHORT else None
+    if first is None:
+        first = _firsts_by_length(buf, data, starts, lengths)
+    distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
+    ids = np.empty(first.size, dtype=np.int32)
+    ids[distinct] = [setdefault(data[s + 4 : e], len(table))
+                     for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(), strict=True)]
+    out: npt.NDArray[np.int32] = ids[first]
+    return out
+
+
+#: Strings up to this many bytes (event and delegate names) are hashed all together, each masked to
+#: its length; when any is longer they are grouped by length first, so one long string does not
+#: widen every row.
+_SHORT = 64
+#: The bytes of a 4-byte word kept when 0, 1, 2, 3 or 4 of them belong to the string.
+_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+
+
+def _firsts_by_words(buf: Buffer, begins: IntArray, lengths: IntArray) -> IntArray | None:
+    """For strings starting at ``begins``, the index of the first string equal to each: the strings
+    are read one 4-byte word at a time, all of them at once, each word masked to the string's
+    length, hashed with the length, grouped, and checked word for word against their group's
+    first. Its cost is the longest string's words times the strings: callers pass short strings, or
+    strings of one length. None (the caller goes one by one) where that does not apply: unaligned
+    strings, a last word past the end of the file, a hash collision."""
+    words = buf.words(np.uint32)
+    if (begins & 3).any() or int(((begins + lengths + 3) >> 2).max()) > words.size:
+        return None
+    width = max(1, -(-int(lengths.max()) // 4))
+    whole = int(lengths.min()) // 4  # words that are all string in every row: no mask
+    index = begins >> 2
+    clip = int(index.max()) + width > words.size  # a short string near the end: its unused words are past it
+    left = lengths - 4 * whole  # bytes of each string from word ``whole`` on
+    digest = lengths.astype(np.uint64)
+    columns = []
+    for j in range(width):
+        column = words[np.minimum(index, words.size - 1) if clip else index]
+        if j >= whole:
+            column &= _MASKS[np.clip(left, 0, 4)]
+            left -= 4
+        columns.append(column)
+        digest *= np.uint64(0x100000001B3)
+        digest += column
+        index += 1
+    firsts = _first_of_each(digest)
+    same = np.array_equal(lengths, lengths[firsts]) and all(np.array_equal(c, c[firsts]) for c in columns)
+    return firsts if same else None
+
+
+def _first_of_each(digest: npt.NDArray[np.uint64]) -> IntArray:
+    """For each row, the index of the first row with the same digest."""
+    import pandas as pd  # a hash table: linear, where np.unique sorts
+
+    codes, _ = pd.factorize(digest)  # codes numbered in order of first appearance: 0, then 1, ...
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))  # where each code first appears
+    firsts: IntArray = first[codes]
+    return firsts
+
+
+def _firsts_by_length(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, lengths: IntArray) -> IntArray:
+    """The index of the first string equal to each, the strings grouped by length first (any length)."""
+    import pandas as pd  # hash tables: linear, where np.unique sorts
+
+    first = np.empty(starts.size, dtype=np.int64)
+    codes, _ = pd.factorize(lengths)
+    small = codes.astype(np.int16) if int(codes.max()) < 2**15 else codes  # stable sort of int16: a radix sort
+    by_length = np.argsort(small, kind="stable")
+    bounds = np.flatnonzero(np.diff(small[by_length])) + 1
+    for group in np.split(by_length, bounds):  # each group in ascending order: firsts come first
+        length = int(lengths[group[0]])
+        got = _firsts_by_words(buf, starts[group] + 4, lengths[group]) if group.size >= _VECTOR_GROUP else None
+        if got is None:
+            seen: dict[bytes, int] = {}
+            first[group] = [seen.setdefault(data[b : b + length], k)
+                            for k, b in zip(group.tolist(), (starts[group] + 4).tolist(), strict=True)]
+        else:
+            first[group] = group[got]
+    return first

@@ -1,0 +1,229 @@
+"""Reading an ETDump: locate and check the root, then read runs and events column-wise.
+
+Every offset, vtable, field and vector is checked against the bytes that exist by
+``numdiff.schema.etdump._flatbuf`` (a vector of N tables needs 4N bytes, so nothing is sized by an
+unchecked field); enum fields (``Value.val``, ``Tensor.scalar_type``) must hold known values and
+strings must be UTF-8. Events are read with numpy gathers, one pass per field over the events of
+all runs, so large dumps need no Python loop per event. Failures are ``ETDumpError`` naming the
+file, the byte offset and the table and field. The records it fills are defined in
+``numdiff.schema.etdump``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+
+import numpy as np
+import numpy.typing as npt
+
+from numdiff.errors import ETDumpError
+from numdiff.schema.etdump._flatbuf import FIELD_NAMES, Buffer
+from numdiff.schema.etdump._flatbuf_columns import TableVector
+from numdiff.schema.etdump._flatbuf_strings import intern_strings
+from numdiff.schema.etdump.dump import ETDump, RunData
+from numdiff.schema.etdump.records import FILE_IDENTIFIER, Allocator, EventColumns, EventKind
+
+__all__ = ["read_etdump"]
+
+
+FIELD_NAMES.update({  # the order of fields in numdiff/schema/etdump/etdump.fbs
+    "ETDump": ("version", "run_data"),
+    "RunData": ("name", "bundled_input_index", "allocators", "events"),
+    "Allocator": ("name",),
+    "Event": ("profile_event", "allocation_event", "debug_event"),
+    "ProfileEvent": ("name", "chain_index", "instruction_id", "delegate_debug_id_int", "delegate_debug_id_str",
+                     "delegate_debug_metadata", "start_time", "end_time"),
+    "DebugEvent": ("chain_index", "instruction_id", "debug_entry", "delegate_debug_id_int",
+                   "delegate_debug_id_str", "name"),
+    "AllocationEvent": ("allocator_id", "allocation_size"),
+    "Value": ("val", "tensor", "tensor_list", "int_value", "float_value", "double_value", "bool_value",
+              "output", "string_value"),
+    "Tensor": ("scalar_type", "sizes", "strides", "offset"),
+    "TensorList": ("tensors",),
+    "Int": ("int_val",), "Bool": ("bool_val",), "Float": ("float_val",), "Double": ("double_val",),
+    "String": ("string_val",),
+})
+
+
+def _locate_root(data: bytes | mmap.mmap, path: str | None) -> tuple[int, bool]:
+    """Root table position, and whether the file has exactly the size its prefix declares."""
+
+    def fail(problem: str, hint: str) -> ETDumpError:
+        return ETDumpError(path, problem, hint)
+
+    if len(data) == 0:
+        raise fail("the file is empty", "The runtime wrote nothing: check that ETDump generation was enabled and flushed.")
+    if len(data) < 8:
+        raise fail(f"only {len(data)} bytes: too short to be an ETDump (truncated?)", "Re-copy the file from the device.")
+    if len(data) >= 12 and data[8:12] == FILE_IDENTIFIER:
+        declared = int.from_bytes(data[0:4], "little")
+        if declared > len(data) - 4:
+            raise fail(
+                f"truncated: the size prefix says {declared} bytes follow but only {len(data) - 4} do",
+                "Re-copy the file from the device: it was cut short.",
+            )
+        return 4 + int.from_bytes(data[4:8], "little"), declared == len(data) - 4
+    if data[4:8] == FILE_IDENTIFIER:
+        return int.from_bytes(data[0:4], "little"), False
+    found = data[8:12] if len(data) >= 12 else data[4:8]
+    raise fail(
+        f"not an ETDump: file identifier is {bytes(found)!r}, expected {FILE_IDENTIFIER!r}",
+        "Pass the .etdp file the runtime's ETDumpGen wrote (not the .pte program or the debug buffer).",
+    )
+
+
+def _map_file(name: str) -> bytes | mmap.mmap:
+    """The file's bytes: mapped read-only when the system allows (no copy; its pages come straight
+    from the page cache), else read. Like the debug buffer, the file must not be rewritten while a
+    dump read from it is in use."""
+    try:
+        with open(name, "rb") as f:
+            info = os.fstat(f.fileno())
+            if info.st_size and stat.S_ISREG(info.st_mode):
+                try:
+                    return mmap.mmap(f.fileno(), info.st_size, **_READ_ONLY)
+                except (OSError, ValueError):
+                    pass  # a file system that cannot map files: read it
+            return f.read()
+    except OSError as e:
+        raise ETDumpError(name, f"cannot be read: {e.strerror or e}", "Check the path.") from e
+
+
+#: A private read-only mapping; on Linux every page is mapped at once (MAP_POPULATE: one call
+#: instead of a fault per page). Systems without MAP_PRIVATE (Windows) map with ACCESS_READ.
+_READ_ONLY: dict[str, int] = (
+    {"flags": mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0), "prot": mmap.PROT_READ}
+    if hasattr(mmap, "MAP_PRIVATE") else {"access": mmap.ACCESS_READ})
+
+
+def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLike[str] | None = None) -> ETDump:
+    """Parse an ETDump from a file path or from bytes.
+
+    Args:
+        source: Path of the ``.etdp`` file, or its contents.
+        path: Name to use in error messages when ``source`` is bytes.
+
+    Returns:
+        The parsed dump.
+
+    Raises:
+        ETDumpError: The file is missing, empty, truncated, corrupt or not an ETDump.
+    """
+    data: bytes | mmap.mmap
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        name = None if path is None else os.fspath(path)
+    else:
+        name = os.fspath(source)
+        data = _map_file(name)
+    root_pos, intact = _locate_root(data, name)
+    buf = Buffer.of(data, name, intact=intact)
+    root = buf.table(root_pos, "ETDump root")
+    strings: dict[bytes, int] = {}
+    dump = ETDump(version=int(root.scalar(0, "u32", 0)), run_data=[], strings=[], buffer=buf)
+    heads: list[tuple[str | None, int, tuple[Allocator, ...], bool]] = []
+    spans: list[tuple[int, int]] = []  # each distinct run's events vector: (first element, length)
+    seen: dict[int, int] = {}  # run table position -> its index in heads/spans (a repeated run is read once)
+    order = []
+    for pos in root.table_positions(1, "ETDump.run_data", half_signature=True).tolist():
+        i = seen.get(pos)
+        if i is None:
+            run = buf.table(pos, "RunData")
+            allocators = tuple(Allocator(a.string(0)) for a in run.table_vector(2, "RunData.allocators"))
+            i = seen[pos] = len(heads)
+            heads.append((run.string(0), int(run.scalar(1, "i32", -1)), allocators, run.has(3)))
+            spans.append(run.vector(3, 4, "RunData.events") or (0, 0))
+        order.append(i)
+    # All runs' events are read in one column-wise pass, then split back per run (views, no copies).
+    columns = _read_event_columns(buf, buf.follow_spans(spans, "RunData.events"), strings)
+    bounds = np.cumsum([0, *(n for _, n in spans)]).tolist()
+    per_run = [columns.slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    for i in order:
+        name_, bundled, allocators, has_events = heads[i]
+        dump.run_data.append(RunData(name=name_, bundled_input_index=bundled, allocators=allocators,
+                                     columns=per_run[i], _dump=dump, has_events_vector=has_events))
+    _check_repeated_names(buf, dump, strings)
+    dump.strings.extend(_decode(buf, list(strings)))
+    return dump
+
+
+#: Every table built from a dump repeats its run, event and delegate names in each event's row;
+#: together they may come to this many times the file's size, plus this floor, and no more.
+NAME_RATIO, NAME_FLOOR = 16, 32 << 20
+
+
+def _check_repeated_names(buf: Buffer, dump: ETDump, strings: dict[bytes, int]) -> None:
+    """Refuse a dump whose names, repeated row by row, would take far more memory than the file.
+
+    A real dump's names are short ("native_call_add.out", "Execute"), a few percent of the file
+    once repeated; a crafted one can give a megabyte-long name to every event and run.
+    """
+    lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
+    total = 0
+    for run in dump.run_data:
+        cols = run.columns
+        for ids in (cols.name, cols.delegate_str):
+            total += int(lengths[ids[ids >= 0]].sum())
+        total += len(run.name or "") * len(cols.kind)
+    allowed = NAME_RATIO * len(buf) + NAME_FLOOR
+    if total > allowed:
+        raise ETDumpError(
+            buf.path, f"its run, event and delegate names come to {total} bytes when repeated in each event's row, "
+            f"more than numdiff builds tables from ({NAME_RATIO}x the {len(buf)}-byte file, plus {NAME_FLOOR >> 20} MiB)",
+            "Names in a dump the runtime writes are short (op and delegate names, 'Execute'); these are not: "
+            "the file is damaged or was crafted.")
+
+
+def _decode(buf: Buffer, raw: list[bytes]) -> list[str]:
+    out = []
+    for b in raw:
+        try:
+            out.append(b.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise buf.fail(f"an event name is not valid UTF-8: {b[:40]!r}") from e
+    return out
+
+
+def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int]) -> EventColumns:
+    n = positions.size
+    events = TableVector.at(buf, positions, "Event")
+    kind = np.zeros(n, dtype=np.int8)
+    name = np.full(n, -1, dtype=np.int32)
+    chain = np.zeros(n, dtype=np.int64)
+    instr = np.full(n, -1, dtype=np.int64)
+    dint = np.full(n, -1, dtype=np.int64)
+    dstr = np.full(n, -1, dtype=np.int32)
+    start = np.zeros(n, dtype=np.uint64)
+    end = np.zeros(n, dtype=np.uint64)
+    table = np.full(n, -1, dtype=np.int64)
+    value = np.full(n, -1, dtype=np.int64)
+    output = np.zeros(n, dtype=np.bool_)
+
+    # Allocation first, then debug, then profile: later kinds overwrite, so profile wins.
+    rows, alloc = events.subtables(1, "AllocationEvent")
+    kind[rows], table[rows] = EventKind.ALLOCATION, alloc.pos
+
+    rows, dbg = events.subtables(2, "DebugEvent")
+    kind[rows], table[rows] = EventKind.DEBUG, dbg.pos
+    chain[rows] = dbg.scalar(0, "u64", 0).view(np.int64)  # raw bits; event_at restores the unsigned value
+    instr[rows] = dbg.scalar(1, "i32", -1)
+    dint[rows] = dbg.scalar(3, "i32", -1)
+    dstr[rows] = intern_strings(buf, dbg.indirect(4), "delegate id", strings)
+    name[rows] = intern_strings(buf, dbg.indirect(5), "debug event name", strings)
+    vrows, values = dbg.subtables(2, "Value")
+    value[rows[vrows]] = values.pos
+    orows, flags = values.subtables(7, "Bool")
+    output[rows[vrows[orows]]] = flags.scalar(0, "bool", 0).astype(np.bool_)
+
+    rows, prof = events.subtables(0, "ProfileEvent")
+    kind[rows], table[rows], value[rows], output[rows] = EventKind.PROFILE, prof.pos, -1, False
+    name[rows] = intern_strings(buf, prof.indirect(0), "profile event name", strings)
+    chain[rows] = prof.scalar(1, "i32", 0)
+    instr[rows] = prof.scalar(2, "i32", -1)
+    dint[rows] = prof.scalar(3, "i32", -1)
+    dstr[rows] = intern_strings(buf, prof.indirect(4), "delegate id", strings)
+    start[rows] = prof.scalar(6, "u64", 0)
+    end[rows] = prof.scalar(7, "u64", 0)
+    return EventColumns(kind, name, chain, instr, dint, dstr, start, end, table, value, output)
