@@ -6,7 +6,7 @@ from enum import Enum
 
 from numdiff.errors import UsageError
 
-__all__ = ["SECONDS_PER_UNIT", "TimeScale", "seconds_per_unit", "time_scale_factor"]
+__all__ = ["TICKS_PER_SECOND", "TimeScale", "seconds_per_unit", "time_scale_factor", "unit_factor"]
 
 
 class TimeScale(Enum):
@@ -31,13 +31,22 @@ class TimeScale(Enum):
             ) from e
 
 
-#: Seconds in one unit of each time scale; cycles have no fixed duration and are not here.
-SECONDS_PER_UNIT: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+#: Units of each time scale in one second; cycles have no fixed duration and are not here. Every
+#: conversion factor is one division of two of these (exact integers), so it is correctly rounded.
+TICKS_PER_SECOND: dict[str, float] = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}
+
+
+def unit_factor(source: str | TimeScale, target: str | TimeScale) -> float | None:
+    """How many ``target`` units one ``source`` unit makes (``"ns"`` to ``"us"``: 0.001); None for cycles
+    or an unknown unit."""
+    s = TICKS_PER_SECOND.get(source.value if isinstance(source, TimeScale) else str(source))
+    t = TICKS_PER_SECOND.get(target.value if isinstance(target, TimeScale) else str(target))
+    return None if s is None or t is None else t / s
 
 
 def seconds_per_unit(unit: str | TimeScale) -> float | None:
     """Seconds in one ``unit`` ("ns", "us", "ms", "s"), or None for cycles and unknown units."""
-    return SECONDS_PER_UNIT.get(unit.value if isinstance(unit, TimeScale) else str(unit))
+    return unit_factor(unit, "s")
 
 
 def time_scale_factor(source: TimeScale, target: TimeScale) -> float:
@@ -55,4 +64,4 @@ def time_scale_factor(source: TimeScale, target: TimeScale) -> float:
         )
     if source == target:
         return 1.0
-    return SECONDS_PER_UNIT[target.value] / SECONDS_PER_UNIT[source.value]
+    return TICKS_PER_SECOND[source.value] / TICKS_PER_SECOND[target.value]
