@@ -45,15 +45,28 @@ def _check_value(value: Any, summary: dict[str, Any]) -> None:
         assert isinstance(value, torch.Tensor)
         assert list(value.shape) == summary["shape"] and str(value.dtype) == summary["dtype"]
         flat = value.detach().reshape(-1).to(torch.float64)
-        assert float(flat.sum()) == pytest.approx(summary["sum"], rel=1e-9, abs=1e-9)
-        assert float(flat.abs().sum()) == pytest.approx(summary["abs_sum"], rel=1e-9, abs=1e-9)
-        assert [float(v) for v in flat[: len(summary["first"])]] == summary["first"]
+        # The oracle ran on another CPU: float kernels (GEMM, convolution) may sum in another order, so
+        # values agree to the dtype's rounding, not bit for bit (a wrong tensor differs by far more).
+        tol = _rounding(value.dtype, summary)
+        assert float(flat.sum()) == pytest.approx(summary["sum"], rel=0, abs=tol * max(summary["abs_sum"], 1e-30))
+        assert float(flat.abs().sum()) == pytest.approx(summary["abs_sum"], rel=tol, abs=1e-9)
+        first = summary["first"]
+        scale = max((abs(v) for v in first), default=0.0)
+        assert [float(v) for v in flat[: len(first)]] == pytest.approx(first, rel=0, abs=tol * scale + 1e-12)
     elif summary["kind"] == "sequence":
         assert isinstance(value, list) and len(value) == len(summary["items"])
         for item, item_summary in zip(value, summary["items"], strict=True):
             _check_value(item, item_summary)
     else:
         assert repr(value) == summary["repr"]
+
+
+def _rounding(dtype: torch.dtype, summary: dict[str, Any]) -> float:
+    """Relative tolerance for a tensor computed on another CPU: 0 for integer dtypes (exact), else a
+    few hundred units of rounding of the dtype (sums over a reduction of K terms err by up to ~K eps)."""
+    if not dtype.is_floating_point:
+        return 0.0
+    return 256 * torch.finfo(dtype).eps
 
 
 def test_fixtures_present() -> None:
