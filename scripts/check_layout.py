@@ -199,14 +199,14 @@ def _annotation_is_any(annotation: ast.expr | None) -> bool:
     return isinstance(annotation, ast.Attribute) and annotation.attr == "Any"
 
 
-def plain_any(module: Module, tree: ast.AST) -> Iterator[str]:
+def plain_any(module: Module, tree: ast.AST, root: Path = ROOT) -> Iterator[str]:
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         arguments = node.args
         every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
         every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-        where = f"{module.path.relative_to(ROOT)}:{node.lineno} {node.name}"
+        where = f"{module.path.relative_to(root)}:{node.lineno} {node.name}"
         for argument in every:
             if _annotation_is_any(argument.annotation):
                 yield f"{where}({argument.arg})"
@@ -240,7 +240,7 @@ def measure(root: Path = ROOT) -> Figures:
             figures.long_modules.append(f"{module.path.relative_to(root)} ({lines} lines)")
         if module.path.parent == root / PACKAGE and not module.is_package:
             figures.loose_modules.append(module.path.name)
-        figures.plain_any.extend(plain_any(module, ast.parse(text, str(module.path))))
+        figures.plain_any.extend(plain_any(module, ast.parse(text, str(module.path)), root))
     figures.private_imports = sorted(set(figures.private_imports))
     return figures
 
