@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numdiff.client import Client
 
 __all__ = ["add_client_options", "client_from", "print_json", "status_code"]
 
@@ -17,19 +20,21 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
                         help="the project's bearer token (default: $NUMDIFF_TOKEN)")
 
 
-def client_from(args: argparse.Namespace) -> Any:
+def client_from(args: argparse.Namespace) -> Client:
     from numdiff.client import Client
 
     return Client(args.server, args.token)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
 def status_code(run: dict[str, Any], waited: bool) -> int:
     """0 when done (or not waited for); 3 when the analysis failed (the reason is in the JSON)."""
-    if waited and run.get("status") == "failed":
+    from numdiff.service.status import Status
+
+    if waited and run.get("status") == Status.FAILED:
         print(f"numdiff: run {run.get('id')} failed: {run.get('reason')}", file=sys.stderr)
         return 3
     return 0

@@ -18,6 +18,7 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from numdiff.cli._service import add_client_options
     from numdiff.cli.analyze import add_label_option
+    from numdiff.service.status import Status
 
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION", help="what to do")
     show = sub.add_parser("show", help="print a run as JSON", description="print a run as JSON")
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lst = sub.add_parser("list", help="list runs as JSON", description="list runs as JSON (newest first)")
     add_client_options(lst)
     lst.add_argument("--model", default=None, help="only runs of this model")
-    lst.add_argument("--status", default=None, choices=("queued", "running", "done", "failed"), help="only runs in this state")
+    lst.add_argument("--status", default=None, choices=[s.value for s in Status], help="only runs in this state")
     add_label_option(lst)
     cmp = sub.add_parser("compare", help="compare a run with another or the baseline (CI gate)",
                          description="compare a run with another or the model's baseline; exit 1 on a regression")

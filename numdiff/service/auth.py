@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Any
-
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from numdiff.service import db
 
@@ -24,7 +23,7 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def create_token(session: Any, project_name: str) -> str:
+def create_token(session: Session, project_name: str) -> str:
     """A new token for ``project_name`` (created if it does not exist); commits."""
     project = session.execute(select(db.Project).where(db.Project.name == project_name)).scalar_one_or_none()
     if project is None:
@@ -37,7 +36,7 @@ def create_token(session: Any, project_name: str) -> str:
     return token
 
 
-def revoke_token(session: Any, token_or_prefix: str) -> int:
+def revoke_token(session: Session, token_or_prefix: str) -> int:
     """Revoke the token (given whole, or by the 12-character prefix ``create-token`` prints); how many were revoked."""
     rows = session.execute(select(db.Token).where(db.Token.revoked.is_(None))).scalars().all()
     hit = [t for t in rows if t.sha256 == hash_token(token_or_prefix)
@@ -48,7 +47,7 @@ def revoke_token(session: Any, token_or_prefix: str) -> int:
     return len(hit)
 
 
-def project_for_token(session: Any, token: str | None) -> db.Project | None:
+def project_for_token(session: Session, token: str | None) -> db.Project | None:
     """The project of a valid, unrevoked token, else None."""
     if not token:
         return None

@@ -25,7 +25,9 @@ from typing import Any
 
 import httpx
 
+from numdiff._core.files import atomic_write
 from numdiff.errors import InputError, NumdiffError, UsageError
+from numdiff.service.status import Status
 
 __all__ = ["AuthError", "Client", "ServiceError", "ServiceInputError", "UnreachableError"]
 
@@ -118,18 +120,21 @@ class Client:
                                "See the server's log; retry later if it is overloaded.")
         return response
 
-    def _json(self, method: str, url: str, what: str, **kwargs: Any) -> Any:
+    def _json(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+        """The server's answer, a JSON object (every endpoint of the API answers one)."""
         response = self._request(method, url, what, **kwargs)
         try:
-            return response.json()
+            body = response.json()
         except ValueError:
             raise ServiceError(f"{what}: the server's answer is not JSON: {response.text[:200]!r}") from None
+        if not isinstance(body, dict):
+            raise ServiceError(f"{what}: the server's answer is not a JSON object: {response.text[:200]!r}")
+        return body
 
     # --- API -----------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        out: dict[str, Any] = self._json("GET", "/healthz", "health check")
-        return out
+        return self._json("GET", "/healthz", "health check")
 
     def submit(self, model: str, etrecord: str | os.PathLike[str], etdump: str | os.PathLike[str],
                debug_buffer: str | os.PathLike[str] | None = None,
@@ -148,17 +153,14 @@ class Client:
                                      "Check the path and permissions.") from None
                 files[role] = (Path(path).name, f, "application/octet-stream")
             data = {"model": model, "label": [f"{k}={v}" for k, v in (labels or {}).items()]}
-            out: dict[str, Any] = self._json("POST", "/api/v1/runs", "upload", data=data, files=files)
-            return out
+            return self._json("POST", "/api/v1/runs", "upload", data=data, files=files)
 
     def run(self, run_id: int) -> dict[str, Any]:
-        out: dict[str, Any] = self._json("GET", f"/api/v1/runs/{int(run_id)}", f"run {run_id}")
-        return out
+        return self._json("GET", f"/api/v1/runs/{int(run_id)}", f"run {run_id}")
 
     def result(self, run_id: int) -> dict[str, Any]:
         """The run with ``gap`` (SNR rows) and ``culprits`` once analysed."""
-        out: dict[str, Any] = self._json("GET", f"/api/v1/runs/{int(run_id)}/result", f"run {run_id}")
-        return out
+        return self._json("GET", f"/api/v1/runs/{int(run_id)}/result", f"run {run_id}")
 
     def wait(self, run_id: int, timeout: float | None = None, poll: float = 0.5) -> dict[str, Any]:
         """Wait until the run is done or failed (or ``timeout`` passes), then return :meth:`result`.
@@ -172,7 +174,7 @@ class Client:
             started = time.monotonic()
             run = self._json("GET", f"/api/v1/runs/{int(run_id)}", f"run {run_id}", params={"wait": round(left, 3)},
                              timeout=httpx.Timeout(left + self._timeout, connect=10.0))
-            if run.get("status") in ("done", "failed"):
+            if run.get("status") in (Status.DONE, Status.FAILED):
                 return self.result(run_id)
             if deadline is not None and time.monotonic() > deadline:
                 return self.result(run_id)
@@ -195,32 +197,24 @@ class Client:
         The profile is there as soon as its stage finishes, before the gap is computed
         (``numdiff.analysis.stages`` has the models that read each).
         """
-        out: dict[str, Any] = self._json("GET", f"/api/v1/runs/{int(run_id)}/jobs/{kind}", f"{kind} of run {run_id}")
-        return out
+        return self._json("GET", f"/api/v1/runs/{int(run_id)}/jobs/{kind}", f"{kind} of run {run_id}")
 
     def analysis(self, run_id: int) -> dict[str, Any]:
         """The saved analysis document (``numdiff.report.Analysis.model_validate`` reads it)."""
-        out: dict[str, Any] = self._json("GET", f"/api/v1/runs/{int(run_id)}/analysis.json", f"run {run_id}")
-        return out
+        return self._json("GET", f"/api/v1/runs/{int(run_id)}/analysis.json", f"run {run_id}")
 
     def fetch_report(self, run_id: int, path: str | os.PathLike[str]) -> Path:
         """Write the run's HTML report to ``path`` (through a temporary file, replaced at the end)."""
         response = self._request("GET", f"/api/v1/runs/{int(run_id)}/report.html", f"report of run {run_id}")
-        target = Path(path)
-        tmp = target.with_name(f".{target.name}.part")
-        tmp.write_bytes(response.content)
-        os.replace(tmp, target)
-        return target
+        return atomic_write(path, response.content)
 
     def compare(self, new_run: int, base_run: int | None = None, **thresholds: float) -> dict[str, Any]:
         """The CI gate: ``passed``, ``regressions`` and the diff of ``new_run`` against ``base_run`` or the baseline."""
         body: dict[str, Any] = {"new_run": int(new_run), **thresholds}
         if base_run is not None:
             body["base_run"] = int(base_run)
-        out: dict[str, Any] = self._json("POST", "/api/v1/compare", "compare", json=body)
-        return out
+        return self._json("POST", "/api/v1/compare", "compare", json=body)
 
     def set_baseline(self, model: str, run_id: int) -> dict[str, Any]:
-        out: dict[str, Any] = self._json("PUT", f"/api/v1/models/{model}/baseline", "set baseline",
+        return self._json("PUT", f"/api/v1/models/{model}/baseline", "set baseline",
                                          json={"run_id": int(run_id)})
-        return out

@@ -14,15 +14,14 @@ from typing import Any
 
 from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, create_engine, event
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry
 
-__all__ = ["Base", "Job", "ModelRow", "Project", "Run", "Token", "default_url", "make_engine", "migrate", "now",
-           "session_factory"]
+from numdiff.service.status import Status
 
-#: Job states. ``queued`` → ``running`` → ``done`` | ``failed``; a running job whose lease ran out is queued again.
-QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-#: The analysis stages of a run, one job each, in the order they run (``numdiff.analysis.stages``).
-STAGES = ("profile", "gap", "culprits", "report")
+__all__ = ["Base", "Job", "ModelRow", "Project", "Run", "RunLabel", "Token", "default_url", "make_engine", "migrate",
+           "now", "session_factory"]
 
 
 def now() -> datetime.datetime:
@@ -75,7 +74,7 @@ class Run(Base):
     etrecord_sha256: Mapped[str] = mapped_column(String(64))
     etdump_sha256: Mapped[str] = mapped_column(String(64))
     debug_buffer_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     analysis_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     report_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -94,7 +93,7 @@ class RunLabel(Base):
 
 
 class Job(Base):
-    """One stage of a run's analysis (``kind`` in :data:`STAGES`; ``stage`` is its index there).
+    """One stage of a run's analysis (``kind`` in :data:`numdiff.analysis.stages.STAGES`; ``stage`` is its index there).
 
     A job becomes claimable when every earlier stage of its run is done; its result (the stage's
     JSON part, or for ``report`` the saved analysis) is ``result_sha256`` in the store.
@@ -107,7 +106,7 @@ class Job(Base):
     kind: Mapped[str] = mapped_column(String(32), default="profile")
     stage: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     result_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
     lease_until: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
@@ -129,7 +128,7 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(conn: Any, _record: Any) -> None:
+        def _pragmas(conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
             cur = conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=30000")
@@ -140,7 +139,7 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def session_factory(engine: Engine) -> sessionmaker[Any]:
+def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 

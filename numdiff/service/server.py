@@ -1,6 +1,6 @@
 """Run the service: migrate the schema, start the worker processes, serve HTTP until SIGTERM/SIGINT.
 
-The web server (uvicorn, in this process) and the workers (``python -m numdiff.service.jobs``,
+The web server (uvicorn, in this process) and the workers (``python -m numdiff.service.worker``,
 child processes) share only the database and the store. A worker that dies is started again
 within a second; on SIGTERM/SIGINT uvicorn stops taking requests, the workers give their running
 jobs back to the queue, and the process exits 0.
@@ -8,12 +8,12 @@ jobs back to the queue, and the process exits 0.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
-from typing import Any
+from types import FrameType
 
+from numdiff._core.files import atomic_write
 from numdiff.service.settings import Settings
 
 __all__ = ["prepare", "serve"]
@@ -41,7 +41,7 @@ class _Workers:
         self._thread = threading.Thread(target=self._watch, name="numdiff-workers", daemon=True)
 
     def _start(self, i: int) -> None:
-        cmd = [sys.executable, "-m", "numdiff.service.jobs", "--data", str(self.settings.data),
+        cmd = [sys.executable, "-m", "numdiff.service.worker", "--data", str(self.settings.data),
                "--db", self.settings.db_url, "--name", f"w{i}"]
         self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
 
@@ -53,10 +53,7 @@ class _Workers:
 
     def _write_pids(self) -> None:
         """``DATA/workers.pid``: the worker processes' ids, one a line (for operators and the fault tests)."""
-        path = self.settings.data / "workers.pid"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(f"{p.pid}\n" for p in self.procs if p is not None))
-        os.replace(tmp, path)
+        atomic_write(self.settings.data / "workers.pid", "".join(f"{p.pid}\n" for p in self.procs if p is not None))
 
     def _watch(self) -> None:
         while not self.stopping.wait(1.0):
@@ -93,7 +90,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     class _Server(uvicorn.Server):
         """uvicorn re-raises SIGTERM after its shutdown, which would skip stopping the workers: don't."""
 
-        def handle_exit(self, sig: int, frame: Any) -> None:
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             else:
@@ -105,7 +102,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     pool = _Workers(settings, workers)
     pool.start()
     try:
-        config: Any = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning",
+        config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning",
                                      timeout_graceful_shutdown=5, limit_concurrency=2000, backlog=2048)
         server = _Server(config)
         print(f"numdiff serve: http://{host}:{port}/ui (API docs at /docs), data in {settings.data}, "

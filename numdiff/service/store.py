@@ -22,14 +22,16 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
+from numdiff.errors import InputError
+
 __all__ = ["BlobWriter", "Store", "TooLarge"]
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1 << 20
 
 
-class TooLarge(Exception):
-    """A blob grew past its size limit while being written (the temporary file is removed)."""
+class TooLarge(InputError):
+    """A blob grew past its size limit while being written (the temporary file is removed; the API answers 413)."""
 
 
 class BlobWriter:

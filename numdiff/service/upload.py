@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from numdiff.errors import InputError
 from numdiff.service.store import BlobWriter, Store
 
 __all__ = ["BadForm", "Form", "parse_form"]
@@ -22,8 +23,8 @@ _MAX_FIELD = 64 * 1024  # bytes of one non-file field
 _MAX_PARTS = 32
 
 
-class BadForm(Exception):
-    """The body is not the multipart form the endpoint expects."""
+class BadForm(InputError):
+    """The body is not the multipart form the endpoint expects (the API answers 422)."""
 
 
 @dataclass

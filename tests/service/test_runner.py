@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from numdiff.report import Analysis
-from numdiff.service import runner
+from numdiff.service.worker import runner
 from tests.service._server import EXAMPLE
 
 

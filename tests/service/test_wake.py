@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from numdiff.service.wake import Waker, wake_all
+from numdiff.service.worker.wake import Waker, wake_all
 
 
 def test_a_waiting_worker_wakes_at_once_and_stale_sockets_are_removed(tmp_path: Path) -> None:

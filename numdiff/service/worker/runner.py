@@ -18,8 +18,19 @@ import os
 import resource
 import signal
 import traceback
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext
+
+    from numdiff.analysis.models import CulpritSection
+    from numdiff.analysis.stages import GapPart, ProfilePart
+    from numdiff.inspector import Inspector
+
+#: An earlier stage's result, as the next stage reads it.
+Part = TypeVar("Part", "ProfilePart", "GapPart", "CulpritSection")
 
 __all__ = ["BAD_INPUT", "INTERNAL", "MEMORY", "OK", "RECYCLE_AFTER", "Runner", "die_with_parent"]
 
@@ -52,33 +63,34 @@ def _for_run(paths: dict[str, str | None]) -> dict[str, Any]:
     return _last
 
 
-def _inspector(paths: dict[str, str | None]) -> Any:
+def _inspector(paths: dict[str, str | None]) -> Inspector:
     cache = _for_run(paths)
     if "inspector" not in cache:
         from numdiff.inspector import Inspector
 
         cache["inspector"] = Inspector(etdump_path=paths["etdump"], etrecord=paths["etrecord"],
                                        debug_buffer_path=paths["debug_buffer"])
-    return cache["inspector"]
+    inspector: Inspector = cache["inspector"]
+    return inspector
 
 
-def _part(kind: str, paths: dict[str, str | None], parts: dict[str, str]) -> Any:
+def _part(model: type[Part], kind: str, paths: dict[str, str | None], parts: dict[str, str]) -> Part:
     """An earlier stage's result: from this runner's memory, else from the store (another worker ran it)."""
-    from numdiff.analysis.models import CulpritSection
-    from numdiff.analysis.stages import GapPart, ProfilePart, load_part
+    from numdiff.analysis.stages import load_part
 
     cache = _for_run(paths)
     if kind not in cache:
         if kind not in parts:
             raise RuntimeError(f"the {kind} stage has no stored result")
-        model: Any = {"profile": ProfilePart, "gap": GapPart, "culprits": CulpritSection}[kind]
         cache[kind] = load_part(model, Path(parts[kind]).read_bytes(), f"the stored {kind} result")
-    return cache[kind]
+    part: Part = cache[kind]
+    return part
 
 
 def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str]) -> None:
     """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``)."""
-    from numdiff.analysis.stages import assemble, culprit_part, dump_part, gap_part, profile_part
+    from numdiff.analysis.models import CulpritSection
+    from numdiff.analysis.stages import GapPart, ProfilePart, assemble, culprit_part, dump_part, gap_part, profile_part
 
     cache = _for_run(paths)
     if kind == "profile":
@@ -86,11 +98,12 @@ def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], o
     elif kind == "gap":
         result = gap_part(_inspector(paths), paths["etdump"])
     elif kind == "culprits":
-        result = culprit_part(_inspector(paths), _part("gap", paths, parts))
+        result = culprit_part(_inspector(paths), _part(GapPart, "gap", paths, parts))
     elif kind == "report":
         from numdiff.report import write_html
 
-        analysis = assemble(labels, *(_part(k, paths, parts) for k in ("profile", "gap", "culprits")))
+        analysis = assemble(labels, _part(ProfilePart, "profile", paths, parts), _part(GapPart, "gap", paths, parts),
+                            _part(CulpritSection, "culprits", paths, parts))
         analysis.save(out / "analysis.json")
         write_html(analysis, out / "report.html")
         _last.clear()  # the run is finished: free its Inspector
@@ -134,7 +147,7 @@ def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out
     return OK
 
 
-def _serve(conn: Any, memory: int) -> None:
+def _serve(conn: Connection, memory: int) -> None:
     """The runner's loop: receive a job, analyse it, answer its code; leave after a memory failure."""
     die_with_parent()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -158,7 +171,7 @@ def _serve(conn: Any, memory: int) -> None:
 class Runner:
     """The worker's handle on its runner process."""
 
-    def __init__(self, ctx: Any, memory: int) -> None:
+    def __init__(self, ctx: ForkContext, memory: int) -> None:
         self._conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(child, memory), daemon=True)
         self.process.start()
@@ -181,8 +194,8 @@ class Runner:
                 pass
         if not self.process.is_alive():
             self.process.join()
-            code = self.process.exitcode
-            return code if code is not None and code != 0 else INTERNAL
+            exitcode = self.process.exitcode
+            return exitcode if exitcode is not None and exitcode != 0 else INTERNAL
         return None
 
     @property

@@ -1,0 +1,52 @@
+"""Response bodies built from rows: a run with its jobs, a run with its results, strict JSON."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from numdiff.service import crud, db, schemas
+from numdiff.service.api.deps import load_analysis
+from numdiff.service.status import Status
+from numdiff.service.store import Store
+
+__all__ = ["json_response", "run_out", "run_result"]
+
+
+def json_response(model: BaseModel, status_code: int = 200) -> Response:
+    """Strict JSON with non-finite floats as "Infinity"/"NaN" strings (as the saved analysis writes them)."""
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def run_out(session: Session, run: db.Run) -> schemas.RunOut:
+    model = crud.get_model(session, run.model_id)
+    jobs = crud.jobs_of_run(session, run.id)
+    return schemas.RunOut(id=run.id, model=model.name if model is not None else "", status=run.status,
+                          reason=run.reason, labels={str(k): str(v) for k, v in (run.labels or {}).items()},
+                          created=run.created, finished=run.finished, attempts=max((j.attempts for j in jobs), default=0),
+                          jobs=[schemas.JobOut(kind=j.kind, status=j.status, attempts=j.attempts, elapsed_ms=j.elapsed_ms,
+                                               reason=j.reason) for j in jobs],
+                          artifacts={"etrecord": run.etrecord_sha256, "etdump": run.etdump_sha256,
+                                     "debug_buffer": run.debug_buffer_sha256})
+
+
+def run_result(store: Store, session: Session, run: db.Run) -> schemas.RunResult:
+    """The run with its SNR gap rows and culprits once done (only the run's state before)."""
+    out = schemas.RunResult(**run_out(session, run).model_dump())
+    if run.status != Status.DONE or run.analysis_sha256 is None:
+        return out
+    a = load_analysis(store, run)
+    if a.gap is not None:
+        out.gap = [schemas.GapRecord(
+            aot_ops=r.aot_ops, runtime_ops=r.runtime_ops, gap=r.snr, aot_debug_handle=r.aot_debug_handle,
+            aot_intermediate_output=None if r.aot_stats is None else r.aot_stats.model_dump(),
+            runtime_intermediate_output=None if r.runtime_stats is None else r.runtime_stats.model_dump(),
+            matched=r.matched, match=r.match) for r in a.gap.rows]
+    else:
+        out.gap_unavailable = a.gap_unavailable
+    if a.culprits.available:
+        out.culprits = [r.model_dump() for r in a.culprits.rows]
+    else:
+        out.culprits_unavailable = a.culprits.reason
+    return out

@@ -1,0 +1,166 @@
+"""Server-rendered pages (Jinja2, no JavaScript build, no CDN): projects, models, runs, reports, comparison.
+
+A browser signs in once with its project token (``/ui/login`` stores it in an HttpOnly,
+SameSite=Strict cookie); every page then shows that project only.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from numdiff.service import crud, db
+from numdiff.service.api.deps import (
+    COOKIE,
+    ServiceDep,
+    SessionDep,
+    StoreDep,
+    load_analysis,
+    optional_project,
+    owned_model,
+    owned_run,
+)
+from numdiff.service.auth import project_for_token
+from numdiff.service.status import Status
+
+if TYPE_CHECKING:
+    from numdiff.report import Analysis
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+#: The caller's project, or None: a page then sends the browser to the sign-in form.
+PageProject = Annotated[int | None, Depends(optional_project)]
+
+_env = Environment(loader=FileSystemLoader(Path(__file__).parent.parent / "templates"), autoescape=select_autoescape(),
+                   trim_blocks=True, lstrip_blocks=True)
+
+
+def _page(name: str, status_code: int = 200, **context: object) -> HTMLResponse:
+    return HTMLResponse(_env.get_template(name).render(**context), status_code=status_code)
+
+
+def _to_login() -> RedirectResponse:
+    return RedirectResponse("/ui/login", status_code=303)
+
+
+def _min_snr(values: list[float]) -> float | None:
+    finite = [v for v in values if not math.isnan(v)]
+    return min(finite) if finite else None
+
+
+def _fmt_snr(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return "∞" if math.isinf(v) and v > 0 else f"{v:.1f}"
+
+
+def _total_p50(analysis: Analysis) -> float | None:
+    for block in analysis.profile.blocks:
+        vals = [e.p50 for e in block.events if e.p50 is not None and e.name.startswith("Method::execute")]
+        if vals:
+            return float(sum(vals))
+    return None
+
+
+@router.get("/")
+def root() -> RedirectResponse:
+    return RedirectResponse("/ui", status_code=303)
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    return Response(status_code=204)
+
+
+@router.get("/ui/login", response_class=HTMLResponse)
+def login_form() -> HTMLResponse:
+    return _page("login.html", title="Sign in")
+
+
+@router.post("/ui/login")
+def login(service: ServiceDep, token: str = Form(...)) -> Response:
+    with service.sessions() as session:
+        if project_for_token(session, token.strip()) is None:
+            return _page("login.html", status_code=401, title="Sign in", error="That token is not valid.")
+    resp = RedirectResponse("/ui", status_code=303)
+    resp.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path="/ui")
+    return resp
+
+
+@router.get("/ui", response_class=HTMLResponse)
+def project_page(project: PageProject, session: SessionDep) -> Response:
+    if project is None:
+        return _to_login()
+    p = crud.get_project(session, project)
+    return _page("project.html", title=p.name if p is not None else "", project=p,
+                 models=crud.models_with_runs(session, project))
+
+
+@router.get("/ui/models/{name}", response_class=HTMLResponse)
+def model_page(name: str, project: PageProject, session: SessionDep) -> Response:
+    if project is None:
+        return _to_login()
+    model = owned_model(session, project, name)
+    runs = crud.runs_of_model(session, model.id)
+    keys = sorted({k for r in runs for k in (r.labels or {})})
+    return _page("model.html", title=name, model=model, runs=runs, keys=keys)
+
+
+@router.get("/ui/models/{name}/compare", response_class=HTMLResponse)
+def compare_page(name: str, project: PageProject, session: SessionDep, store: StoreDep, by: str = "device") -> Response:
+    """Lowest SNR of every op, one column per run (newest done run of each value of label ``by``)."""
+    if project is None:
+        return _to_login()
+    model = owned_model(session, project, name)
+    chosen: dict[str, db.Run] = {}
+    for run in crud.runs_of_model(session, model.id, Status.DONE):
+        chosen.setdefault(str((run.labels or {}).get(by, f"run {run.id}")), run)
+    columns = sorted(chosen.items())[:24]
+    table: dict[str, dict[str, float | None]] = {}
+    order: list[str] = []
+    totals: dict[str, float | None] = {}
+    unit = ""
+    for value, run in columns:
+        analysis = load_analysis(store, run)
+        totals[value] = _total_p50(analysis)
+        unit = analysis.profile.time_unit
+        seen: dict[str, int] = {}
+        for row in (analysis.gap.rows if analysis.gap else []):
+            base = ", ".join(row.aot_ops) or "(no reference op)"
+            seen[base] = seen.get(base, 0) + 1
+            key = base if seen[base] == 1 else f"{base} #{seen[base]}"
+            if key not in table:
+                table[key] = {}
+                order.append(key)
+            table[key][value] = _min_snr(row.snr)
+    worst = {k: min((v for v in table[k].values() if v is not None), default=None) for k in order}
+    spread = {k: (max(vs) - min(vs)) if len(vs := [v for v in table[k].values() if v is not None and math.isfinite(v)]) > 1
+              else None for k in order}
+    return _page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
+                 order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr)
+
+
+@router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
+def run_page(run_id: int, project: PageProject, session: SessionDep) -> Response:
+    if project is None:
+        return _to_login()
+    run = owned_run(session, project, run_id)
+    return _page("run.html", title=f"run {run.id}", run=run, model=crud.get_model(session, run.model_id),
+                 jobs=crud.jobs_of_run(session, run.id))
+
+
+@router.get("/ui/runs/{run_id}/report")
+def run_report(run_id: int, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
+    if project is None:
+        return _to_login()
+    run = owned_run(session, project, run_id)
+    if run.report_sha256 is None:
+        raise HTTPException(409, f"run {run.id} is {run.status}: no report yet")
+    return FileResponse(store.path(run.report_sha256), media_type="text/html; charset=utf-8")
