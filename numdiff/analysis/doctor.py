@@ -97,8 +97,8 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
                            "to compare ops inside a delegate one by one, lower fewer ops to it (a finer partitioner) "
                            "or compare a run without the delegate"))
     # timing sanity
-    timed = [e for e in ops if e.perf_data is not None]
-    zero = [e for e in timed if max(e.perf_data.raw, default=0.0) <= 0]
+    timed = [e.perf_data for e in ops if e.perf_data is not None]
+    zero = [p for p in timed if max(p.raw, default=0.0) <= 0]
     if timed:
         level = "ok" if len(zero) <= len(timed) // 2 else "warn"
         out.append(Finding(level, "timing", f"{len(timed) - len(zero)} of {len(timed)} timed events have a duration "

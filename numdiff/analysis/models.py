@@ -130,8 +130,7 @@ class Analysis(_Model):
 
         if progress is not None:
             progress("reading the artifacts", 0, 1)
-        inspector = Inspector(etdump_path=etdump, etrecord=etrecord,  # type: ignore[arg-type]
-                              debug_buffer_path=debug_buffer)
+        inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)
         paths = {"etdump": etdump, "etrecord": etrecord, "debug_buffer": debug_buffer}
         return cls.from_inspector(inspector, labels, progress=progress, culprit_options=culprit_options,
                                   artifact_paths={k: v for k, v in paths.items() if isinstance(v, (str, os.PathLike))})

@@ -130,7 +130,8 @@ def _arrow() -> ModuleType:
         import pyarrow.parquet  # noqa: F401
     except ImportError as e:
         raise MissingDependencyError("numdiff batch (the Parquet fleet tables)", "pyarrow", "batch") from e
-    return pyarrow
+    module: ModuleType = pyarrow  # pyarrow has no type stubs: name what it is
+    return module
 
 
 def _schema(pa: ModuleType, labels: Sequence[str], columns: Sequence[tuple[str, str]]) -> pyarrow.Schema:
