@@ -17,14 +17,15 @@ line, SNR) rather than a bare ``assert``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from numdiff.report.gap_table import render_gap_table, worst_rows
 
 if TYPE_CHECKING:
+    from numdiff.culprits import CulpritReport, Thresholds
     from numdiff.inspector import Inspector
 
 __all__ = ["assert_no_culprits", "assert_snr_at_least", "layer_snr"]
@@ -54,7 +55,7 @@ def layer_snr(source: Inspector | pd.DataFrame, reference_graph: str | None = No
     return out
 
 
-def _lowest(gap: Any) -> float:
+def _lowest(gap: float | list[float] | tuple[float, ...]) -> float:
     values = [float(x) for x in (gap if isinstance(gap, (list, tuple)) else [gap])]
     return math.nan if not values or any(math.isnan(v) for v in values) else min(values)
 
@@ -107,9 +108,9 @@ def assert_no_culprits(
     *,
     distance: str = "SNR",
     reference_graph: str | None = None,
-    thresholds: Any = None,
+    thresholds: Thresholds | Mapping[str, Thresholds | Mapping[str, float]] | None = None,
     ignore_ops: Iterable[str] = (),
-) -> Any:
+) -> CulpritReport:
     """Fail when some op is wrong by itself (see ``Inspector.find_culprits``).
 
     Args:

@@ -1,5 +1,11 @@
-"""Build an :class:`~numdiff.analysis.models.Analysis` from an Inspector (a thin layer: every number
-comes from the Inspector's profile view and from ``numdiff.gap``)."""
+"""The one pipeline that builds the parts of an analysis from an Inspector: profile, gap, culprits.
+
+A thin layer: every number comes from the Inspector's profile view and from ``numdiff.gap``. Each
+stage's result is a record of :mod:`numdiff.analysis.records` (:class:`ProfilePart`,
+:class:`GapPart`, :class:`CulpritSection`); :func:`build_parts` runs them in order, and
+:meth:`Analysis.from_parts <numdiff.analysis.models.Analysis.from_parts>` puts them together. The
+service runs each stage as its own job through :mod:`numdiff.analysis.stages`.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +13,24 @@ import hashlib
 import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from numdiff.errors import InternalError, MissingDataError, NumdiffError
-from numdiff.analysis.models import (
-    Analysis,
+from numdiff.analysis.records import (
     ArtifactInfo,
     CulpritRow,
     CulpritSection,
     DecodeSection,
     DecodeStepModel,
     EventStats,
+    GapPart,
     GapRowModel,
     GapSection,
     Histogram,
     ProfileBlock,
+    ProfilePart,
     ProfileSummary,
     QuantizationSection,
     QuantLayerModel,
@@ -31,7 +38,15 @@ from numdiff.analysis.models import (
     TensorStats,
 )
 
-__all__ = ["MATCH_EXPLANATIONS", "analysis_from_files", "build_analysis", "file_info"]
+if TYPE_CHECKING:
+    from numdiff.culprits.decode import DecodeView
+    from numdiff.culprits.quant_view import QuantizationView
+    from numdiff.culprits.taps import TapView
+    from numdiff.inspector import Inspector
+    from numdiff.profile.events import EventBlock
+
+__all__ = ["MATCH_EXPLANATIONS", "NOT_ASKED", "Progress", "build_parts", "culprit_part", "file_info", "gap_part",
+           "profile_part"]
 
 #: One sentence per ``MatchKind`` value: how the runtime value of a pair was chosen.
 MATCH_EXPLANATIONS = {
@@ -50,16 +65,19 @@ METRICS = ("SNR", "MSE", "L1")
 HISTOGRAM_BINS = 24
 
 
+Role = Literal["etdump", "etrecord", "debug_buffer"]
+
+
 def file_info(role: str, path: object) -> ArtifactInfo:
     """SHA-256 and size of one artifact (read in 1 MiB chunks)."""
-    name = os.fspath(path)  # type: ignore[call-overload]
+    name = os.fspath(cast("str | os.PathLike[str]", path))
     digest = hashlib.sha256()
     size = 0
     with open(name, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
             size += len(chunk)
-    return ArtifactInfo(role=role, name=os.path.basename(name), sha256=digest.hexdigest(), size=size)  # type: ignore[arg-type]
+    return ArtifactInfo(role=cast(Role, role), name=os.path.basename(name), sha256=digest.hexdigest(), size=size)
 
 
 #: ``progress(step, done, total)``: called as the analysis advances (the CLI draws a bar; the
@@ -72,28 +90,45 @@ def _step(progress: Progress | None, step: str, done: int, total: int) -> None:
         progress(step, done, total)
 
 
-def analysis_from_files(etdump: object, etrecord: object, debug_buffer: object, labels: dict[str, str],
-                        progress: Progress | None = None,
-                        culprit_options: Mapping[str, Any] | None = None) -> Analysis:
-    from numdiff.inspector import Inspector
-
-    _step(progress, "reading the artifacts", 0, 1)
-    inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)  # type: ignore[arg-type]
-    paths = {"etdump": etdump, "etrecord": etrecord, "debug_buffer": debug_buffer}
-    return build_analysis(inspector, labels, {k: v for k, v in paths.items() if isinstance(v, (str, os.PathLike))},
-                          progress, culprit_options)
+#: The reason a section gives when the caller did not ask for it (``culprits=False``, ``gap=False``).
+NOT_ASKED = "not asked"
 
 
-def build_analysis(inspector: Any, labels: Mapping[str, str], artifact_paths: Mapping[str, object],
-                   progress: Progress | None = None, culprit_options: Mapping[str, Any] | None = None) -> Analysis:
-    from numdiff.analysis.stages import assemble, culprit_part, gap_part, profile_part
+def profile_part(inspector: Inspector, artifact_paths: Mapping[str, object]) -> ProfilePart:
+    """Hash the artifacts and summarise the Inspector's profile view."""
+    return ProfilePart(artifacts=[file_info(role, path) for role, path in artifact_paths.items() if path is not None],
+                       profile=profile_summary(inspector.event_blocks), notes=list(inspector.notes))
 
+
+def gap_part(inspector: Inspector, etdump_path: object = None, progress: Progress | None = None) -> GapPart:
+    """The numerical gap with every metric, or the reason it is not available (no debug buffer ...)."""
+    gap, unavailable = gap_section(inspector, etdump_path, progress)
+    return GapPart(gap=gap, gap_unavailable=unavailable)
+
+
+def culprit_part(inspector: Inspector, gap: GapPart, options: Mapping[str, Any] | None = None) -> CulpritSection:
+    """Culprit localization; not available (with the gap's reason) when there is no gap."""
+    if gap.gap is None:
+        return CulpritSection(available=False, reason="not available: no numerical gap (" + (gap.gap_unavailable or "") + ")")
+    return culprit_section(inspector, options or {})
+
+
+def build_parts(inspector: Inspector, artifact_paths: Mapping[str, object], progress: Progress | None = None,
+                culprit_options: Mapping[str, Any] | None = None, *, gap: bool = True,
+                culprits: bool = True) -> tuple[ProfilePart, GapPart, CulpritSection]:
+    """Run the stages in order: the profile, then the gap (unless ``gap=False``), then culprits (unless
+    ``culprits=False`` or there is no gap). A stage not asked for says :data:`NOT_ASKED`."""
     _step(progress, "hashing the artifacts", 0, 1)
     profile = profile_part(inspector, artifact_paths)
-    gap = gap_part(inspector, artifact_paths.get("etdump"), progress)
-    if gap.gap is not None:
+    if not gap:
+        gap_result = GapPart(gap=None, gap_unavailable=NOT_ASKED)
+        return profile, gap_result, CulpritSection(available=False, reason=NOT_ASKED)
+    gap_result = gap_part(inspector, artifact_paths.get("etdump"), progress)
+    if not culprits:
+        return profile, gap_result, CulpritSection(available=False, reason=NOT_ASKED)
+    if gap_result.gap is not None:
         _step(progress, "finding culprits", 0, 1)
-    return assemble(labels, profile, gap, culprit_part(inspector, gap, culprit_options))
+    return profile, gap_result, culprit_part(inspector, gap_result, culprit_options)
 
 
 def _innermost_module(hierarchy: Mapping[str, Any]) -> str | None:
@@ -105,7 +140,7 @@ def _innermost_module(hierarchy: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _handles(value: Any) -> list[int]:
+def _handles(value: int | Sequence[int] | None) -> list[int]:
     if value is None:
         return []
     if isinstance(value, int):
@@ -113,11 +148,11 @@ def _handles(value: Any) -> list[int]:
     return [int(v) for v in value]
 
 
-def _finite_or_none(value: Any) -> float | None:
+def _finite_or_none(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def profile_summary(blocks: Sequence[Any]) -> ProfileSummary:
+def profile_summary(blocks: Sequence[EventBlock]) -> ProfileSummary:
     """Per-event latency statistics of every block, durations in the blocks' target unit."""
     from numdiff.profile.timescale import TimeScale, time_scale_factor
 
@@ -149,7 +184,7 @@ def profile_summary(blocks: Sequence[Any]) -> ProfileSummary:
 
 # --- gap ----------------------------------------------------------------------------------------
 
-def gap_section(inspector: Any, etdump_path: object,
+def gap_section(inspector: Inspector, etdump_path: object,
                  progress: Progress | None = None) -> tuple[GapSection | None, str | None]:
     from numdiff.comparators import get_comparator
     from numdiff.gap import gather, numeric_gap_report
@@ -206,10 +241,12 @@ def _trace(op: str, by_handle: Mapping[Any, Mapping[str, str | None]]) -> str | 
     return None
 
 
-def _arrays(value: Any) -> list[np.ndarray[Any, Any]]:
+def _arrays(value: object) -> list[np.ndarray[Any, Any]]:
+    import torch
+
     if isinstance(value, (list, tuple)):
         return [a for v in value for a in _arrays(v)]
-    if hasattr(value, "detach"):
+    if isinstance(value, torch.Tensor):
         t = value.detach().cpu()
         if t.is_quantized:
             t = t.dequantize()
@@ -219,13 +256,13 @@ def _arrays(value: Any) -> list[np.ndarray[Any, Any]]:
     return []
 
 
-def _dtype(value: Any) -> str:
+def _dtype(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(sorted({_dtype(v) for v in value})) or "none"
     return str(getattr(value, "dtype", type(value).__name__)).replace("torch.", "")
 
 
-def _stats(value: Any) -> TensorStats | None:
+def _stats(value: object) -> TensorStats | None:
     arrays = _arrays(value)
     if not arrays:
         return None
@@ -238,7 +275,7 @@ def _stats(value: Any) -> TensorStats | None:
                        nonfinite=int(flat.size - finite.size))
 
 
-def _value_stats(aot: Any, runtime: Any) -> tuple[TensorStats | None, TensorStats | None, Histogram | None, float | None]:
+def _value_stats(aot: object, runtime: object) -> tuple[TensorStats | None, TensorStats | None, Histogram | None, float | None]:
     a_stats, r_stats = _stats(aot), _stats(runtime)
     a, r = _arrays(aot), _arrays(runtime)
     if not a or len(a) != len(r) or any(x.size != y.size for x, y in zip(a, r)):
@@ -258,16 +295,13 @@ def _value_stats(aot: Any, runtime: Any) -> tuple[TensorStats | None, TensorStat
 
 # --- culprits (issue 9; optional) ---------------------------------------------------------------
 
-def culprit_section(inspector: Any, options: Mapping[str, Any]) -> CulpritSection:
+def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> CulpritSection:
     try:
         importlib.import_module("numdiff.culprits")
     except ImportError as e:
         return CulpritSection(available=False, reason=f"not available: {e}")
-    finder = getattr(inspector, "find_culprits", None)
-    if finder is None:
-        return CulpritSection(available=False, reason="not available: the Inspector has no find_culprits()")
     try:
-        report = finder(**options)
+        report = inspector.find_culprits(**options)
         frame = report.to_dataframe()
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
@@ -284,12 +318,11 @@ def culprit_section(inspector: Any, options: Mapping[str, Any]) -> CulpritSectio
             verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
             is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
             noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
-    return CulpritSection(available=True, rows=rows, quantization=_quantization(getattr(report, "quantization", None)),
-                          decode=_decode(getattr(report, "decode", None)),
-                          inside_delegates=_taps(getattr(report, "inside_delegates", None)))
+    return CulpritSection(available=True, rows=rows, quantization=_quantization(report.quantization),
+                          decode=_decode(report.decode), inside_delegates=_taps(report.inside_delegates))
 
 
-def _taps(view: Any) -> list[TapRowModel] | None:
+def _taps(view: TapView | None) -> list[TapRowModel] | None:
     """The saved form of a ``TapView`` (None when there is none)."""
     if view is None:
         return None
@@ -298,7 +331,7 @@ def _taps(view: Any) -> list[TapRowModel] | None:
             for r in view.rows]
 
 
-def _decode(view: Any) -> DecodeSection | None:
+def _decode(view: DecodeView | None) -> DecodeSection | None:
     """The saved form of a ``DecodeView`` (None when there is none)."""
     if view is None:
         return None
@@ -310,7 +343,7 @@ def _decode(view: Any) -> DecodeSection | None:
         notes=list(view.notes))
 
 
-def _quantization(view: Any) -> QuantizationSection | None:
+def _quantization(view: QuantizationView | None) -> QuantizationSection | None:
     """The saved form of a ``QuantizationView`` (None when there is none)."""
     if view is None:
         return None
@@ -322,13 +355,10 @@ def _quantization(view: Any) -> QuantizationSection | None:
                 for r in view.layers])
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
+    """A figure of a culprit record as a float (the lowest of several); None when it is not a number."""
     if isinstance(value, (list, tuple)):
         value = min((float(v) for v in value), default=None)
-    if value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    return None

@@ -8,6 +8,10 @@ rounding: an identical output has an infinite SNR). Latency is the event's p50.
 A regression is an op whose SNR fell by more than ``max_snr_drop_db``, or an op (or the whole
 run) whose p50 grew by more than ``max_latency_increase_pct`` percent *and* by at least
 ``min_latency_increase_us`` (so that a 1 µs op taking 2 µs is not a 100 % regression).
+
+Latencies are compared in microseconds. A profile timed in ``cycles`` has no fixed duration:
+when either analysis is in cycles (or in a unit numdiff does not know), its latencies are not
+compared at all and :attr:`DiffReport.notes` says why; the error rows still are.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, is_wrapper
+from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis, EventStats, GapRowModel
 
-__all__ = ["CATEGORIES", "DiffReport", "Thresholds", "categorize", "diff_analyses"]
+__all__ = ["CATEGORIES", "DiffReport", "GateThresholds", "OpDelta", "categorize", "diff_analyses"]
 
 #: Op categories and the words that put an op in them. Names are split into lower-case words
 #: ("aten.native_layer_norm.default" -> native, layer, norm, default; XNNPACK's "Fully Connected
@@ -42,9 +49,6 @@ CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
                                  "expand", "clone", "copy", "squeeze", "unsqueeze", "split", "chunk", "gather", "index",
                                  "pad", "flatten", "stack", "repeat", "unbind", "narrow", "contiguous"})),
 )
-_WRAPPERS = ("DELEGATE_CALL", "OPERATOR_CALL")
-_FRAMEWORK = re.compile(r"^(Method|Program)::")
-_US_PER_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
 def categorize(names: list[str] | tuple[str, ...] | str) -> str:
@@ -58,8 +62,9 @@ def categorize(names: list[str] | tuple[str, ...] | str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Thresholds:
-    """When a change is a regression (defaults documented in the module docstring)."""
+class GateThresholds:
+    """When a change between two analyses is a regression, for the CI gate (defaults documented in the
+    module docstring). Not :class:`numdiff.culprits.Thresholds`, which sets culprit localization's noise."""
 
     max_snr_drop_db: float = 3.0
     max_latency_increase_pct: float = 10.0
@@ -85,7 +90,7 @@ class OpDelta:
 class DiffReport:
     """Everything ``numdiff diff`` prints; ``regressions`` decides the exit status."""
 
-    thresholds: Thresholds
+    thresholds: GateThresholds
     ops: list[OpDelta]
     categories: list[dict[str, Any]]
     delegates: list[dict[str, Any]]
@@ -93,6 +98,7 @@ class DiffReport:
     only_in_base: list[str] = field(default_factory=list)
     only_in_new: list[str] = field(default_factory=list)
     labels: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    notes: list[str] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[OpDelta]:
@@ -110,9 +116,12 @@ def _snr(row: GapRowModel, cap: float) -> float | None:
     return min(min(finite), cap) if finite else None
 
 
-def _keyed(items: list[Any], key: Any) -> dict[str, Any]:
+T = TypeVar("T")
+
+
+def _keyed(items: list[T], key: Callable[[T], str]) -> dict[str, T]:
     seen: Counter[str] = Counter()
-    out: dict[str, Any] = {}
+    out: dict[str, T] = {}
     for item in items:
         k = key(item)
         seen[k] += 1
@@ -120,36 +129,44 @@ def _keyed(items: list[Any], key: Any) -> dict[str, Any]:
     return out
 
 
-def _op_events(analysis: Analysis) -> dict[str, tuple[EventStats, float]]:
+def _us_per_unit(analysis: Analysis) -> float | None:
+    """Microseconds in one of the analysis's time units; None for cycles (or an unknown unit)."""
+    return unit_factor(analysis.profile.time_unit, "us")
+
+
+def _top_level(e: EventStats) -> bool:
+    """An event timing ops at the top level: not inside a delegate, not a runtime step or OPERATOR_CALL
+    (a delegate call is top-level: its time is the delegate's)."""
+    return not e.is_delegated_op and not is_runtime_step(e.name) and e.name != OPERATOR_CALL
+
+
+def _op_events(analysis: Analysis, scale: float) -> dict[str, tuple[EventStats, float]]:
     """Op-level events (not wrappers, not framework steps) keyed by block/name/occurrence, with p50 in µs."""
-    scale = _US_PER_UNIT.get(analysis.profile.time_unit, 1.0)
     out: dict[str, tuple[EventStats, float]] = {}
     for block in analysis.profile.blocks:
-        events = [e for e in block.events if e.p50 is not None and not _FRAMEWORK.match(e.name) and e.name not in _WRAPPERS]
+        events = [e for e in block.events if e.p50 is not None and not is_wrapper(e.name)]
         for k, e in _keyed(events, lambda e: f"{block.name}/{e.name}").items():
             out[k] = (e, float(e.p50 or 0.0) * scale)
     return out
 
 
-def _top_level_us(analysis: Analysis) -> float:
-    scale = _US_PER_UNIT.get(analysis.profile.time_unit, 1.0)
-    return sum(float(e.p50 or 0.0) * scale for b in analysis.profile.blocks for e in b.events
-               if not e.is_delegated_op and not _FRAMEWORK.match(e.name) and e.name != "OPERATOR_CALL")
+def _top_level_us(analysis: Analysis, scale: float) -> float:
+    return sum(float(e.p50 or 0.0) * scale for b in analysis.profile.blocks for e in b.events if _top_level(e))
 
 
-def _delegates(analysis: Analysis) -> dict[str, dict[str, float]]:
-    scale = _US_PER_UNIT.get(analysis.profile.time_unit, 1.0)
+def _delegates(analysis: Analysis, scale: float | None) -> dict[str, dict[str, float]]:
+    """Per delegate: top-level ops and calls inside it, and (when ``scale`` converts to µs) its time and shares."""
     total_ops = total_us = 0.0
     per: dict[str, dict[str, float]] = {}
     for block in analysis.profile.blocks:
         for e in block.events:
-            if e.is_delegated_op or _FRAMEWORK.match(e.name) or e.name == "OPERATOR_CALL":
+            if not _top_level(e):
                 continue
             ops = float(len(e.op_types) or 1)
-            us = float(e.p50 or 0.0) * scale
+            us = float(e.p50 or 0.0) * (scale or 0.0)
             total_ops += ops
             total_us += us
-            if e.name == "DELEGATE_CALL":
+            if e.name == DELEGATE_CALL:
                 d = per.setdefault(e.delegate_backend or "unknown delegate", {"ops": 0.0, "us": 0.0, "calls": 0.0})
                 d["ops"] += ops
                 d["us"] += us
@@ -157,6 +174,8 @@ def _delegates(analysis: Analysis) -> dict[str, dict[str, float]]:
     for d in per.values():
         d["op_share"] = d["ops"] / total_ops if total_ops else 0.0
         d["time_share"] = d["us"] / total_us if total_us else 0.0
+        if scale is None:  # no time to share out: leave the time figures out (None below)
+            del d["us"], d["time_share"]
     return per
 
 
@@ -171,9 +190,18 @@ def _pct(base: float | None, new: float | None) -> float | None:
     return (new - base) / base * 100.0
 
 
-def diff_analyses(base: Analysis, new: Analysis, thresholds: Thresholds | None = None) -> DiffReport:
-    """Per-op deltas of error and latency between two analyses, with roll-ups and regressions."""
-    t = thresholds or Thresholds()
+def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | None = None) -> DiffReport:
+    """Per-op deltas of error and latency between two analyses, with roll-ups and regressions.
+
+    Latencies are compared only when both analyses are timed in a unit of time (not cycles).
+    """
+    t = thresholds or GateThresholds()
+    notes: list[str] = []
+    b_scale, n_scale = _us_per_unit(base), _us_per_unit(new)
+    if b_scale is None or n_scale is None:
+        units = f"base in {base.profile.time_unit}, new in {new.profile.time_unit}"
+        notes.append(f"latencies not compared ({units}): cycles have no fixed duration, so they cannot be "
+                     "compared with each other or with the thresholds in µs")
     ops: list[OpDelta] = []
     base_rows = _keyed(base.gap.rows if base.gap else [], lambda r: " + ".join(r.aot_ops))
     new_rows = _keyed(new.gap.rows if new.gap else [], lambda r: " + ".join(r.aot_ops))
@@ -182,7 +210,9 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: Thresholds | None =
         delta = None if b is None or n is None else n - b
         ops.append(OpDelta("error", key, categorize(base_rows[key].aot_ops), b, n, delta, None,
                            delta is not None and -delta > t.max_snr_drop_db))
-    base_ev, new_ev = _op_events(base), _op_events(new)
+    timed = b_scale is not None and n_scale is not None
+    base_ev = _op_events(base, b_scale) if b_scale is not None and timed else {}
+    new_ev = _op_events(new, n_scale) if n_scale is not None and timed else {}
     for key in base_ev.keys() & new_ev.keys():
         (e, b_us), (_, n_us) = base_ev[key], new_ev[key]
         pct = _pct(b_us, n_us)
@@ -203,19 +233,28 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: Thresholds | None =
                            "delta_pct": _pct(b_us, n_us), "worst_snr_base": _lowest(err, "base"),
                            "worst_snr_new": _lowest(err, "new"),
                            "regressions": sum(d.regression for d in lat + err)})
-    b_del, n_del = _delegates(base), _delegates(new)
+    b_del, n_del = _delegates(base, b_scale if timed else None), _delegates(new, n_scale if timed else None)
     delegates = [{"delegate": name, "base_op_share": b_del.get(name, {}).get("op_share"),
                   "new_op_share": n_del.get(name, {}).get("op_share"),
                   "base_time_share": b_del.get(name, {}).get("time_share"),
                   "new_time_share": n_del.get(name, {}).get("time_share"),
                   "base_us": b_del.get(name, {}).get("us"), "new_us": n_del.get(name, {}).get("us")}
                  for name in sorted(b_del.keys() | n_del.keys())]
-    b_total, n_total = _top_level_us(base), _top_level_us(new)
-    total_pct = _pct(b_total, n_total)
-    totals = {"base_us": b_total, "new_us": n_total, "delta_us": n_total - b_total, "delta_pct": total_pct,
-              "regression": (n_total - b_total) >= t.min_latency_increase_us
-              and total_pct is not None and total_pct > t.max_latency_increase_pct}
+    if b_scale is not None and n_scale is not None:
+        b_total, n_total = _top_level_us(base, b_scale), _top_level_us(new, n_scale)
+        total_pct = _pct(b_total, n_total)
+        totals: dict[str, Any] = {
+            "base_us": b_total, "new_us": n_total, "delta_us": n_total - b_total, "delta_pct": total_pct,
+            "regression": (n_total - b_total) >= t.min_latency_increase_us
+            and total_pct is not None and total_pct > t.max_latency_increase_pct}
+    else:
+        totals = {"base_us": None, "new_us": None, "delta_us": None, "delta_pct": None, "regression": False}
     return DiffReport(t, ops, categories, delegates, totals,
                       only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),
                       only_in_new=sorted(new_rows.keys() - base_rows.keys()) + sorted(new_ev.keys() - base_ev.keys()),
-                      labels=(base.labels, new.labels))
+                      labels=(base.labels, new.labels), notes=notes)
+
+
+#: The name this class had before the culprit finder's ``Thresholds`` made it ambiguous (kept for
+#: callers not yet moved; use :class:`GateThresholds`).
+Thresholds = GateThresholds

@@ -7,17 +7,22 @@ something is missing, what to change in the export or runtime settings to get it
 from __future__ import annotations
 
 import os
-import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from numdiff._core.events import DELEGATE_CALL, EXECUTE, OPERATOR_CALL, is_runtime_step
+from numdiff._core.time_units import seconds_per_unit
 from numdiff.errors import InputError
+
+if TYPE_CHECKING:
+    from numdiff.inspector import Inspector
+    from numdiff.profile.events import Event, EventBlock
 
 __all__ = ["Finding", "diagnose", "diagnose_files"]
 
 Level = Literal["ok", "warn", "fail"]
-_FRAMEWORK = re.compile(r"^(Method|Program)::")
 _HOW_TO_LOG = ("log intermediate outputs: C++ runner: ETDumpGen::set_debug_buffer(buffer) and "
                "set_event_tracer_debug_level(EventTracerDebugLogLevel::kIntermediateOutputs); Python runtime: "
                "Runtime.get().load_program(path, enable_etdump=True, debug_buffer_size=<bytes>), then "
@@ -36,11 +41,11 @@ class Finding:
     fix: str = ""
 
 
-def _op_events(blocks: list[Any]) -> list[Any]:
-    return [e for b in blocks for e in b.events if not _FRAMEWORK.match(e.name) and e.name != "OPERATOR_CALL"]
+def _op_events(blocks: Sequence[EventBlock]) -> list[Event]:
+    return [e for b in blocks for e in b.events if not is_runtime_step(e.name) and e.name != OPERATOR_CALL]
 
 
-def diagnose(inspector: Any, *, has_debug_buffer: bool, has_etrecord: bool) -> list[Finding]:
+def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool) -> list[Finding]:
     """Checks on an opened Inspector (the files already passed numdiff's structural checks)."""
     out: list[Finding] = []
     blocks = inspector.event_blocks
@@ -63,7 +68,7 @@ def diagnose(inspector: Any, *, has_debug_buffer: bool, has_etrecord: bool) -> l
                            + ("" if level == "ok" else ": the ETRecord may come from another export of the model"),
                            "" if share >= 0.9 else "re-export and re-run together: the ETRecord must be written by the "
                            "same export as the .pte that produced the ETDump"))
-        calls = [e for e in top if e.name == "DELEGATE_CALL"]
+        calls = [e for e in top if e.name == DELEGATE_CALL]
         named = [e for e in calls if e.delegate_backend_name]
         if calls:
             out.append(Finding("ok" if len(named) == len(calls) else "warn", "delegate map",
@@ -92,26 +97,23 @@ def diagnose(inspector: Any, *, has_debug_buffer: bool, has_etrecord: bool) -> l
                            "to compare ops inside a delegate one by one, lower fewer ops to it (a finer partitioner) "
                            "or compare a run without the delegate"))
     # timing sanity
-    timed = [e for e in ops if e.perf_data is not None]
-    zero = [e for e in timed if max(e.perf_data.raw, default=0.0) <= 0]
+    timed = [e.perf_data for e in ops if e.perf_data is not None]
+    zero = [p for p in timed if max(p.raw, default=0.0) <= 0]
     if timed:
         level = "ok" if len(zero) <= len(timed) // 2 else "warn"
         out.append(Finding(level, "timing", f"{len(timed) - len(zero)} of {len(timed)} timed events have a duration "
                            f"above zero in {blocks[0].target_time_scale.value}",
                            "" if level == "ok" else "most durations are zero: the clock is coarser than the ops; "
                            "check the runner's clock, or read the times with --source-time-scale matching the runtime"))
-        execute = [e for b in blocks for e in b.events if e.name == "Method::execute" and e.perf_data is not None]
-        if execute:
-            p50_s = execute[0].perf_data.p50 * _seconds(blocks[0].target_time_scale.value)
+        execute = [e.perf_data for b in blocks for e in b.events if e.name == EXECUTE and e.perf_data is not None]
+        seconds = seconds_per_unit(blocks[0].target_time_scale)
+        if execute and seconds is not None:  # cycles have no fixed duration: nothing to check against
+            p50_s = execute[0].p50 * seconds
             sane = 1e-7 <= p50_s <= 600
-            out.append(Finding("ok" if sane else "warn", "time scale", f"Method::execute p50 = {p50_s:.3g} s",
+            out.append(Finding("ok" if sane else "warn", "time scale", f"{EXECUTE} p50 = {p50_s:.3g} s",
                                "" if sane else "implausible: the runtime's timestamps are probably in another unit; "
                                "pass --source-time-scale (ns, us, ms, s or cycles)"))
     return out
-
-
-def _seconds(unit: str) -> float:
-    return {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}.get(unit, 1.0)
 
 
 def diagnose_files(etdump: str | os.PathLike[str], etrecord: str | os.PathLike[str] | None = None,

@@ -1,123 +1,29 @@
-"""Reading and writing analysis files, with migrations from older format versions.
+"""Reading and writing analysis files as functions (the same as :meth:`Analysis.load` and :meth:`Analysis.save`).
 
-A file is JSON with ``format_version`` at the top level. On load, the raw JSON object goes
-through ``MIGRATIONS[v]`` for every version ``v`` from the file's up to the current one (each
-function turns a version-``v`` object into a version ``v + 1`` object) and is then validated.
-To change the layout: bump ``FORMAT_VERSION``, add the function that upgrades the previous
-version to ``MIGRATIONS``, and commit a file of the previous version under ``tests/report/data/``.
+The file format and its migrations are in :mod:`numdiff.analysis.migrations`; this module keeps
+``load_analysis``/``save_analysis`` for callers that prefer functions to methods.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
-from collections.abc import Callable
-from typing import Any
 
-from pydantic import ValidationError
+from numdiff.analysis.migrations import MIGRATIONS, Migration, migrate
+from numdiff.analysis.models import Analysis
 
-from numdiff.errors import AnalysisFileError
-from numdiff.analysis.models import FORMAT_VERSION, Analysis
-
-__all__ = ["MIGRATIONS", "load_analysis", "migrate", "save_analysis"]
-
-Migration = Callable[[dict[str, Any]], dict[str, Any]]
+__all__ = ["MIGRATIONS", "Migration", "load_analysis", "migrate", "save_analysis"]
 
 
-
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 adds the optional ``culprits.quantization``, ``culprits.decode`` and
-    ``culprits.inside_delegates`` (absent in version 1: nothing to fill)."""
-    return {**data, "format_version": 2}
+def save_analysis(analysis: Analysis, path: str | os.PathLike[str]) -> None:
+    """Write ``analysis`` to ``path`` as JSON (written beside it, then renamed over it)."""
+    analysis.save(path)
 
 
-#: ``{v: function turning a version-v object into a version v+1 object}``.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
-
-
-def save_analysis(analysis: Analysis, path: object) -> None:
-    """Write ``analysis`` to ``path`` as JSON (written to a temporary file, then renamed)."""
-    target = os.fspath(path)  # type: ignore[call-overload]
-    text = analysis.model_dump_json(indent=1)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".numdiff-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def migrate(data: dict[str, Any], path: str | None = None,
-            migrations: dict[int, Migration] | None = None) -> dict[str, Any]:
-    """Bring a raw analysis object to the current format version.
-
-    Raises:
-        AnalysisFileError: No usable ``format_version``, a version newer than this numdiff's,
-            or a version no migration starts from.
-    """
-    table = MIGRATIONS if migrations is None else migrations
-    version = data.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise AnalysisFileError(path, f"format_version is {version!r}, not a positive integer",
-                                "Is this a file written by 'numdiff analyze'? Write it again with that command.")
-    if version > FORMAT_VERSION:
-        written_by = data.get("numdiff_version")
-        raise AnalysisFileError(
-            path, f"format version {version} (written by numdiff {written_by}) is newer than this numdiff reads "
-            f"(up to {FORMAT_VERSION})",
-            "Upgrade numdiff (pip install -U numdiff) to read it.")
-    while version < FORMAT_VERSION:
-        step = table.get(version)
-        if step is None:
-            raise AnalysisFileError(path, f"no migration from format version {version}",
-                                    "This is a bug in numdiff's migration table: please report it with the file.")
-        data = step(dict(data))
-        version += 1
-        data["format_version"] = version
-    return data
-
-
-def load_analysis(path: object) -> Analysis:
-    """Read, migrate and validate an analysis file.
+def load_analysis(path: str | os.PathLike[str]) -> Analysis:
+    """Read, migrate and validate an analysis file (see :meth:`Analysis.load`).
 
     Raises:
         AnalysisFileError: The file cannot be read, is not JSON, is from a newer numdiff or
             does not hold a valid analysis (the message names the first invalid fields).
     """
-    from numdiff.limits import current_limits, env_var
-
-    name = os.fspath(path)  # type: ignore[call-overload]
-    cap = current_limits().max_entry_bytes
-    try:
-        with open(name, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > cap:
-                raise AnalysisFileError(name, f"is {size} bytes, over the {cap}-byte limit on one input file",
-                                        f"If the file is genuine, raise the limit: {env_var('max_entry_bytes')}=<bytes> "
-                                        "or numdiff.use_limits(max_entry_bytes=...).")
-            raw = f.read()
-    except OSError as e:
-        raise AnalysisFileError(name, f"cannot be read: {e.strerror or e}",
-                                "Check the path; write one with 'numdiff analyze ... -o FILE'.") from e
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise AnalysisFileError(name, f"is not valid JSON ({type(e).__name__}: {e})",
-                                "The file is damaged or not an analysis: write it again with 'numdiff analyze'.") from e
-    if not isinstance(data, dict):
-        raise AnalysisFileError(name, f"holds a JSON {type(data).__name__}, not an object",
-                                "Write the file with 'numdiff analyze'.")
-    data = migrate(data, name)
-    try:
-        return Analysis.model_validate(data)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}" for err in e.errors()[:5])
-        more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
-        raise AnalysisFileError(name, f"is not a valid analysis: {problems}{more}",
-                                "The file is damaged or was edited by hand: write it again with 'numdiff analyze'.") from e
+    return Analysis.load(path)

@@ -17,10 +17,12 @@ one bad run never stops the batch.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from types import ModuleType
 from typing import Any, TypeVar
 
 from numdiff.errors import MissingDependencyError, UsageError
@@ -63,7 +65,7 @@ def _init_worker() -> None:
         pass
 
 
-def _pool_context() -> Any:
+def _pool_context() -> multiprocessing.context.BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
@@ -102,7 +104,7 @@ def run_pool(fn: Callable[[T], R], tasks: Sequence[T], *, workers: int | None = 
                 inflight.clear()
 
 
-def _ray() -> Any:
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError as e:

@@ -14,10 +14,14 @@ import html
 import math
 import os
 from dataclasses import dataclass
+from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Cell", "FleetSummary", "load_tables", "render_fleet_html", "summarize", "text_summary", "write_fleet_html"]
 
@@ -52,7 +56,7 @@ class FleetSummary:
     failures: list[tuple[str, str, str]]  # (run, group, error)
 
 
-def load_tables(out_dir: str | os.PathLike[str]) -> tuple[Any, Any]:
+def load_tables(out_dir: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(runs, ops)`` pandas DataFrames from a batch's output folder.
 
     Raises:
@@ -77,11 +81,11 @@ def load_tables(out_dir: str | os.PathLike[str]) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def _num(v: Any) -> float | None:
+def _num(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
-def summarize(runs: Any, ops: Any, by: str = "device") -> FleetSummary:
+def summarize(runs: pd.DataFrame, ops: pd.DataFrame, by: str = "device") -> FleetSummary:
     """Group the fleet tables by the label ``by``.
 
     Raises:
@@ -172,12 +176,13 @@ def _div_cell(c: Cell | None) -> str:
 
 # --- HTML -----------------------------------------------------------------------------------------
 
-def _heatmap(s: FleetSummary, value: Any, note: Any, title: str, cmap: str, salt: str) -> str:
+def _heatmap(s: FleetSummary, value: Callable[[Cell | None], float], note: Callable[[Cell | None], str],
+             title: str, cmap: str, salt: str) -> str:
     import numpy as np
 
-    from numdiff.report.charts import _pyplot, _svg
+    from numdiff.report.charts import figure_svg, pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     grid = np.array([[value(s.cells.get((op, g))) for g in s.groups] for op in s.ops], dtype=float)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 1.1 * len(s.groups)), max(2.2, 0.9 + 0.42 * len(s.ops))), dpi=96)
     masked = np.ma.masked_invalid(grid)
@@ -194,7 +199,7 @@ def _heatmap(s: FleetSummary, value: Any, note: Any, title: str, cmap: str, salt
     fig.colorbar(image, ax=ax, label=title, fraction=0.04, pad=0.02)
     ax.set_xlabel(s.by)
     fig.tight_layout()
-    return _svg(fig, "numdiff-fleet-" + salt).svg
+    return figure_svg(fig, "numdiff-fleet-" + salt).svg
 
 
 def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
@@ -205,7 +210,7 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
     except ImportError as e:
         raise UsageError(f"the fleet HTML report needs the {e.name} package\n"
                          "Install it with: pip install 'numdiff[report]'") from e
-    from numdiff.report.html import _template_text
+    from numdiff.report.html import template_text
 
     nan = float("nan")
     div_svg = _heatmap(s, lambda c: nan if c is None else c.share,
@@ -218,7 +223,7 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     diverging = [(op, g, c) for op in s.ops for g in s.groups if (c := s.cells.get((op, g))) and c.diverging]
     return env.from_string(template).render(
-        title=title, s=s, css=_template_text("report.css"), div_svg=div_svg, lat_svg=lat_svg, diverging=diverging,
+        title=title, s=s, css=template_text("report.css"), div_svg=div_svg, lat_svg=lat_svg, diverging=diverging,
         fmt=_fmt, latency=_latency, total_ok=sum(s.runs_ok.values()), total_failed=sum(s.runs_failed.values()),
         escape=html.escape)
 

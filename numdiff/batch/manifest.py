@@ -144,14 +144,14 @@ def _csv_rows(name: str, text: str) -> list[_Row]:
     return rows
 
 
-def _json(name: str, text: str) -> Any:
+def _json(name: str, text: str) -> object:
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError) as e:
         raise ManifestError(name, "", f"is not valid JSON ({e})", "Fix the syntax at the position given.") from e
 
 
-def _yaml(name: str, text: str) -> Any:
+def _yaml(name: str, text: str) -> object:
     try:
         import yaml
     except ImportError as e:
@@ -172,7 +172,7 @@ def _yaml(name: str, text: str) -> Any:
         raise ManifestError(name, "", "nests too deeply", "A manifest is a flat list of runs.") from e
 
 
-def _object_rows(name: str, data: Any, key: str) -> list[_Row]:
+def _object_rows(name: str, data: object, key: str) -> list[_Row]:
     if isinstance(data, Mapping) and key in data:
         data = data[key]
     if not isinstance(data, list):
@@ -242,7 +242,7 @@ def _from_directory(root: Path) -> list[RunSpec]:
 
 # --- validation ---------------------------------------------------------------------------------
 
-def _cell(name: str, where: str, column: str, value: Any) -> str | None:
+def _cell(name: str, where: str, column: str, value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):

@@ -1,6 +1,6 @@
 """Analyse every run of a manifest, in parallel, and write the fleet tables.
 
-A run's result is its saved analysis (``numdiff.report.Analysis``, what ``numdiff analyze`` writes),
+A run's result is its saved analysis (``numdiff.analysis.models.Analysis``, what ``numdiff analyze`` writes),
 stored as ``OUT_DIR/analyses/<key>.json``. The key is a SHA-256 over the artifacts' SHA-256 hashes,
 the analyses asked for, the labels and the numdiff version: a re-run finds the file and skips the
 run; a changed file, label or numdiff gives a new key. A run that fails (missing or corrupt file,
@@ -14,12 +14,13 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from numdiff._core.files import atomic_write
+from numdiff.analysis.models import Analysis, CulpritSection
 from numdiff.batch.executors import run_tasks
 from numdiff.batch.manifest import RunSpec
 from numdiff.errors import AnalysisFileError, NumdiffError, UsageError
@@ -76,37 +77,24 @@ def _one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-class _WithoutCulprits:
-    """An Inspector seen without ``find_culprits`` (the saved analysis then says culprits were not run)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "find_culprits":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-
-def _analyse(task: Task) -> Any:
+def _analyse(task: Task) -> Analysis:
+    """The run's analysis through the one pipeline, with only the stages the batch asked for."""
     from numdiff.inspector import Inspector
-    from numdiff.report import Analysis
-    from numdiff.analysis.models import CulpritSection
 
     debug_buffer = task.debug_buffer if "gap" in task.analyses else None
     inspector = Inspector(etdump_path=task.etdump, etrecord=task.etrecord, debug_buffer_path=debug_buffer)
     paths = {"etdump": task.etdump, "etrecord": task.etrecord, "debug_buffer": debug_buffer}
-    paths = {k: v for k, v in paths.items() if v is not None}
+    analysis = Analysis.from_inspector(inspector, task.labels, gap="gap" in task.analyses,
+                                       culprits="culprits" in task.analyses,
+                                       artifact_paths={k: v for k, v in paths.items() if v is not None})
+    asked = "numdiff batch --analyses " + ",".join(task.analyses)
     if "gap" not in task.analyses:
-        analysis = Analysis.from_inspector(inspector, task.labels, artifact_paths=paths)  # type: ignore[arg-type]
         return analysis.model_copy(update={
-            "gap": None, "gap_unavailable": "not asked (numdiff batch --analyses profile)",
-            "culprits": CulpritSection(available=False, reason="not asked (numdiff batch --analyses profile)")})
+            "gap_unavailable": f"not asked ({asked})",
+            "culprits": CulpritSection(available=False, reason=f"not asked ({asked})")})
     if "culprits" not in task.analyses:
-        analysis = Analysis.from_inspector(_WithoutCulprits(inspector), task.labels, artifact_paths=paths)  # type: ignore[arg-type]
-        return analysis.model_copy(update={
-            "culprits": CulpritSection(available=False, reason="not asked (numdiff batch --analyses profile,gap)")})
-    return Analysis.from_inspector(inspector, task.labels, artifact_paths=paths)  # type: ignore[arg-type]
+        return analysis.model_copy(update={"culprits": CulpritSection(available=False, reason=f"not asked ({asked})")})
+    return analysis
 
 
 def analyse_task(task: Task) -> Outcome:
@@ -167,7 +155,7 @@ class _Hasher:
 def run_key(spec: RunSpec, analyses: Sequence[str], hasher: Callable[[str], str]) -> str:
     """The key of a run's saved analysis (raises ``OSError`` when an artifact cannot be read)."""
     from numdiff import __version__
-    from numdiff.report import FORMAT_VERSION
+    from numdiff.analysis.records import FORMAT_VERSION
 
     arts = {role: hasher(path) for role, path in
             (("etdump", spec.etdump), ("etrecord", spec.etrecord),
@@ -175,18 +163,6 @@ def run_key(spec: RunSpec, analyses: Sequence[str], hasher: Callable[[str], str]
     blob = json.dumps({"artifacts": arts, "analyses": sorted(analyses), "labels": spec.labels,
                        "numdiff": __version__, "format": FORMAT_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
-def _write_text(path: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".numdiff-", suffix=".json", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def parse_analyses(text: str) -> tuple[str, ...]:
@@ -219,7 +195,6 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
         UsageError: Bad backend/workers/address, or a missing optional package (``pyarrow``, ``ray``).
     """
     from numdiff.batch.tables import OpsWriter, _arrow, flatten, write_runs
-    from numdiff.report import Analysis
 
     _arrow()  # fail before the work if the tables cannot be written
     start = time.perf_counter()
@@ -234,7 +209,7 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
     hasher = _Hasher()
     total = len(specs)
 
-    def record(spec: RunSpec, status: str, **fields: Any) -> None:
+    def record(spec: RunSpec, status: str, **fields: object) -> None:
         base = {"run": spec.run, **spec.labels, "etdump": spec.etdump, "etrecord": spec.etrecord,
                 "debug_buffer": spec.debug_buffer, "status": status, "reused": False}
         rows[spec.run] = {**base, **fields}
@@ -288,7 +263,7 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
                        worker_peak_rss_mib=result.worker_peak_rss_mib)
                 continue
             saved = os.path.join(store, task.key + ".json")
-            _write_text(saved, result.analysis_json)
+            atomic_write(saved, result.analysis_json)
             record(spec, "ok", key=task.key, analysis=os.path.relpath(saved, out), seconds=result.seconds,
                    cpu_seconds=result.cpu_seconds, worker_peak_rss_mib=result.worker_peak_rss_mib, **result.run_fields)
             ops.put(spec.run, _labelled(spec, result.op_rows))
@@ -300,6 +275,6 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
         return BatchResult(total=total, ok=ok, failed=total - ok, reused=sum(1 for r in ordered if r["reused"]),
                            seconds=time.perf_counter() - start, runs_path=runs_path, ops_path=ops_path,
                            analyses_dir=store)
-    except BaseException:  # no half-written ops.parquet.tmp left behind
+    except BaseException:  # no half-written ops.parquet left behind
         ops.abort()
         raise

@@ -20,18 +20,30 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from numdiff.errors import MissingDependencyError
+from numdiff._core.events import EXECUTE, OPERATOR_CALL, is_runtime_step
+from numdiff._core.files import atomic_path
+from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis, EventStats
+from numdiff.analysis.noise import noise_floor_db
+from numdiff.errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    import pyarrow
 
 __all__ = ["OPS_COLUMNS", "RUNS_COLUMNS", "OpsWriter", "flatten", "write_runs", "write_tables"]
 
-_WRAPPER = re.compile(r"^(Method|Program)::|^OPERATOR_CALL$")
+
+def _is_wrapper(name: str) -> bool:
+    """Events around ops rather than ops: runtime steps and ``OPERATOR_CALL`` (a delegate call keeps its time)."""
+    return is_runtime_step(name) or name == OPERATOR_CALL
 
 #: (column, arrow type name) of ``runs.parquet`` after ``run`` and the labels.
 RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -61,10 +73,8 @@ def _worst(values: Sequence[float], lowest: bool) -> float | None:
 
 
 def _to_ms(unit: str) -> float | None:
-    from numdiff.profile.timescale import TimeScale, time_scale_factor
-
-    scale = TimeScale.parse(unit)
-    return None if scale == TimeScale.CYCLES else time_scale_factor(scale, TimeScale.MS)
+    """Milliseconds in one ``unit`` (None for cycles, which have no fixed duration)."""
+    return unit_factor(unit, "ms")
 
 
 def _latency(events: Sequence[EventStats], handles: set[int], factor: float | None) -> dict[str, Any]:
@@ -82,10 +92,8 @@ def _latency(events: Sequence[EventStats], handles: set[int], factor: float | No
 
 def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One saved analysis as ``(run fields, op rows)`` (without ``run`` and labels; the batch adds them)."""
-    from numdiff.report._view import noise_floor_db
-
     factor = _to_ms(analysis.profile.time_unit)
-    events = [e for b in analysis.profile.blocks for e in b.events if not _WRAPPER.search(e.name)]
+    events = [e for b in analysis.profile.blocks for e in b.events if not _is_wrapper(e.name)]
     culprits = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
     ops: list[dict[str, Any]] = []
     for r in analysis.gap.rows if analysis.gap is not None else []:
@@ -103,7 +111,7 @@ def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             "module": r.module, "source_line": r.source_line,
             **_latency(events, set(r.runtime_debug_handle), factor),
         })
-    execute = [e for b in analysis.profile.blocks for e in b.events if e.name == "Method::execute" and e.p50 is not None]
+    execute = [e for b in analysis.profile.blocks for e in b.events if e.name == EXECUTE and e.p50 is not None]
     snrs = [o["snr_db"] for o in ops if o["snr_db"] is not None]
     run = {
         "events": sum(len(b.events) for b in analysis.profile.blocks),
@@ -116,33 +124,33 @@ def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return run, ops
 
 
-def _arrow() -> Any:
+def _arrow() -> ModuleType:
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError as e:
         raise MissingDependencyError("numdiff batch (the Parquet fleet tables)", "pyarrow", "batch") from e
-    return pyarrow
+    module: ModuleType = pyarrow  # pyarrow has no type stubs: name what it is
+    return module
 
 
-def _schema(pa: Any, labels: Sequence[str], columns: Sequence[tuple[str, str]]) -> Any:
+def _schema(pa: ModuleType, labels: Sequence[str], columns: Sequence[tuple[str, str]]) -> pyarrow.Schema:
     kinds = {"string": pa.string(), "bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64()}
     return pa.schema([("run", pa.string()), *((name, pa.string()) for name in labels),
                       *((name, kinds[kind]) for name, kind in columns)])
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def _write(pa: Any, path: str, rows: Sequence[Mapping[str, Any]], schema: Any) -> None:
+def _write(pa: ModuleType, path: str, rows: Sequence[Mapping[str, Any]], schema: pyarrow.Schema) -> None:
     import pyarrow.parquet as pq
 
     names = schema.names
     table = pa.Table.from_pylist([{k: _clean(row.get(k)) for k in names} for row in rows], schema=schema)
-    tmp = path + ".tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, str(tmp))
 
 
 def write_tables(out_dir: str, runs: Sequence[Mapping[str, Any]], ops: Sequence[Mapping[str, Any]],
@@ -184,9 +192,9 @@ class OpsWriter:
 
         self._pa = _arrow()
         self.path = os.path.join(out_dir, "ops.parquet")
-        self._tmp = self.path + ".tmp"
         self._schema = _schema(self._pa, labels, OPS_COLUMNS)
-        self._writer = pq.ParquetWriter(self._tmp, self._schema)
+        self._file: AbstractContextManager[Path] = atomic_path(self.path)
+        self._writer = pq.ParquetWriter(str(self._file.__enter__()), self._schema)
         self._order = list(order)
         self._next = 0
         self._pending: dict[str, OpRows] = {}
@@ -228,10 +236,11 @@ class OpsWriter:
         self._drain()
         self._flush()
         self._writer.close()
-        os.replace(self._tmp, self.path)
+        self._file.__exit__(None, None, None)  # moves the finished file into place
         return self.path
 
     def abort(self) -> None:
+        """Stop writing and remove the unfinished file (an earlier ``ops.parquet``, if any, stays)."""
         self._writer.close()
-        if os.path.exists(self._tmp):
-            os.remove(self._tmp)
+        stopped = InterruptedError("ops.parquet aborted")
+        self._file.__exit__(type(stopped), stopped, None)  # removes the temporary file

@@ -98,7 +98,7 @@ def parse_thresholds(items: list[str]) -> dict[str, dict[str, float]] | None:
     return out or None
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return "CULPRIT" if value else ""
     if isinstance(value, float):

@@ -24,9 +24,9 @@ EXIT_REGRESSION = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from numdiff.analysis.diff import Thresholds
+    from numdiff.analysis.diff import GateThresholds
 
-    d = Thresholds()
+    d = GateThresholds()
     parser.add_argument("base", metavar="BASE.json", help="analysis of the reference build (numdiff analyze)")
     parser.add_argument("new", metavar="NEW.json", help="analysis of the build to check")
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
@@ -46,14 +46,14 @@ def run(args: argparse.Namespace) -> int:
     from numdiff.errors import UsageError
     from numdiff.report import Analysis
     from numdiff.report.diff_render import render_diff
-    from numdiff.analysis.diff import Thresholds, diff_analyses
+    from numdiff.analysis.diff import GateThresholds, diff_analyses
 
     for name in ("max_snr_drop_db", "max_latency_increase_pct", "min_latency_increase_us", "snr_cap_db"):
         value = getattr(args, name)
         if not value >= 0 or value == float("inf"):
             raise UsageError(f"--{name.replace('_', '-')} is {value}, not a finite number >= 0\n"
                              "Give a threshold such as 3 (dB) or 10 (percent).")
-    thresholds = Thresholds(args.max_snr_drop_db, args.max_latency_increase_pct, args.min_latency_increase_us,
+    thresholds = GateThresholds(args.max_snr_drop_db, args.max_latency_increase_pct, args.min_latency_increase_us,
                             args.snr_cap_db)
     report = diff_analyses(Analysis.load(args.base), Analysis.load(args.new), thresholds)
     print(render_diff(report, args.format), end="")

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return str(value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):

@@ -1,7 +1,7 @@
-"""Reports people would rather look at: a saved analysis, an HTML report, a trace, a CI diff.
+"""Views of an analysis: text tables, the HTML report, charts, the trace, the explorer overlay, the CI diff.
 
-Everything here is a thin layer over the library (the Inspector's profile view and
-``numdiff.gap``); nothing in this package computes a latency or an error of its own.
+Each view reads a saved :class:`~numdiff.analysis.models.Analysis` (re-exported here) or the
+library's own results; nothing in this package computes a latency or an error of its own.
 
 Example:
     >>> from numdiff.report import Analysis  # doctest: +SKIP

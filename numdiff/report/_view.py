@@ -3,42 +3,16 @@
 from __future__ import annotations
 
 import math
-import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from numdiff.analysis.models import Analysis, CulpritRow, GapRowModel
+from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step
+from numdiff.analysis.noise import noise_floor_db
+from numdiff.analysis.records import CulpritRow
 
-__all__ = ["noise_floor_db", "report_data"]
+if TYPE_CHECKING:
+    from numdiff.analysis.models import Analysis
 
-#: Ideal rounding noise of a full-scale signal stored in ``bits`` significant bits is
-#: 6.02·bits + 1.76 dB (bits = mantissa + 1 for floats, the integer width for int8). Real kernels
-#: round many times (reductions, fused ops, accumulated upstream error): the floor drawn in the
-#: report allows ``ACCUMULATION_ALLOWANCE_DB`` for that (ExecuTorch's own fp32 fixtures sit at
-#: 133-146 dB, the ideal being 146 dB).
-_SIGNIFICANT_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8, "int8": 8, "uint8": 8, "int16": 16}
-ACCUMULATION_ALLOWANCE_DB = 20.0
-_FRAMEWORK = re.compile(r"^(Method|Program)::")
-_QUANTIZED_OPS = ("quantize_per_tensor", "quantize_per_channel", "dequantize_per_tensor", "dequantize_per_channel")
-
-
-def noise_floor_db(row: GapRowModel) -> tuple[float | None, str]:
-    """The SNR below which a row's error is more than rounding noise, and where that number comes from.
-
-    A row whose reference ops include (de)quantize is held to the int8 floor; otherwise the
-    floor is the rounding noise of the runtime output's dtype, less ``ACCUMULATION_ALLOWANCE_DB``.
-    """
-    if any(op.startswith(_QUANTIZED_OPS) for op in row.aot_ops):
-        dtype = "int8"
-    elif row.runtime_stats is not None:
-        dtype = row.runtime_stats.dtype.split(",")[0]
-    else:
-        return None, "unknown dtype"
-    bits = _SIGNIFICANT_BITS.get(dtype)
-    if bits is None:
-        return None, f"no floor for {dtype}"
-    floor = 6.02 * bits + 1.76 - ACCUMULATION_ALLOWANCE_DB
-    return round(floor, 2), f"{dtype} rounding 6.02·{bits}+1.76 dB, less {ACCUMULATION_ALLOWANCE_DB:g} dB for accumulation"
-
+__all__ = ["report_data"]
 
 def _num(value: float | None) -> float | str | None:
     """JSON-safe number: non-finite values as the strings "inf", "-inf", "nan"."""
@@ -86,7 +60,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
     timed: list[int] = []  # the events on the latency chart: ops and delegate calls, no wrappers or framework steps
     for block in analysis.profile.blocks:
         for e in block.events:
-            wrapper = _FRAMEWORK.match(e.name) is not None or e.name == "OPERATOR_CALL"
+            wrapper = is_runtime_step(e.name) or e.name == OPERATOR_CALL
             if e.p50 is not None and not wrapper:
                 timed.append(len(events))
             events.append({"block": block.name, "i": e.index, "name": e.name, "p50": e.p50, "p10": e.p10,
@@ -95,7 +69,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
                            "ops": e.op_types, "top": not wrapper and not e.is_delegated_op})
             if e.p50 is None or wrapper or e.is_delegated_op:
                 continue  # a delegate's internal events are inside its DELEGATE_CALL's time
-            key = f"delegate {e.delegate_backend or '?'}" if e.name == "DELEGATE_CALL" else e.module
+            key = f"delegate {e.delegate_backend or '?'}" if e.name == DELEGATE_CALL else e.module
             if key is None:
                 continue
             m = modules.setdefault(key, {"module": key, "p50": 0.0, "count": 0})

@@ -10,9 +10,14 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Chart", "error_chart", "latency_chart", "module_chart"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "pyplot"]
 
 BLUE, RED, ORANGE, GREY, PURPLE, TEAL = "#1976d2", "#c62828", "#ef6c00", "#888888", "#8e24aa", "#00897b"
 
@@ -28,7 +33,8 @@ class Chart:
     xmax: float
 
 
-def _pyplot() -> Any:
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (charts are drawn to SVG, never shown)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -37,7 +43,8 @@ def _pyplot() -> Any:
     return plt
 
 
-def _svg(fig: Any, salt: str) -> Chart:
+def figure_svg(fig: Figure, salt: str) -> Chart:
+    """``fig`` as inline SVG (ids salted with ``salt``, no date: the same figure gives the same text), then closed."""
     import matplotlib
 
     ax = fig.axes[0]
@@ -46,25 +53,25 @@ def _svg(fig: Any, salt: str) -> Chart:
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    _pyplot().close(fig)
+    pyplot().close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     return Chart(svg=text, x0=float(box.x0), x1=float(box.x1), xmin=float(lo), xmax=float(hi))
 
 
-def _integer_ticks() -> Any:
+def _integer_ticks() -> MaxNLocator:
     from matplotlib.ticker import MaxNLocator
 
     return MaxNLocator(integer=True)
 
 
-def _finite(v: Any) -> float | None:
+def _finite(v: float | str | None) -> float | None:
     if v is None or isinstance(v, str):
         return None
     return float(v) if math.isfinite(v) else None
 
 
-def _snr(v: Any, cap: float) -> float:
+def _snr(v: float | str | None, cap: float) -> float:
     if v == "inf":
         return cap
     if v is None or v in ("nan", "-inf"):
@@ -74,7 +81,7 @@ def _snr(v: Any, cap: float) -> float:
 
 def error_chart(rows: list[dict[str, Any]]) -> Chart:
     """SNR along execution order: accumulated (runtime vs reference), local when known, noise floor."""
-    plt = _pyplot()
+    plt = pyplot()
     finite = [f for r in rows for f in [_finite(r["snr"])] if f is not None]
     floors = [r["floor"] for r in rows if r["floor"] is not None]
     cap = max(finite + floors + [0.0]) + 10
@@ -106,12 +113,12 @@ def error_chart(rows: list[dict[str, Any]]) -> Chart:
     ax.grid(alpha=0.25)
     ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5, frameon=False, borderaxespad=0.2)
     fig.tight_layout()
-    return _svg(fig, "numdiff-error")
+    return figure_svg(fig, "numdiff-error")
 
 
 def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
     """p50 of each given event in runtime order (one bar each; delegate-internal events in purple)."""
-    plt = _pyplot()
+    plt = pyplot()
     n = len(events)
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=96)
     edges = [k - 0.5 for k in range(n + 1)]
@@ -128,12 +135,12 @@ def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
     ax.set_ylabel(unit)
     ax.grid(alpha=0.25, axis="y")
     fig.tight_layout()
-    return _svg(fig, "numdiff-latency")
+    return figure_svg(fig, "numdiff-latency")
 
 
 def module_chart(modules: list[dict[str, Any]], unit: str, top: int = 20) -> Chart:
     """Sum of p50 per source module (a delegate call counts for its delegate), largest first."""
-    plt = _pyplot()
+    plt = pyplot()
     shown = modules[:top][::-1]
     fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.9 + 0.22 * len(shown))), dpi=96)
     labels = [m["module"] if len(m["module"]) <= 40 else "…" + m["module"][-39:] for m in shown]
@@ -142,4 +149,4 @@ def module_chart(modules: list[dict[str, Any]], unit: str, top: int = 20) -> Cha
     ax.set_xlabel(unit + (f" (top {top} of {len(modules)})" if len(modules) > top else ""))
     ax.grid(alpha=0.25, axis="x")
     fig.tight_layout()
-    return _svg(fig, "numdiff-modules")
+    return figure_svg(fig, "numdiff-modules")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any
 
 from tabulate import tabulate
 
@@ -82,7 +81,7 @@ def _labels(report: DiffReport) -> str:
     return f"base: {fmt(report.labels[0])} · new: {fmt(report.labels[1])}"
 
 
-def _jsonable(v: Any) -> Any:
+def _jsonable(v: object) -> object:
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)
     if isinstance(v, dict):
@@ -98,7 +97,8 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
         data = {"regressions": len(report.regressions), "thresholds": dataclasses.asdict(report.thresholds),
                 "totals": report.totals, "categories": report.categories, "delegates": report.delegates,
                 "ops": [dataclasses.asdict(d) for d in report.ops], "only_in_base": report.only_in_base,
-                "only_in_new": report.only_in_new, "labels": {"base": report.labels[0], "new": report.labels[1]}}
+                "only_in_new": report.only_in_new, "labels": {"base": report.labels[0], "new": report.labels[1]},
+                "notes": report.notes}
         return json.dumps(_jsonable(data), indent=1, allow_nan=False)
     unmatched = ([f"only in base: {', '.join(report.only_in_base[:20])}" + (" …" if len(report.only_in_base) > 20 else "")]
                  if report.only_in_base else []) + (
@@ -106,7 +106,8 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
                 if report.only_in_new else [])
     if fmt == "markdown":
         mark = "✅" if report else "❌"
-        lines = [f"### numdiff diff: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report), ""]
+        lines = [f"### numdiff diff: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report)]
+        lines += [f"- {note}" for note in report.notes] + [""]
         for title, headers, rows in _sections(report):
             lines += [f"#### {title}", "", tabulate(rows, headers, tablefmt="github"), ""]
         lines += ["<details><summary>every compared op</summary>", "",
@@ -114,7 +115,7 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
                   "", "</details>"]
         lines += [""] + [f"- {u}" for u in unmatched] if unmatched else []
         return "\n".join(lines).rstrip() + "\n"
-    lines = [f"numdiff diff: {_headline(report)}", _labels(report), _threshold_line(report)]
+    lines = [f"numdiff diff: {_headline(report)}", _labels(report), _threshold_line(report), *report.notes]
     for title, headers, rows in _sections(report):
         lines += ["", title, tabulate(rows, headers, tablefmt="simple")]
     lines += [""] + unmatched if unmatched else []

@@ -20,6 +20,7 @@ import math
 import os
 from typing import Any
 
+from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis
 
 __all__ = ["INFINITE_SNR_DB", "node_data", "write_node_data"]
@@ -29,7 +30,6 @@ INFINITE_SNR_DB = 200.0
 SNR_THRESHOLDS = [{"value": 20, "bgColor": "#e53935"}, {"value": 40, "bgColor": "#fb8c00"},
                   {"value": 60, "bgColor": "#fdd835"}, {"value": 100, "bgColor": "#c5e1a5"},
                   {"value": 1e9, "bgColor": "#66bb6a"}]
-_US_PER_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
 def _snr_value(v: float | None) -> float | None:
@@ -44,7 +44,7 @@ def node_data(analysis: Analysis) -> dict[str, dict[str, Any]]:
     local: dict[str, Any] = {}
     latency: dict[str, Any] = {}
     culprits = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
-    scale = _US_PER_UNIT.get(analysis.profile.time_unit)
+    scale = unit_factor(analysis.profile.time_unit, "us")
     events = [e for b in analysis.profile.blocks for e in b.events if not e.is_delegated_op]
     for row in analysis.gap.rows if analysis.gap is not None else []:
         if not row.aot_ops:

@@ -11,20 +11,23 @@ import html
 import json
 import os
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 from numdiff.errors import UsageError
 from numdiff.report._view import report_data
-from numdiff.analysis.models import Analysis
 
-__all__ = ["render_html", "write_html"]
+if TYPE_CHECKING:
+    from numdiff.analysis.models import Analysis
+
+__all__ = ["notebook_html", "render_html", "template_text", "write_html"]
 
 
-def _template_text(name: str) -> str:
+def template_text(name: str) -> str:
+    """The text of one of the report's templates (``numdiff/report/templates/<name>``)."""
     return (resources.files("numdiff.report") / "templates" / name).read_text(encoding="utf-8")
 
 
-def _script_json(data: Any) -> str:
+def _script_json(data: object) -> str:
     """JSON safe inside a <script> element (no "</", "<!--" or U+2028/9 can end or confuse it)."""
     text = json.dumps(data, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
@@ -46,7 +49,7 @@ def render_html(analysis: Analysis) -> str:
     from numdiff.report.charts import error_chart, latency_chart, module_chart
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
-                             loader=jinja2.FunctionLoader(lambda name: _template_text(name)))
+                             loader=jinja2.FunctionLoader(lambda name: template_text(name)))
     env.filters["db"] = _number
     title = analysis.labels.get("model") or next((a.name for a in analysis.artifacts if a.role == "etdump"), "run")
     data = report_data(analysis)
@@ -59,8 +62,8 @@ def render_html(analysis: Analysis) -> str:
         error_chart=error_chart(data["rows"]) if data["rows"] else None,
         latency_chart=latency_chart(timed, unit),
         module_chart=module_chart(data["modules"], unit),
-        app_js=_template_text("report.js").replace("</script", "<\\/script"),
-        css=_template_text("report.css"),
+        app_js=template_text("report.js").replace("</script", "<\\/script"),
+        css=template_text("report.css"),
     )
 
 

@@ -19,11 +19,11 @@ import math
 import os
 from typing import Any
 
+from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis, EventStats, GapRowModel
 
 __all__ = ["trace_events", "write_trace"]
 
-_US_PER_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 PID = 1
 
 
@@ -77,7 +77,7 @@ def _nest(slices: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict
 
 def trace_events(analysis: Analysis) -> dict[str, Any]:
     """The analysis as a Trace Event JSON object (``traceEvents``, ``displayTimeUnit``, ``otherData``)."""
-    scale = _US_PER_UNIT.get(analysis.profile.time_unit)
+    scale = unit_factor(analysis.profile.time_unit, "us")
     rows = _rows_by_event(analysis)
     title = analysis.labels.get("model") or next((a.name for a in analysis.artifacts if a.role == "etdump"), "model")
     events: list[dict[str, Any]] = [

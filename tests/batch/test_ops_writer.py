@@ -30,7 +30,7 @@ def test_rows_go_out_in_manifest_order_as_soon_as_their_turn_comes(tmp_path: Pat
     df = pd.read_parquet(path)
     assert list(df["run"]) == ["r0"] * 3 + ["r1"] * 3 + ["r2"] * 3 + ["r4"] + ["r5"] * 2
     assert list(df["row"]) == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 1]
-    assert not (tmp_path / "ops.parquet.tmp").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["ops.parquet"]  # no temporary file left beside it
 
 
 def test_abort_leaves_nothing(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from numdiff.errors import AnalysisFileError, InputError
 from numdiff.examples import example_files
 from numdiff.inspector import Inspector
 from numdiff.report import FORMAT_VERSION, Analysis
-from numdiff.analysis.storage import load_analysis, migrate
+from numdiff.analysis.migrations import migrate
+from numdiff.analysis.storage import load_analysis
 from tests.report.conftest import DATA, artifact_args
 
 
@@ -106,9 +107,9 @@ def test_committed_v1_file_still_loads() -> None:
 
 
 def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    from numdiff.analysis import storage
+    from numdiff.analysis import migrations
 
-    monkeypatch.setattr(storage, "FORMAT_VERSION", 3)
+    monkeypatch.setattr(migrations, "FORMAT_VERSION", 3)
     steps = {1: lambda d: {**d, "seen": [1]}, 2: lambda d: {**d, "seen": d["seen"] + [2]}}
     assert migrate({"format_version": 1}, migrations=steps) == {"format_version": 3, "seen": [1, 2]}
     assert migrate({"format_version": 2, "seen": []}, migrations=steps) == {"format_version": 3, "seen": [2]}

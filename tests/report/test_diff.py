@@ -9,7 +9,8 @@ import pytest
 
 from numdiff.cli import main
 from numdiff.report import Analysis
-from numdiff.analysis.diff import Thresholds, categorize, diff_analyses
+from numdiff.analysis.diff import GateThresholds, categorize, diff_analyses
+from numdiff.report.diff_render import render_diff
 
 
 def _changed(a: Analysis, *, snr_drop: float = 0.0, slower: dict[str, float] | None = None) -> Analysis:
@@ -57,7 +58,7 @@ def test_snr_drop_is_a_regression(example_analysis: Analysis) -> None:
     snr = next(r.snr[0] for r in example_analysis.gap.rows if r.aot_ops == ["cumsum"])
     assert snr > 140  # so the cap shortens the drop: min(snr - 20, 140) - 140
     assert report.regressions[0].delta == pytest.approx(snr - 20 - 140)
-    assert diff_analyses(example_analysis, _changed(example_analysis, snr_drop=20), Thresholds(max_snr_drop_db=25))  # passes
+    assert diff_analyses(example_analysis, _changed(example_analysis, snr_drop=20), GateThresholds(max_snr_drop_db=25))  # passes
 
 
 def test_latency_thresholds_need_percent_and_microseconds(example_analysis: Analysis) -> None:
@@ -70,6 +71,41 @@ def test_latency_thresholds_need_percent_and_microseconds(example_analysis: Anal
     assert report.regressions == []
     grew = [d for d in report.ops if d.key == "Execute/Convert (NC) #1"][0]
     assert grew.delta_pct == pytest.approx(100)
+
+
+def _in_unit(a: Analysis, unit: str, per_old_unit: float = 1.0) -> Analysis:
+    """``a`` with its profile's time unit relabelled ``unit`` and every p50 multiplied by ``per_old_unit``."""
+    blocks = [b.model_copy(update={"events": [e if e.p50 is None else e.model_copy(update={"p50": e.p50 * per_old_unit})
+                                              for e in b.events]}) for b in a.profile.blocks]
+    return a.model_copy(update={"profile": a.profile.model_copy(update={"time_unit": unit, "blocks": blocks})})
+
+
+def test_latencies_in_different_units_are_compared_in_microseconds(example_analysis: Analysis) -> None:
+    unit = example_analysis.profile.time_unit
+    assert unit == "ms"
+    same_in_us = _in_unit(example_analysis, "us", 1000.0)
+    report = diff_analyses(example_analysis, same_in_us)
+    latency = [d for d in report.ops if d.kind == "latency"]
+    assert latency and report.regressions == [] and report.notes == []
+    assert all(d.delta == pytest.approx(0, abs=1e-6) for d in latency)
+    assert report.totals["base_us"] == pytest.approx(report.totals["new_us"])
+
+
+@pytest.mark.parametrize("sides", [("cycles", "cycles"), ("ms", "cycles"), ("cycles", "ms")])
+def test_cycles_are_not_compared_as_time(example_analysis: Analysis, sides: tuple[str, str]) -> None:
+    # a profile in cycles has no fixed duration: 1000x the "time" in cycles is no latency regression
+    base = example_analysis if sides[0] == "ms" else _in_unit(example_analysis, "cycles")
+    new = _in_unit(example_analysis, sides[1], 1000.0) if sides[1] == "cycles" else example_analysis
+    report = diff_analyses(base, new)
+    assert report and report.regressions == []
+    assert not [d for d in report.ops if d.kind == "latency"]
+    assert [d for d in report.ops if d.kind == "error"]  # the error rows are still compared
+    assert report.totals["base_us"] is None and report.totals["regression"] is False
+    assert len(report.notes) == 1 and "latencies not compared" in report.notes[0] and "cycles" in report.notes[0]
+    assert all(d["base_us"] is None and d["base_time_share"] is None for d in report.delegates)
+    text = render_diff(report)
+    assert "latencies not compared" in text
+    assert json.loads(render_diff(report, "json"))["notes"] == report.notes
 
 
 def test_real_xnnpack_rollup(xnnpack_analysis: Analysis) -> None:
