@@ -253,8 +253,3 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
                       only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),
                       only_in_new=sorted(new_rows.keys() - base_rows.keys()) + sorted(new_ev.keys() - base_ev.keys()),
                       labels=(base.labels, new.labels), notes=notes)
-
-
-#: The name this class had before the culprit finder's ``Thresholds`` made it ambiguous (kept for
-#: callers not yet moved; use :class:`GateThresholds`).
-Thresholds = GateThresholds

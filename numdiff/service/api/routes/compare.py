@@ -19,8 +19,8 @@ def compare(body: schemas.CompareRequest, project: ProjectDep, session: SessionD
     """The CI gate over HTTP: ``new_run`` against ``base_run`` or the model's baseline (``numdiff diff``)."""
     import json
 
+    from numdiff.analysis.diff import GateThresholds, diff_analyses
     from numdiff.report.diff_render import render_diff
-    from numdiff.analysis.diff import Thresholds, diff_analyses
 
     new = owned_run(session, project, body.new_run)
     base_id = body.base_run
@@ -32,8 +32,8 @@ def compare(body: schemas.CompareRequest, project: ProjectDep, session: SessionD
         base_id = model.baseline_run_id
     base = owned_run(session, project, base_id)
     a_base, a_new = load_analysis(store, base), load_analysis(store, new)
-    report = diff_analyses(a_base, a_new, Thresholds(body.max_snr_drop_db, body.max_latency_increase_pct,
-                                                     body.min_latency_increase_us, body.snr_cap_db))
+    report = diff_analyses(a_base, a_new, GateThresholds(body.max_snr_drop_db, body.max_latency_increase_pct,
+                                                         body.min_latency_increase_us, body.snr_cap_db))
     diff = json.loads(render_diff(report, "json"))
     return json_response(schemas.CompareResult(passed=bool(report), base_run=base.id, new_run=new.id,
                                                regressions=len(report.regressions), diff=diff))
