@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
@@ -36,6 +36,7 @@ from numdiff.gap import gather
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
+    from numdiff.culprits._runs import RunEvent
     from numdiff.culprits.decode import StepInputs
     from numdiff.culprits.quant_view import FloatProgram, QuantizationView
     from numdiff.culprits.taps import TapOutputs
@@ -45,7 +46,7 @@ __all__ = ["find_culprits"]
 
 def find_culprits(
     etrecord: ETRecordLike,
-    events: Iterable[EventLike],
+    events: Iterable[RunEvent],
     comparator: NumericalComparatorBase,
     *,
     reference_graph: str | None = None,
@@ -137,23 +138,22 @@ def find_culprits(
                                                                    source=tap_source))
     runs = run_count(events)
     if steps is not None or decode_steps:
-        from numdiff.culprits._runs import _RunView, _figures
+        from numdiff.culprits._runs import figures, in_run
         from numdiff.culprits.decode import decode_view, output_node
 
         def analyse_step(run: int, inputs: tuple[object, ...] | None) -> CulpritReport:
-            view = [cast(EventLike, _RunView(ev, run)) for ev in events]
-            return _analyse(etrecord, view, comparator, reference_graph, thresholds,
+            return _analyse(etrecord, in_run(events, run), comparator, reference_graph, thresholds,
                             disable_debug_handle_validation, etdump_path, release, None, inputs)
 
         decoded = decode_view(runs, steps, analyse_step, report, output_node(etrecord, report.graph_name))
-        figures = tuple(_figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
-        return replace(report, decode=decoded, runs=figures)
+        per_run = tuple(figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
+        return replace(report, decode=decoded, runs=per_run)
     if runs > 1:
         report = replace(report, runs=per_run_figures(events, runs, report, analyse))
     return report
 
 
-def _analyse(etrecord: ETRecordLike, events: list[EventLike], comparator: NumericalComparatorBase,
+def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: NumericalComparatorBase,
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
@@ -257,7 +257,7 @@ def _logged_inputs(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lin
     return out
 
 
-def _latencies(events: list[EventLike]) -> dict[int, list[tuple[frozenset[int], float, int]]]:
+def _latencies(events: Sequence[EventLike]) -> dict[int, list[tuple[frozenset[int], float, int]]]:
     """Event durations indexed by debug-handle id: ``id -> [(handle ids, avg, event id)]``."""
     out: dict[int, list[tuple[frozenset[int], float, int]]] = {}
     for ev in events:
