@@ -49,7 +49,7 @@ def test_streamed_rows_equal_calculate_numeric_gap(folder: Path) -> None:
 
 
 def test_few_aot_values_are_held_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from numdiff.gap import stream
+    from numdiff.gap import stream as gap_stream
 
     most = [0]
     original = gap_stream._Scorer.on_output

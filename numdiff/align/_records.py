@@ -103,7 +103,7 @@ class ShapeRelation(str, Enum):
     """Different numbers of elements: the pair cannot be compared element-wise."""
 
 
-def shape_relation(aot: Any, runtime: Any) -> ShapeRelation:
+def shape_relation(aot: object, runtime: object) -> ShapeRelation:
     """Classify the shapes of two outputs; values without a ``shape`` count as scalars.
 
     Example:

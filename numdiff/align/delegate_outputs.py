@@ -12,7 +12,10 @@ carry debug handles (the Edge graph, or the ATen graph whose handles were propag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 from numdiff._core.types import DebugHandle
 from numdiff.align._records import RuntimeOutput
@@ -23,7 +26,7 @@ __all__ = ["DELEGATE_CALL", "delegate_output_ids", "partition_output_ids"]
 DELEGATE_CALL = "DELEGATE_CALL"
 
 
-def _handle_id(node: Any) -> int | None:
+def _handle_id(node: torch.fx.Node) -> int | None:
     handle = getattr(node, "meta", {}).get("debug_handle")
     if isinstance(handle, int) and not isinstance(handle, bool):
         return handle
@@ -32,7 +35,7 @@ def _handle_id(node: Any) -> int | None:
     return None
 
 
-def partition_output_ids(graph_module: Any, partitions: Iterable[DebugHandle]) -> dict[DebugHandle, tuple[int, ...]]:
+def partition_output_ids(graph_module: torch.fx.GraphModule, partitions: Iterable[DebugHandle]) -> dict[DebugHandle, tuple[int, ...]]:
     """For each partition (a set of handle ids), the handle id of each output, in output order.
 
     A partition's output is a node of the partition (its handle id is in the set) with at least
@@ -72,7 +75,7 @@ def partition_output_ids(graph_module: Any, partitions: Iterable[DebugHandle]) -
 
 
 def delegate_output_ids(
-    graph_module: Any, runtime_outputs: Mapping[DebugHandle, RuntimeOutput]
+    graph_module: torch.fx.GraphModule, runtime_outputs: Mapping[DebugHandle, RuntimeOutput]
 ) -> dict[DebugHandle, tuple[int, ...]]:
     """``{runtime handle: output handle ids}`` for multi-output delegate calls whose outputs are known.
 

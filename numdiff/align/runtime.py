@@ -51,7 +51,7 @@ def _as_handle(handles: int | Sequence[int]) -> DebugHandle:
     return (handles,) if isinstance(handles, int) else tuple(handles)
 
 
-def _has_data(data: Any) -> bool:
+def _has_data(data: object) -> bool:
     if data is None:
         return False
     return len(data) > 0 if isinstance(data, Sequence) else True

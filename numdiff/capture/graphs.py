@@ -42,6 +42,7 @@ __all__ = [
     "EXPORTED_PROGRAM_GRAPH",
     "ETRecordPrograms",
     "resolve_reference_graph",
+    "runnable_graph",
 ]
 
 _log = logging.getLogger(__name__)
@@ -153,10 +154,10 @@ def resolve_reference_graph(
         _log.info("Using %r from graph_map as reference graph", name)
     if program is None:
         raise InternalError(f"reference graph {name!r} resolved to no program\nThis is a bug in numdiff: please report it.")
-    return _runnable(program, name), name
+    return runnable_graph(program, name), name
 
 
-def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.GraphModule | None, str | None]:
+def _direct_aten(etrecord: ETRecordPrograms, disable_validation: bool) -> tuple[torch.fx.GraphModule | None, str | None]:
     """The ATen graph built from the ETRecord's JSON, handles back-propagated from the Edge JSON.
 
     Returns ``(module, None)`` on success, ``(None, why)`` when back-propagation failed
@@ -191,7 +192,9 @@ def _direct_aten(etrecord: Any, disable_validation: bool) -> tuple[torch.fx.Grap
     for node in module.graph.nodes:
         if node.op == "call_function":  # getitems are not in the JSON: 0 (unset), as torch's route gives them
             node.meta["debug_handle"] = plan.assignments.get(node.name, UNSET_DEBUG_HANDLE)
-    etrecord.remember_debug_handles(EXPORTED_PROGRAM_GRAPH, dict(plan.assignments))
+    remember = getattr(etrecord, "remember_debug_handles", None)  # numdiff's record, which gave the JSON
+    if remember is not None:
+        remember(EXPORTED_PROGRAM_GRAPH, dict(plan.assignments))
     return module, None
 
 
@@ -241,7 +244,12 @@ def _from_graph_map(etrecord: ETRecordPrograms, name: str) -> tuple[str, Exporte
     return key, graph_map[key]
 
 
-def _runnable(program: Any, name: str) -> torch.fx.GraphModule:
+def runnable_graph(program: ExportedProgram, name: str) -> torch.fx.GraphModule:
+    """``program`` as a graph module the capture interpreter can run (``name`` is for messages).
+
+    Raises:
+        CaptureError: The program gives no runnable graph module.
+    """
     from numdiff.program.loader import BUILT_KEY
     from numdiff.program.runnable import runnable_module
 

@@ -266,5 +266,5 @@ def _handle_for(name: str, ancestors: list[NodeId], graph_id: str, ancestor_hand
     return None
 
 
-def _hashable(handle: Any) -> Hashable:
+def _hashable(handle: object) -> Hashable:
     return tuple(handle) if isinstance(handle, list) else handle

@@ -144,19 +144,20 @@ class IntermediateOutputCapturer(Interpreter):
         # torch.export and ExecuTorch write are functional, so usually nothing is copied.
         self._copy_outputs = any(_may_mutate(n) for n in module.graph.nodes if n.op == "call_function")
 
-    def run(self, *args: Any, **kwargs: Any) -> Any:
+    def run(self, *args: object, initial_env: dict[torch.fx.Node, object] | None = None,
+            enable_io_processing: bool = True) -> object:
         """Run the graph on ``args`` (see ``torch.fx.Interpreter.run``), recording captured outputs."""
         self._recording = _Recording(keeper=self._keepers())
         self._last_result = None
         try:
             with torch.enable_grad():  # the reference's mode; run_node detaches, so nothing is recorded
-                graph_output = super().run(*args, **kwargs)
+                graph_output = super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
             self._last_result = self._result(self._recording, graph_output)
         finally:
             self._recording = None
         return graph_output
 
-    def run_node(self, n: torch.fx.Node) -> Any:
+    def run_node(self, n: torch.fx.Node) -> object:
         """Run one node (via the parent) and record its output when the node is captured."""
         try:
             result = super().run_node(n)
@@ -176,7 +177,8 @@ class IntermediateOutputCapturer(Interpreter):
                 self._record(recording, key, n, result)
         return result
 
-    def run_and_capture(self, *args: Any, **kwargs: Any) -> dict[DebugHandle, Any]:
+    def run_and_capture(self, *args: object, initial_env: dict[torch.fx.Node, object] | None = None,
+                        enable_io_processing: bool = True) -> dict[DebugHandle, Any]:
         """Run the graph and return the captured outputs by handle (the reference's method).
 
         Example:
@@ -186,11 +188,12 @@ class IntermediateOutputCapturer(Interpreter):
             >>> IntermediateOutputCapturer(gm).run_and_capture(torch.ones(2))
             {(2, 3): tensor([-1., -1.])}
         """
-        return self.capture(*args, **kwargs).outputs
+        return self.capture(*args, initial_env=initial_env, enable_io_processing=enable_io_processing).outputs
 
-    def capture(self, *args: Any, **kwargs: Any) -> CaptureResult:
+    def capture(self, *args: object, initial_env: dict[torch.fx.Node, object] | None = None,
+                enable_io_processing: bool = True) -> CaptureResult:
         """Run the graph and return the full :class:`CaptureResult`."""
-        self.run(*args, **kwargs)
+        self.run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
         if self._last_result is None:  # run() either set it or raised
             raise CaptureError("capture finished without a result\nThis is a bug in numdiff: please report it.")
         return self._last_result
@@ -203,7 +206,7 @@ class IntermediateOutputCapturer(Interpreter):
                 keeper[handle_key(node.meta[DEBUG_HANDLE_KEY])] = node
         return keeper
 
-    def _record(self, recording: _Recording, key: DebugHandle, node: torch.fx.Node, result: Any) -> None:
+    def _record(self, recording: _Recording, key: DebugHandle, node: torch.fx.Node, result: object) -> None:
         value = _detached_copy(result) if self._copy_outputs else _detached(result)
         if self._keep_outputs:
             recording.outputs[key] = value
@@ -219,7 +222,7 @@ class IntermediateOutputCapturer(Interpreter):
                 f"{type(e).__name__}: {e}\nFix the callback; the graph itself ran."
             ) from e
 
-    def _result(self, recording: _Recording, graph_output: Any) -> CaptureResult:
+    def _result(self, recording: _Recording, graph_output: object) -> CaptureResult:
         op_names = aot_debug_handle_to_op_names(self.module)  # type: ignore[arg-type]
         shared = {h: tuple(names) for h, names in op_names.items() if len(names) > 1}
         # The reference's dict keeps a handle where its *first* node put it, even though the value
@@ -280,7 +283,7 @@ def _may_mutate(node: torch.fx.Node) -> bool:
     return schema is None or bool(schema.is_mutable)
 
 
-def _without_autograd(value: Any) -> Any:
+def _without_autograd(value: object) -> object:
     """``value`` with every tensor (also inside a tuple or list) detached, containers kept as they are."""
     if isinstance(value, torch.Tensor):
         return value.detach() if value.requires_grad else value
@@ -293,7 +296,7 @@ def _without_autograd(value: Any) -> Any:
     return value
 
 
-def _detached(value: Any) -> Any:
+def _detached(value: object) -> object:
     if isinstance(value, torch.Tensor):
         return value.detach()
     if isinstance(value, (tuple, list)):
@@ -301,7 +304,7 @@ def _detached(value: Any) -> Any:
     return value
 
 
-def _detached_copy(value: Any) -> Any:
+def _detached_copy(value: object) -> object:
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, (tuple, list)):

@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -62,7 +62,7 @@ _CONTROL_FLOW_SUBGRAPH_ARGS: tuple[tuple[str, tuple[int, ...]], ...] = (
 )
 
 
-def handle_key(debug_handle: Any) -> DebugHandle:
+def handle_key(debug_handle: int | Iterable[int]) -> DebugHandle:
     """Turn a node's ``debug_handle`` meta (an int or a sequence of ints) into a dict key.
 
     Args:

@@ -1,4 +1,9 @@
-"""Comparators: score each AOT/runtime output pair with one number.
+"""Comparators: the metric contract, its registry, one file per metric and the maths every package uses.
+
+Each metric scores an AOT/runtime output pair with one number and says how to read it
+(``higher_is_better``); :func:`snr_db` and :func:`finite_difference_sums` (in
+:mod:`~numdiff.comparators.numerics`) are the functional maths the gap, the culprits and the
+views share.
 
 Reach a metric by name or instance through :func:`get_comparator`; add one by subclassing
 :class:`NumericalComparatorBase` (see its docstring) and calling :func:`register_comparator`.
@@ -13,6 +18,7 @@ from __future__ import annotations
 from numdiff._core.types import DebugHandle
 from numdiff.comparators._registry import (
     available_comparators,
+    comparator_class,
     get_comparator,
     normalize_name,
     register_comparator,
@@ -30,7 +36,7 @@ from numdiff.comparators.l1 import L1Comparator, sum_abs_difference
 from numdiff.comparators.max_abs import MaxAbsComparator, max_abs_difference
 from numdiff.comparators.mse import MSEComparator, mean_squared_error
 from numdiff.comparators.program_outputs import compare_results, program_output_metrics
-from numdiff.comparators.snr import SNRComparator, signal_to_noise_ratio
+from numdiff.comparators.snr import SNRComparator, signal_to_noise_ratio, snr_db
 
 __all__ = [
     "GAP_COLUMNS",
@@ -47,6 +53,7 @@ __all__ = [
     "NumericalComparatorBase",
     "SNRComparator",
     "available_comparators",
+    "comparator_class",
     "compare_results",
     "cosine_similarity",
     "get_comparator",
@@ -56,5 +63,6 @@ __all__ = [
     "program_output_metrics",
     "register_comparator",
     "signal_to_noise_ratio",
+    "snr_db",
     "sum_abs_difference",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 from numdiff.comparators.base import NumericalComparatorBase
 from numdiff.errors import UsageError, UsageTypeError
 
-__all__ = ["available_comparators", "get_comparator", "normalize_name", "register_comparator"]
+__all__ = ["available_comparators", "comparator_class", "get_comparator", "normalize_name", "register_comparator"]
 
 _COMPARATORS: dict[str, type[NumericalComparatorBase]] = {}
 
@@ -66,6 +66,20 @@ def available_comparators() -> tuple[str, ...]:
         True
     """
     return tuple(sorted(_COMPARATORS))
+
+
+def comparator_class(metric: str) -> type[NumericalComparatorBase] | None:
+    """The registered comparator class for a registered name (``"snr"``) or a class name
+    (``"SNRComparator"``, as the gap's reports name their metric), or None.
+
+    Example:
+        >>> comparator_class("SNRComparator").higher_is_better, comparator_class("mse").higher_is_better
+        (True, False)
+    """
+    found = _COMPARATORS.get(normalize_name(metric))
+    if found is not None:
+        return found
+    return next((cls for cls in _COMPARATORS.values() if cls.__name__ == metric), None)
 
 
 def get_comparator(

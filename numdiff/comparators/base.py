@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from collections.abc import Callable, Mapping, Sized
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, cast
 
 import torch
 
@@ -34,11 +34,11 @@ _OpNames: TypeAlias = Mapping[DebugHandle, list[str]]
 AfterPair: TypeAlias = Callable[[Any, Any], None]
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     if isinstance(value, torch.Tensor):
         return f"shape {tuple(value.shape)} {value.dtype}"
     if is_sequence(value):
-        return f"{type(value).__name__} of {len(value)}"
+        return f"{type(value).__name__} of {len(cast(Sized, value))}"
     return type(value).__name__
 
 
@@ -51,12 +51,12 @@ def _wrapped(error: Exception) -> type[ComparatorError]:
     return ComparatorError
 
 
-def _numel(value: Any) -> int:
+def _numel(value: object) -> int:
     """Element count of a tensor; 1 for a number (a scalar against a one-element tensor is no reshape)."""
     return int(value.numel()) if isinstance(value, torch.Tensor) else 1
 
 
-def _is_handle(value: Any) -> bool:
+def _is_handle(value: object) -> bool:
     return isinstance(value, tuple) and all(isinstance(item, int) for item in value)
 
 
@@ -110,9 +110,13 @@ class NumericalComparatorBase(ABC):
             different shapes, reshape the runtime side to the AOT shape before
             ``element_compare`` (and note it). Set to False in a subclass whose
             ``element_compare`` handles shapes itself. Defaults to True.
+        higher_is_better: How to read the metric: True when a larger number means closer outputs
+            (SNR, cosine similarity), False for an error (L1, MSE, max abs). Views rank rows worst
+            first by it, so a custom metric sets it once here. Defaults to False.
     """
 
     reshape_same_numel: ClassVar[bool] = True
+    higher_is_better: ClassVar[bool] = False
 
     def __init__(self, inspector: Any | None = None) -> None:
         """Args:
@@ -329,7 +333,7 @@ class NumericalComparatorBase(ABC):
                     return unmatched(f"element counts differ: AOT {_describe(a)}, runtime {_describe(b)}")
                 if relation is ShapeRelation.RESHAPE and _numel(a) > 1:
                     detail = f"compared runtime {_describe(b)} as a reshape to AOT {_describe(a)}"
-                    if sorted(a.shape) == sorted(getattr(b, "shape", ())):
+                    if isinstance(a, torch.Tensor) and sorted(a.shape) == sorted(getattr(b, "shape", ())):
                         detail += (
                             " (the shapes are a permutation of each other: if the runtime used another"
                             " layout, permute it back in preprocessing())"
@@ -347,8 +351,8 @@ class NumericalComparatorBase(ABC):
 
     def _element_compare_checked(
         self,
-        a: Any,
-        b: Any,
+        a: object,
+        b: object,
         aot_handle: DebugHandle,
         aot_ops: list[str],
         runtime_handle: DebugHandle,

@@ -37,6 +37,8 @@ class CosineSimilarityComparator(NumericalComparatorBase):
         1.0
     """
 
+    higher_is_better = True
+
     def element_compare(self, a: Any, b: Any) -> float:
         """Cosine similarity of ``a`` and ``b`` in float64."""
         return cosine_similarity(upcast_float64(a), upcast_float64(b))

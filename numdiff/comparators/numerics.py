@@ -78,7 +78,7 @@ def collect_replacements() -> Iterator[ReplacementTally]:
         _ACTIVE_TALLY.reset(token)
 
 
-def upcast_float64(value: Any) -> torch.Tensor:
+def upcast_float64(value: object) -> torch.Tensor:
     """A detached float64 CPU tensor holding the same values (scalars become 0-d tensors).
 
     Raises:
@@ -103,7 +103,7 @@ def upcast_float64(value: Any) -> torch.Tensor:
     return tensor.detach().cpu()
 
 
-def reference_float64(value: Any) -> torch.Tensor:
+def reference_float64(value: object) -> torch.Tensor:
     """The reference's float conversion, NaN quirk included; every replacement is reported.
 
     Converts like :func:`upcast_float64`; then, only if the tensor holds a NaN, applies
@@ -158,7 +158,7 @@ def same_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return a, b.reshape(a.shape)
 
 
-def _flat_numpy(value: Any) -> np.ndarray[Any, Any] | None:
+def _flat_numpy(value: object) -> np.ndarray[Any, Any] | None:
     """A zero-copy 1-D numpy view of a CPU tensor numpy can read (None for bf16, fp8, scalars...)."""
     if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.dim() == 0:
         return None
@@ -176,7 +176,7 @@ _NUMPY_DTYPES = frozenset({
 _CHUNK = 1 << 16  # elements per block: the float64 temporaries stay in cache
 
 
-def finite_difference_sums(a: Any, b: Any, *, need_l1: bool = True) -> tuple[float, float, float, int] | None:
+def finite_difference_sums(a: object, b: object, *, need_l1: bool = True) -> tuple[float, float, float, int] | None:
     """``(sum(a²), sum((a-b)²), sum(|a-b|), n)`` in float64, or None when the fast path cannot apply.
 
     The reference metrics convert both sides to float64 tensors and reduce with several passes

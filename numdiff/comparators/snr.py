@@ -11,7 +11,7 @@ from numdiff.comparators.numerics import finite_difference_sums, reference_float
 from numdiff.comparators._registry import register_comparator
 from numdiff.comparators.base import NumericalComparatorBase
 
-__all__ = ["SNRComparator", "signal_to_noise_ratio"]
+__all__ = ["SNRComparator", "signal_to_noise_ratio", "snr_db"]
 
 
 def signal_to_noise_ratio(signal: torch.Tensor, other: torch.Tensor) -> float:
@@ -34,8 +34,20 @@ def signal_to_noise_ratio(signal: torch.Tensor, other: torch.Tensor) -> float:
     return float((10 * torch.log10(signal_power / noise_power)).item())
 
 
-def _db(signal_power: float, noise_power: float) -> float:
-    """``10·log10(signal/noise)`` with the IEEE answers the tensor formula gives at the edges."""
+def snr_db(signal_power: float, noise_power: float) -> float:
+    """``10·log10(signal/noise)`` with the IEEE answers the tensor formula gives at the edges.
+
+    The one SNR-from-powers definition: the gap table, the culprit rows, the taps and the
+    quantization view all use it. Zero signal and zero noise (two all-zero tensors) is ``nan``,
+    as the reference's tensor formula gives (0/0); a view that wants to call such a pair
+    "identical" checks ``noise_power == 0`` itself.
+
+    Example:
+        >>> snr_db(1.0, 0.0), snr_db(0.0, 1.0), snr_db(100.0, 1.0)
+        (inf, -inf, 20.0)
+        >>> snr_db(0.0, 0.0)
+        nan
+    """
     if noise_power == 0:
         return math.inf if signal_power > 0 else math.nan
     if signal_power == 0:
@@ -54,12 +66,14 @@ class SNRComparator(NumericalComparatorBase):
         0.0
     """
 
+    higher_is_better = True
+
     def element_compare(self, a: Any, b: Any) -> float:
         """SNR of ``a`` against ``a - b`` after the reference float conversion."""
         fast = finite_difference_sums(a, b, need_l1=False)
         if fast is not None:
             signal, noise, _, n = fast
-            return _db(signal / n, noise / n)
+            return snr_db(signal / n, noise / n)
         return signal_to_noise_ratio(reference_float64(a), reference_float64(b))
 
 

@@ -1,4 +1,4 @@
-"""Find the culprit: each op's own (local) error, separated from the error it inherits.
+"""Culprits: each op's own (local) error, told apart from the error it inherits from its inputs.
 
 ``Inspector.find_culprits(distance="SNR")`` replays every aligned op (or debug-handle group, or
 whole delegate) of the reference graph on the runtime's own values of its inputs and compares
@@ -9,7 +9,8 @@ floating-point epsilon × reduction length): ``ok``, ``expected-noise``, ``suspi
 consumes is.
 
 Modules: :mod:`~numdiff.culprits.find` (orchestration), :mod:`~numdiff.culprits._replay` (the
-replay interpreter), :mod:`~numdiff.culprits._noise` (noise models, thresholds, verdicts),
+replay interpreter and its run arguments), :mod:`~numdiff.culprits._scorer` (one row per pair,
+configured in full at construction), :mod:`~numdiff.culprits._noise` (noise models, thresholds, verdicts),
 :mod:`~numdiff.culprits.report` (rows, report, roll-ups), :mod:`~numdiff.culprits._matching`.
 Deeper localization (options of ``find_culprits``): :mod:`~numdiff.culprits.quant_view`
 (``float_program=``), :mod:`~numdiff.culprits.decode` (``step_inputs=``, ``decode_steps=``),
@@ -27,7 +28,6 @@ from numdiff.culprits.report import CulpritReport, CulpritRow, MatchRecord, NonF
 from numdiff.culprits.taps import TapRow, TapView
 
 __all__ = [
-    "DEFAULT_QUANTIZED_THRESHOLDS",
     "DEFAULT_QUANTIZED_THRESHOLDS",
     "DEFAULT_THRESHOLDS",
     "CulpritReport",

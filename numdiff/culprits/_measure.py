@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -14,7 +15,7 @@ __all__ = ["any_nonfinite", "as_runtime_layout", "noise_units", "relative_error"
 Sums = tuple[float, float, float, int]
 
 
-def as_runtime_layout(runtime: Any, like: Any, noise: Noise | None = None) -> tuple[Any, str]:
+def as_runtime_layout(runtime: object, like: object, noise: Noise | None = None) -> tuple[torch.Tensor | None, str]:
     """The runtime value in the AOT value's shape and dtype, and the transform; (None, reason) if impossible.
 
     Transforms: a cast between floating dtypes; an integer runtime value where the AOT node is a
@@ -46,7 +47,7 @@ def as_runtime_layout(runtime: Any, like: Any, noise: Noise | None = None) -> tu
 
 
 
-def any_nonfinite(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def any_nonfinite(args: tuple[object, ...], kwargs: Mapping[str, object]) -> bool:
     values = list(args) + list(kwargs.values())
     flat = [v for item in values for v in (item if isinstance(item, (list, tuple)) else [item])]
     return any(isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all())
@@ -54,7 +55,7 @@ def any_nonfinite(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 
 
-def noise_units(replay: Any, runtime: torch.Tensor, noise: Noise,
+def noise_units(replay: object, runtime: torch.Tensor, noise: Noise,
                  sums: Sums | None = None) -> tuple[float, int, int, str | None]:
     """``(noise units, runtime NaN/Inf count, replay NaN/Inf count, why-not)``."""
     if not isinstance(replay, torch.Tensor):
@@ -88,7 +89,7 @@ def noise_units(replay: Any, runtime: torch.Tensor, noise: Noise,
 
 
 
-def relative_error(aot: Any, runtime: torch.Tensor, fast: Sums | None = None) -> float:
+def relative_error(aot: object, runtime: torch.Tensor, fast: Sums | None = None) -> float:
     if not isinstance(aot, torch.Tensor) or aot.numel() != runtime.numel():
         return math.nan
     if fast is not None:

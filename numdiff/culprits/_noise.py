@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 import torch
 
@@ -115,7 +115,7 @@ def resolve_thresholds(arg: ThresholdsArg) -> dict[str, Thresholds]:
                          f"not {type(arg).__name__}\nExample: thresholds={{'softmax': {{'expected': 256}}}}.")
     names = {f.name for f in fields(Thresholds)}
 
-    def one(key: str, value: Any, base: Thresholds) -> Thresholds:
+    def one(key: str, value: object, base: Thresholds) -> Thresholds:
         if isinstance(value, Thresholds):
             return value
         if isinstance(value, Mapping):
@@ -137,7 +137,7 @@ def resolve_thresholds(arg: ThresholdsArg) -> dict[str, Thresholds]:
     return out
 
 
-def op_type(target: Any) -> str:
+def op_type(target: object) -> str:
     """Short op type of a node target: ``aten.linear.default`` → ``"linear"``."""
     name = getattr(target, "_opname", None) or getattr(target, "__name__", None) or str(target)
     return str(name).split(".")[0]
@@ -150,11 +150,11 @@ _MULTI_DIM_REDUCTIONS = frozenset({"mean", "sum", "var", "var_mean", "std", "ama
 _NORMS = frozenset({"layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "rms_norm"})
 
 
-def _shape(value: Any) -> tuple[int, ...] | None:
+def _shape(value: object) -> tuple[int, ...] | None:
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 
 
-def reduction_length(target: Any, args: Sequence[Any], kwargs: Mapping[str, Any], output: Any) -> int:
+def reduction_length(target: object, args: Sequence[object], kwargs: Mapping[str, object], output: object) -> int:
     """How many terms each output element of this op sums (1 for element-wise ops)."""
     kind = op_type(target)
     values = list(args) + list(kwargs.values())
@@ -168,7 +168,7 @@ def reduction_length(target: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
             weight = tensors[1]
             return max(1, math.prod(weight[1:])) if weight else 1
         if kind in _DIM_REDUCTIONS and tensors and tensors[0]:
-            dim = int(kwargs.get("dim", args[1] if len(args) > 1 else -1))
+            dim = int(cast(SupportsInt, kwargs.get("dim", args[1] if len(args) > 1 else -1)))
             return max(1, int(tensors[0][dim]))
         if kind in _MULTI_DIM_REDUCTIONS and tensors and tensors[0]:
             out_shape = _shape(output[0] if isinstance(output, (list, tuple)) and output else output) or ()

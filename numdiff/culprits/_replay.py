@@ -16,17 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 import torch
 from torch.fx import Interpreter
 
+from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._noise import Noise, op_type, reduction_length
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["Lineage", "ReplayInterpreter", "lineage", "quant_noise"]
+__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
 
-OnPaired = Callable[[torch.fx.Node, Any, tuple[Any, ...], dict[str, Any], Noise], Any]
+OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object], Noise], object]
 
 _QUANTIZE = frozenset({"quantize_per_tensor", "quantize_per_channel"})
 _DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel"})
@@ -80,7 +81,7 @@ def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
     return out
 
 
-def quant_noise(target: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, int | None, float | None]:
+def quant_noise(target: object, args: tuple[object, ...], kwargs: Mapping[str, object]) -> tuple[float | torch.Tensor | None, int | None, float | None]:
     """``(step, axis, zero point)`` of a dequantize op's output (quantize outputs are integers: step 1).
 
     The zero point is given for per-tensor parameters only (it lets an integer runtime value be
@@ -97,8 +98,17 @@ def quant_noise(target: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -
         if scale.numel() == 1:
             return float(scale), None, zero_point
         axis = args[3] if len(args) > 3 else kwargs.get("axis", 0)
-        return scale.detach(), int(axis), None
+        return scale.detach(), int(cast(SupportsInt, axis)), None
     return (float(scale), None, zero_point) if isinstance(scale, (int, float)) else (None, None, None)
+
+
+def graph_args(etrecord: ETRecordLike, step_input: tuple[object, ...] | None = None) -> list[object]:
+    """The reference graph's run arguments: one decode step's own inputs, or the representative inputs."""
+    if step_input is not None:
+        return [[tuple(step_input)]]
+    from numdiff.gap import representative_inputs
+
+    return [representative_inputs(etrecord)]
 
 
 class ReplayInterpreter(Interpreter):
@@ -108,10 +118,15 @@ class ReplayInterpreter(Interpreter):
         module: The reference graph module.
         paired: Names of the nodes the runtime logged.
         on_paired: ``on_paired(node, replay, args, kwargs, noise) -> value to substitute``.
+        logged_inputs: Candidate runtime values of each graph input (what delegates logged).
+        inputs_from_runtime: The set to record graph inputs taken from the runtime in (shared
+            with the scorer, which reads it as the replay runs); names already in it count as
+            runtime values (one decode step's own inputs).
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
-                 logged_inputs: Mapping[str, list[Any]] | None = None) -> None:
+                 logged_inputs: Mapping[str, list[object]] | None = None,
+                 inputs_from_runtime: set[str] | None = None) -> None:
         super().__init__(module, garbage_collect_values=True)
         self.extra_traceback = False
         self._paired = paired
@@ -119,15 +134,16 @@ class ReplayInterpreter(Interpreter):
         self._reduction: dict[str, int] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs).
-        self.inputs_from_runtime: set[str] = set()
+        self.inputs_from_runtime: set[str] = set() if inputs_from_runtime is None else inputs_from_runtime
 
-    def run(self, *args: Any, **kwargs: Any) -> Any:
+    def run(self, *args: object, initial_env: dict[torch.fx.Node, object] | None = None,
+            enable_io_processing: bool = True) -> object:
         """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
         self._reduction = {}
         with torch.no_grad():
-            return super().run(*args, **kwargs)
+            return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
-    def run_node(self, n: torch.fx.Node) -> Any:
+    def run_node(self, n: torch.fx.Node) -> object:
         """Run one node on substituted arguments; hand paired nodes to ``on_paired``."""
         if n.op == "placeholder":
             return self._graph_input(n, super().run_node(n))
@@ -152,7 +168,7 @@ class ReplayInterpreter(Interpreter):
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point))
 
-    def _graph_input(self, n: torch.fx.Node, value: Any) -> Any:
+    def _graph_input(self, n: torch.fx.Node, value: object) -> object:
         """The runtime's value of a graph input when exactly one logged value can be it (same
         shape and dtype), else the representative input."""
         if not isinstance(value, torch.Tensor):

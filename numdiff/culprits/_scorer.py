@@ -14,22 +14,26 @@ from typing import Any
 
 import torch
 
-from numdiff.comparators.numerics import finite_difference_sums
+from numdiff._core.stack import user_frame
 from numdiff._core.types import DebugHandle
+from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.align import (
     AlignedPair,
     AlignmentReport,
     MatchKind,
     find_op_names,
 )
-from numdiff.comparators import NumericalComparatorBase, SNRComparator
-from numdiff.comparators.snr import _db as snr_db
-from numdiff.culprits._measure import any_nonfinite, as_runtime_layout, noise_units, relative_error
+from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
+from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
 from numdiff.culprits.report import CulpritRow, NonFinite
 from numdiff.gap import stack_traces_for
-from numdiff.report.gap_table import user_frame
+
+#: Called with each runtime output once its row is written (lets a memory-mapped buffer go).
+Release = Callable[[object], None]
+#: Event durations by debug-handle id: ``id -> [(handle ids, avg, event id)]``.
+Latencies = Mapping[int, list[tuple[frozenset[int], float, int]]]
 
 
 @dataclass(slots=True)
@@ -43,44 +47,91 @@ class Planned:
     acc_notes: list[str] = field(default_factory=list)
 
 
-class Scorer:
-    """Scores each paired node as the replay reaches it and decides what to substitute."""
+class Meter:
+    """The chosen metric over one pair: the comparator's gap, from shared float64 sums when it is SNR."""
 
     def __init__(self, comparator: NumericalComparatorBase, aot_names: Mapping[DebugHandle, list[str]],
-                 runtime_names: Mapping[DebugHandle, list[str]], limits: dict[str, Thresholds],
-                 lineages: dict[str, Lineage], stack_traces: Mapping[DebugHandle, Mapping[str, str | None]],
-                 module_paths: Mapping[str, str], latencies: dict[int, list[tuple[frozenset[int], float, int]]],
-                 plan: dict[str, list[Planned]], release: Callable[[Any], None] | None) -> None:
+                 runtime_names: Mapping[DebugHandle, list[str]]) -> None:
         self.comparator, self.aot_names, self.runtime_names = comparator, aot_names, runtime_names
-        self.limits, self.lineages, self.stack_traces = limits, lineages, stack_traces
+
+    def measure(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str],
+                what: str) -> tuple[float, Sums | None]:
+        """The comparator's gap and, when all values are finite, the float64 sums behind it.
+
+        The built-in SNR comparator's number is made from the same sums (one pass, not two).
+        """
+        sums = finite_difference_sums(aot, runtime, need_l1=False) \
+            if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
+            else None
+        if sums is not None and type(self.comparator) is SNRComparator:
+            signal, noise, _, count = sums
+            return snr_db(signal / count, noise / count), sums
+        return self._gap(pair, aot, runtime, notes, what), sums
+
+    def _gap(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str], what: str) -> float:
+        single = AlignmentReport((AlignedPair(pair.aot_handle, aot, pair.runtime_handle, runtime,
+                                              pair.match if pair.match is not None else MatchKind.DIRECT),))
+        table = self.comparator.compare_aligned(single, self.aot_names, self.runtime_names)
+        if not table.rows:
+            notes.append(f"{what} gap not computed: " + "; ".join(n.detail for n in table.notes))
+            return math.nan
+        row = table.rows[0]
+        if row.note:
+            notes.append(f"{what}: {row.note}")
+        value = float(row.gap[0]) if row.gap else math.nan
+        return value
+
+
+def score_accumulated(items: list[Planned], meter: Meter, release: Release | None) -> None:
+    """Score every planned pair's AOT output against the runtime's, then drop the AOT output."""
+    for item in items:
+        pair = item.pair
+        runtime, _ = as_runtime_layout(pair.runtime_output, pair.aot_output)
+        item.accumulated, sums = meter.measure(pair, pair.aot_output,
+                                               pair.runtime_output if runtime is None else runtime,
+                                               item.acc_notes, "accumulated")
+        if runtime is not None:
+            item.acc_rel = relative_error(pair.aot_output, runtime, sums)
+        item.pair = replace(pair, aot_output=None)
+        if release is not None:
+            release(pair.runtime_output)
+
+
+class Scorer:
+    """Scores each paired node as the replay reaches it and decides what to substitute.
+
+    Args:
+        meter: The metric.
+        limits: Thresholds by op type (``"default"`` and ``"quantized"`` included).
+        lineages: Each paired node's :class:`Lineage`.
+        stack_traces: ``{handle: {op: stack trace}}``.
+        module_paths: ``{node name: module path}``.
+        latencies: Event durations by debug-handle id.
+        plan: The aligned pairs waiting for each paired node.
+        release: Called with each runtime output once its row is written.
+        unreliable: Runtime handles not to substitute, with the reason.
+        supplied: Graph inputs given as the step's own inputs.
+        inputs_from_runtime: Graph inputs the replay takes from the runtime (the replay's own set,
+            filled as it runs).
+    """
+
+    def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
+                 stack_traces: Mapping[DebugHandle, Mapping[str, str | None]], module_paths: Mapping[str, str],
+                 latencies: Latencies, plan: dict[str, list[Planned]], release: Release | None, *,
+                 unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
+                 inputs_from_runtime: set[str]) -> None:
+        self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
+        self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
         self.transforms: dict[str, str] = {}
         self.acc_rel: dict[int, float] = {}
-        self.runtime_nonfinite: set[str] = set()
-        self.inputs_from_runtime: set[str] = set()
-        self.supplied: set[str] = set()
-        self.unreliable: dict[DebugHandle, str] = {}
         self.first_nonfinite: NonFinite | None = None
 
-    def score_accumulated(self, items: list[Planned]) -> None:
-        """Score every planned pair's AOT output against the runtime's, then drop the AOT output."""
-        for item in items:
-            pair = item.pair
-            runtime, _ = as_runtime_layout(pair.runtime_output, pair.aot_output)
-            item.accumulated, sums = self._measure(pair, pair.aot_output,
-                                                   pair.runtime_output if runtime is None else runtime,
-                                                   item.acc_notes, "accumulated")
-            if runtime is not None:
-                item.acc_rel = relative_error(pair.aot_output, runtime, sums)
-            item.pair = replace(pair, aot_output=None)
-            if self.release is not None:
-                self.release(pair.runtime_output)
-
-    def on_paired(self, node: torch.fx.Node, replay: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                  noise: Noise) -> Any:
+    def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
+                  noise: Noise) -> object:
         planned = self.plan.pop(node.name)
         out = list(replay) if isinstance(replay, (list, tuple)) else None
         for item in planned:
@@ -92,7 +143,7 @@ class Scorer:
             self.transforms[f"{node.name}/{element}"] = transform
             self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
             ok = runtime_value is not None
-            if ok and self.release is not None:
+            if runtime_value is not None and self.release is not None:
                 runtime_value = runtime_value.clone()  # a private copy: the buffer's pages can go now
             self.substituted[(node.name, element)] = ok
             if ok and out is not None and element is not None:
@@ -112,13 +163,13 @@ class Scorer:
                 [i for (n, _), idx in self.by_node.items() if n == name for i in idx] if element is None else [])
         return sorted(set(rows))
 
-    def _row(self, node: torch.fx.Node, item: Planned, replay: Any, runtime: Any, transform: str, noise: Noise,
-             args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _row(self, node: torch.fx.Node, item: Planned, replay: object, runtime: torch.Tensor | None, transform: str,
+             noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         pair, index = item.pair, len(self.rows)
         notes: list[str] = []
         lin = self.lineages.get(node.name, Lineage())
         compare_runtime = runtime if runtime is not None else pair.runtime_output
-        local, sums = self._measure(pair, replay, compare_runtime, notes, "local")
+        local, sums = self.meter.measure(pair, replay, compare_runtime, notes, "local")
         notes += item.acc_notes
         accumulated, acc_rel = item.accumulated, item.acc_rel
         units, nonfinite, replay_nonfinite = math.nan, 0, 0
@@ -144,13 +195,13 @@ class Scorer:
         source = self._source(lin, node, notes)
         if nonfinite and self.first_nonfinite is None:
             self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
-        aot_ops = find_op_names(pair.aot_handle, self.aot_names)
+        aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
         self.acc_rel[index] = acc_rel
         self.by_node.setdefault((node.name, item.element), []).append(index)
         self.rows.append(CulpritRow(
             index=index, aot_handle=pair.aot_handle, aot_ops=aot_ops,
-            runtime_ops=find_op_names(pair.runtime_handle, self.runtime_names), runtime_handle=pair.runtime_handle,
+            runtime_ops=find_op_names(pair.runtime_handle, self.meter.runtime_names), runtime_handle=pair.runtime_handle,
             node=node.name, element=item.element, op_type=kind, local_gap=local, accumulated_gap=accumulated,
             local_noise_units=units, accumulated_rel=acc_rel, amplification=amplification, verdict=verdict,
             is_culprit=culprit, noise=noise.describe(), input_source=source, producers=tuple(producers),
@@ -159,33 +210,6 @@ class Scorer:
             source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
             note="; ".join(notes) or None))
-
-    def _measure(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str],
-                 what: str) -> tuple[float, tuple[float, float, float, int] | None]:
-        """The comparator's gap and, when all values are finite, the float64 sums behind it.
-
-        The built-in SNR comparator's number is made from the same sums (one pass, not two).
-        """
-        sums = finite_difference_sums(aot, runtime, need_l1=False) \
-            if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
-            else None
-        if sums is not None and type(self.comparator) is SNRComparator:
-            signal, noise, _, count = sums
-            return snr_db(signal / count, noise / count), sums
-        return self._gap(pair, aot, runtime, notes, what), sums
-
-    def _gap(self, pair: AlignedPair, aot: Any, runtime: Any, notes: list[str], what: str) -> float:
-        single = AlignmentReport((AlignedPair(pair.aot_handle, aot, pair.runtime_handle, runtime,
-                                              pair.match if pair.match is not None else MatchKind.DIRECT),))
-        table = self.comparator.compare_aligned(single, self.aot_names, self.runtime_names)
-        if not table.rows:
-            notes.append(f"{what} gap not computed: " + "; ".join(n.detail for n in table.notes))
-            return math.nan
-        row = table.rows[0]
-        if row.note:
-            notes.append(f"{what}: {row.note}")
-        value = float(row.gap[0]) if row.gap else math.nan
-        return value
 
     def _amplification(self, acc_rel: float, producers: list[int], notes: list[str]) -> float:
         upstream = [self.acc_rel[p] for p in producers if not math.isnan(self.acc_rel[p])]

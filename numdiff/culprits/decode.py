@@ -29,13 +29,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits.report import CulpritReport
 from numdiff.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DecodeStep", "DecodeView", "WithInputs", "decode_view", "load_step_inputs", "output_node"]
+#: Each run's input tuple, in run order, or the path of a ``torch.save`` file of that list.
+StepInputs = str | os.PathLike[str] | Sequence[Sequence[object]]
+
+__all__ = ["DecodeStep", "DecodeView", "decode_view", "load_step_inputs", "output_node"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,19 +142,7 @@ def _fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.4g}"
 
 
-class WithInputs:
-    """An ETRecord seen with other representative inputs (one step's)."""
-
-    def __init__(self, etrecord: Any, inputs: Sequence[Any]) -> None:
-        self._etrecord, self._inputs = etrecord, [tuple(inputs)]
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_representative_inputs":
-            return self._inputs
-        return getattr(self._etrecord, name)
-
-
-def load_step_inputs(step_inputs: Any) -> list[tuple[Any, ...]]:
+def load_step_inputs(step_inputs: StepInputs) -> list[tuple[object, ...]]:
     """Step inputs as a list of tuples, from a list or a ``torch.save`` file (weights only).
 
     Raises:
@@ -169,8 +161,8 @@ def load_step_inputs(step_inputs: Any) -> list[tuple[Any, ...]]:
     return [tuple(s) for s in step_inputs]
 
 
-def decode_view(runs: int, step_inputs: list[tuple[Any, ...]] | None,
-                analyse: Callable[[int, tuple[Any, ...] | None], CulpritReport],
+def decode_view(runs: int, step_inputs: list[tuple[object, ...]] | None,
+                analyse: Callable[[int, tuple[object, ...] | None], CulpritReport],
                 first: CulpritReport, output_node: str | None) -> DecodeView:
     """Analyse every step (``analyse(run, inputs)``) and build the view."""
     if step_inputs is not None and len(step_inputs) != runs:
@@ -202,7 +194,7 @@ def decode_view(runs: int, step_inputs: list[tuple[Any, ...]] | None,
     return DecodeView(tuple(steps), output_row, tuple(reports), step_inputs is not None, tuple(notes))
 
 
-def output_node(etrecord: Any, graph_name: str) -> str | None:
+def output_node(etrecord: ETRecordLike, graph_name: str) -> str | None:
     """Name of the node that produces the reference graph's first output."""
     from numdiff.capture import resolve_reference_graph
 

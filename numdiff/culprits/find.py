@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
+from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
 from numdiff.align import (
     AlignmentReport,
@@ -26,33 +27,40 @@ from numdiff.align import (
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, resolve_thresholds
-from numdiff.culprits._replay import Lineage, ReplayInterpreter, lineage
-from numdiff.culprits._scorer import Planned, Scorer
+from numdiff.culprits._replay import Lineage, ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport
 from numdiff.errors import UsageError
 from numdiff.gap import gather
-from numdiff.report.gap_table import HIGHER_IS_BETTER
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
+    from numdiff.culprits._runs import RunEvent
+    from numdiff.culprits.decode import StepInputs
+    from numdiff.culprits.quant_view import FloatProgram, QuantizationView
+    from numdiff.culprits.taps import TapOutputs
 
 __all__ = ["find_culprits"]
 
 
 def find_culprits(
-    etrecord: Any,
-    events: Iterable[EventLike],
+    etrecord: ETRecordLike,
+    events: Iterable[RunEvent],
     comparator: NumericalComparatorBase,
     *,
     reference_graph: str | None = None,
     thresholds: ThresholdsArg = None,
     disable_debug_handle_validation: bool = False,
     etdump_path: str | None = None,
-    release: Callable[[Any], None] | None = None,
-    float_program: Any = None,
+    release: Release | None = None,
+    float_program: FloatProgram | None = None,
     target_snr_db: float | None = None,
     decode_steps: bool | None = None,
-    step_inputs: Any = None,
+    step_inputs: StepInputs | None = None,
     taps: str | os.PathLike[str] | None = None,
-    tap_outputs: Any = None,
-    run_outputs: Sequence[Any] | None = None,
+    tap_outputs: TapOutputs | None = None,
+    run_outputs: Sequence[object] | None = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -99,6 +107,7 @@ def find_culprits(
                              "Pass the outputs the tapped method returned as tap_outputs (CLI: --tap-outputs), or "
                              "run with program outputs logged.")
         tap_outputs, tap_source = list(run_outputs), "the ETDump's logged program outputs (first run)"
+    tapped: TapOutputs = [] if tap_outputs is None else tap_outputs
     quant = None
     if float_program is not None:
         from numdiff.culprits.quant_view import DEFAULT_TARGET_SNR_DB, load_float_program
@@ -124,54 +133,50 @@ def find_culprits(
     if taps is not None:
         from numdiff.culprits.taps import inside_delegates
 
-        report = replace(report, inside_delegates=inside_delegates(etrecord, taps, tap_outputs,
+        report = replace(report, inside_delegates=inside_delegates(etrecord, taps, tapped,
                                                                    resolve_thresholds(thresholds),
                                                                    source=tap_source))
     runs = run_count(events)
     if steps is not None or decode_steps:
-        from numdiff.culprits._runs import _RunView, _figures
+        from numdiff.culprits._runs import figures, in_run
         from numdiff.culprits.decode import decode_view, output_node
 
-        def analyse_step(run: int, inputs: tuple[Any, ...] | None) -> CulpritReport:
-            view = [cast(EventLike, _RunView(ev, run)) for ev in events]
-            return _analyse(etrecord, view, comparator, reference_graph, thresholds,
+        def analyse_step(run: int, inputs: tuple[object, ...] | None) -> CulpritReport:
+            return _analyse(etrecord, in_run(events, run), comparator, reference_graph, thresholds,
                             disable_debug_handle_validation, etdump_path, release, None, inputs)
 
         decoded = decode_view(runs, steps, analyse_step, report, output_node(etrecord, report.graph_name))
-        figures = tuple(_figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
-        return replace(report, decode=decoded, runs=figures)
+        per_run = tuple(figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
+        return replace(report, decode=decoded, runs=per_run)
     if runs > 1:
         report = replace(report, runs=per_run_figures(events, runs, report, analyse))
     return report
 
 
-def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalComparatorBase,
+def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: NumericalComparatorBase,
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
-             etdump_path: str | None, release: Callable[[Any], None] | None,
-             quant: tuple[Any, float] | None = None, step_input: tuple[Any, ...] | None = None) -> CulpritReport:
+             etdump_path: str | None, release: Release | None,
+             quant: tuple[ExportedProgram, float] | None = None,
+             step_input: tuple[object, ...] | None = None) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
     SNR) also runs the quantization view in the same replay."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
-    if step_input is not None:  # one decode step's own graph inputs instead of the representative ones
-        from numdiff.culprits.decode import WithInputs
-
-        etrecord = WithInputs(etrecord, step_input)
     inputs = gather(etrecord, events, reference_graph=reference_graph,
-                    disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path)
+                    disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                    inputs=None if step_input is None else tuple(step_input))
     alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
     by_handle = _plan_by_handle(inputs.aot_outputs, alignment)
     notes, paired_runtime = alignment.notes, [p.runtime_handle for p in alignment.pairs]
     unreliable = _unreliable_positions(alignment, inputs.runtime_outputs)
     del alignment
-    scorer = Scorer(comparator, inputs.aot_op_names, inputs.runtime_op_names, limits, {},
-                     inputs.stack_traces, inputs.module_paths, _latencies(events), {}, release)
+    meter = Meter(comparator, inputs.aot_op_names, inputs.runtime_op_names)
     # Accumulated error first, as the gap does, letting go of each AOT output once scored: the
     # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
     inputs.aot_outputs.clear()
-    scorer.score_accumulated([item for items in by_handle.values() for item in items])
+    score_accumulated([item for items in by_handle.values() for item in items], meter, release)
     graph_module, _ = resolve_reference_graph(etrecord, inputs.graph_name if reference_graph is None else reference_graph,
                                               disable_debug_handle_validation)
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
@@ -179,27 +184,30 @@ def _analyse(etrecord: Any, events: list[EventLike], comparator: NumericalCompar
     for handle, items in by_handle.items():
         if handle in keeper:
             plan.setdefault(keeper[handle], []).extend(items)
-    scorer.plan, scorer.lineages = plan, lineage(graph_module.graph, set(plan))
-    scorer.unreliable = unreliable
-    logged = _logged_inputs(plan, scorer.lineages, inputs.runtime_outputs)
+    lineages = lineage(graph_module.graph, set(plan))
+    logged = _logged_inputs(plan, lineages, inputs.runtime_outputs)
+    # One decode step's own graph inputs are runtime values (the step's inputs), not representative ones.
+    supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder") \
+        if step_input is not None else frozenset()
+    from_runtime = set(supplied)
+    scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
+                    release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime)
     replay: ReplayInterpreter
+    view: Callable[[], QuantizationView] | None = None
     if quant is None:
-        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged)
+        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime)
     else:
         from numdiff.culprits.quant_view import QuantReplay
 
-        replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1])
-    if step_input is not None:
-        scorer.supplied = {n.name for n in graph_module.graph.nodes if n.op == "placeholder"}
-        replay.inputs_from_runtime.update(scorer.supplied)
-    scorer.inputs_from_runtime = replay.inputs_from_runtime
-    replay.run(*_as_args(etrecord))
+        quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
+        replay, view = quant_replay, quant_replay.view
+    replay.run(*graph_args(etrecord, step_input))
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
-                         matching, HIGHER_IS_BETTER.get(type(comparator).__name__, False),
+                         matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes),
-                         quantization=getattr(replay, "view", lambda: None)())
+                         quantization=None if view is None else view())
 
 
 def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: AlignmentReport) -> dict[DebugHandle, list[Planned]]:
@@ -249,13 +257,7 @@ def _logged_inputs(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lin
     return out
 
 
-def _as_args(etrecord: Any) -> list[Any]:
-    from numdiff.gap import representative_inputs
-
-    return [representative_inputs(etrecord)]
-
-
-def _latencies(events: list[EventLike]) -> dict[int, list[tuple[frozenset[int], float, int]]]:
+def _latencies(events: Sequence[EventLike]) -> dict[int, list[tuple[frozenset[int], float, int]]]:
     """Event durations indexed by debug-handle id: ``id -> [(handle ids, avg, event id)]``."""
     out: dict[int, list[tuple[frozenset[int], float, int]]] = {}
     for ev in events:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from numdiff.comparators import snr_db
 from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.culprits._noise import op_type
 from numdiff.culprits._replay import OnPaired, ReplayInterpreter
@@ -40,7 +41,11 @@ from numdiff.errors import MissingDataError, UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DEFAULT_TARGET_SNR_DB", "QuantLayer", "QuantReplay", "QuantizationView", "load_float_program"]
+#: The float model: its ``ExportedProgram``, a ``.pt2`` archive or the path of its ETRecord.
+FloatProgram = torch.export.ExportedProgram | str | os.PathLike[str]
+
+__all__ = ["DEFAULT_TARGET_SNR_DB", "QuantLayer", "QuantReplay", "QuantizationView", "layer_cost",
+           "load_float_program", "rank"]
 
 #: Output SNR (dB) the suggested keep-in-float list aims for.
 DEFAULT_TARGET_SNR_DB = 30.0
@@ -128,7 +133,7 @@ def _fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.3g}"
 
 
-def load_float_program(float_program: Any) -> torch.export.ExportedProgram:
+def load_float_program(float_program: FloatProgram) -> torch.export.ExportedProgram:
     """The float program from an ``ExportedProgram``, a ``.pt2`` archive or an ETRecord path.
 
     A ``.pt2`` archive (``torch.export.save``) is read by :func:`numdiff.schema.pt2.load_pt2`, with
@@ -207,9 +212,9 @@ class QuantReplay(ReplayInterpreter):
     """The culprit replay, also running each matched layer's float op on the same inputs."""
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
-                 logged_inputs: Mapping[str, list[Any]] | None, float_program: torch.export.ExportedProgram,
-                 target_snr_db: float = DEFAULT_TARGET_SNR_DB) -> None:
-        super().__init__(module, paired, on_paired, logged_inputs)
+                 logged_inputs: Mapping[str, list[object]] | None, float_program: torch.export.ExportedProgram,
+                 target_snr_db: float = DEFAULT_TARGET_SNR_DB, inputs_from_runtime: set[str] | None = None) -> None:
+        super().__init__(module, paired, on_paired, logged_inputs, inputs_from_runtime)
         self._target = target_snr_db
         quant_layers = _layers(module)
         float_layers = _layers(float_program.graph_module)
@@ -229,7 +234,7 @@ class QuantReplay(ReplayInterpreter):
             node = users[0]
         return str(node.name)
 
-    def run_node(self, n: torch.fx.Node) -> Any:
+    def run_node(self, n: torch.fx.Node) -> object:
         pending = None
         if n.name in self._float_of:
             key, float_node = self._float_of[n.name]
@@ -249,7 +254,7 @@ class QuantReplay(ReplayInterpreter):
     def _float_op(self, float_node: torch.fx.Node, node: torch.fx.Node, args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> tuple[Any, str | None]:
         """The float op on the quantized op's (substituted) activation inputs and the float weights."""
-        def pick(float_arg: Any, quant_arg: Any, value: Any) -> Any:
+        def pick(float_arg: object, quant_arg: object, value: object) -> object:
             if isinstance(float_arg, torch.fx.Node):
                 if float_arg.name in self._float_values:
                     return self._float_values[float_arg.name]
@@ -270,28 +275,39 @@ class QuantReplay(ReplayInterpreter):
         except Exception as e:  # the float op did not accept the quantized graph's inputs
             return None, f"float op not replayed: {type(e).__name__}: {e}"
 
-    def _score(self, item: _Pending, deployed: str, value: Any) -> None:
+    def _score(self, item: _Pending, deployed: str, value: object) -> None:
         note = None
         from_runtime = deployed in self._paired
         if not from_runtime:
             note = "the runtime logged no output here: the quantized graph's replay is the deployed value"
-        sums = None
-        if isinstance(value, torch.Tensor) and isinstance(item.value, torch.Tensor) \
-                and value.shape == item.value.shape and value.is_floating_point():
-            sums = finite_difference_sums(item.value, value, need_l1=False)
-        if sums is None:
-            snr, rel = math.nan, math.nan
-            note = "deployed and float outputs differ in shape or dtype, or hold NaN/Inf"
-        else:
-            signal, noise, _, _ = sums
-            rel = noise / signal if signal > 0 else (0.0 if noise == 0 else math.inf)
-            snr = math.inf if rel == 0 else (-math.inf if math.isinf(rel) else -10 * math.log10(rel))
+        snr, rel, why = layer_cost(item.value, value)
+        note = why or note
         self._results.append(QuantLayer(item.key, item.node, item.float_node, deployed, item.key.rsplit("/", 1)[0],
                                         snr, rel, from_runtime, note=note))
 
     def view(self) -> QuantizationView:
         """The ranked layers and the suggestion (call after ``run``)."""
         return rank(self._results, self._target, self._unmatched)
+
+
+def layer_cost(float_value: object, deployed: object) -> tuple[float, float, str | None]:
+    """``(SNR dB, relative noise power, why-not)`` of the deployed output against the float op's.
+
+    The SNR is :func:`numdiff.comparators.snr_db`, the gap table's. Identical outputs (zero noise)
+    are handled here, explicitly: they cost nothing (``+inf`` dB, relative noise 0), all-zero
+    ones included, where the SNR formula alone gives NaN (0/0) and would drop the layer from the
+    ranking.
+    """
+    if not (isinstance(deployed, torch.Tensor) and isinstance(float_value, torch.Tensor)
+            and deployed.shape == float_value.shape and deployed.is_floating_point()):
+        return math.nan, math.nan, "deployed and float outputs differ in shape or dtype, or hold NaN/Inf"
+    sums = finite_difference_sums(float_value, deployed, need_l1=False)
+    if sums is None:
+        return math.nan, math.nan, "deployed and float outputs differ in shape or dtype, or hold NaN/Inf"
+    signal, noise, _, _ = sums
+    if noise == 0:  # identical: no quantization cost, whatever the signal
+        return math.inf, 0.0, None
+    return snr_db(signal, noise), (noise / signal if signal > 0 else math.inf), None
 
 
 def rank(layers: list[QuantLayer], target_snr_db: float, unmatched: tuple[str, ...] = ()) -> QuantizationView:

@@ -299,7 +299,7 @@ def _fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.4g}"
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> object:
     """A cell as JSON: tuples → lists, NaN/inf → strings, enums → values."""
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return str(value)

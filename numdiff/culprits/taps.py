@@ -22,22 +22,26 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from numdiff._core.etrecord import ETRecordLike
+from numdiff.comparators import snr_db
 from numdiff.comparators.numerics import finite_difference_sums
-from numdiff.comparators.snr import _db as snr_db
 from numdiff.culprits._measure import noise_units
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
-from numdiff.culprits._replay import ReplayInterpreter, lineage
+from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.errors import InputError, MismatchedArtifactsError, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: The tapped method's flat outputs, or the path of a ``torch.save`` file of them.
+TapOutputs = str | os.PathLike[str] | Sequence[object]
 
 __all__ = ["TapRow", "TapSidecar", "TapSpecModel", "TapView", "inside_delegates", "load_sidecar"]
 
@@ -142,7 +146,7 @@ class TapView:
         return f"inside delegates: {len(self.rows)} tapped ops, culprit(s): {names}"
 
 
-def _load_outputs(tap_outputs: Any) -> list[Any]:
+def _load_outputs(tap_outputs: TapOutputs) -> list[object]:
     if isinstance(tap_outputs, (str, os.PathLike)):
         from numdiff.program.pickles import load_torch_artifact
 
@@ -155,11 +159,10 @@ def _load_outputs(tap_outputs: Any) -> list[Any]:
     return list(tap_outputs)
 
 
-def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_outputs: Any,
+def inside_delegates(etrecord: ETRecordLike, sidecar_path: str | os.PathLike[str], tap_outputs: TapOutputs,
                      limits: Mapping[str, Thresholds], source: str = "tap_outputs") -> TapView:
     """Replay every FULL_TENSOR-tapped op on the tapped values (see the module docstring)."""
     from numdiff.capture import resolve_reference_graph
-    from numdiff.culprits.find import _as_args
 
     sidecar = load_sidecar(sidecar_path)
     outputs = _load_outputs(tap_outputs)
@@ -170,7 +173,7 @@ def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_ou
     for tap in sidecar.taps:
         if tap.reducer != "FULL_TENSOR":
             not_compared.append(f"{tap.node_name}: reducer {tap.reducer} (statistics, no tensor to replay against)")
-        elif tap.output_index >= len(outputs) or not isinstance(outputs[tap.output_index], torch.Tensor):
+        elif tap.output_index >= len(outputs) or not isinstance(tapped := outputs[tap.output_index], torch.Tensor):
             raise MismatchedArtifactsError(
                 f"tap {tap.node_name!r} lands at output {tap.output_index}, but {source} holds {len(outputs)} "
                 "values there is no tensor at\nPass the tapped program's own flat outputs, with the sidecar "
@@ -178,7 +181,7 @@ def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_ou
         elif tap.node_name not in names:
             not_compared.append(f"{tap.node_name}: no such node in the ETRecord's exported_program")
         else:
-            values[tap.node_name] = outputs[tap.output_index]
+            values[tap.node_name] = tapped
     if not values:
         raise MismatchedArtifactsError(f"no FULL_TENSOR tap of {os.fspath(sidecar_path)!r} names a node of the "
                                        "ETRecord's exported_program\nTap the program the ETRecord was made from.")
@@ -187,8 +190,8 @@ def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_ou
     rows: list[TapRow] = []
     by_name: dict[str, TapRow] = {}
 
-    def on_paired(node: torch.fx.Node, replay: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                  noise: Noise) -> Any:
+    def on_paired(node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
+                  noise: Noise) -> object:
         runtime = values[node.name]
         note = None
         local, units = math.nan, math.nan
@@ -210,5 +213,5 @@ def inside_delegates(etrecord: Any, sidecar_path: str | os.PathLike[str], tap_ou
         by_name[node.name] = row
         return runtime.clone() if verdict is not Verdict.UNMATCHED else replay
 
-    ReplayInterpreter(graph_module, set(values), on_paired).run(*_as_args(etrecord))
+    ReplayInterpreter(graph_module, set(values), on_paired).run(*graph_args(etrecord))
     return TapView(tuple(rows), tuple(not_compared), source)

@@ -10,10 +10,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
 from numdiff.errors import MismatchedArtifactsError, MissingDataError
 
 if TYPE_CHECKING:
+    import torch
+
     from numdiff.align import EventLike, RuntimeOutput
 
 __all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "stack_traces_for"]
@@ -47,9 +50,9 @@ def stack_traces_for(aot_ops: list[str], by_handle: Mapping[DebugHandle, Mapping
     return out
 
 
-def representative_inputs(etrecord: Any) -> Any:
+def representative_inputs(etrecord: ETRecordLike) -> list[object]:
     """The ETRecord's representative inputs (the runs the reference graph is run on)."""
-    inputs = getattr(etrecord, "_representative_inputs", None)
+    inputs: list[object] | None = getattr(etrecord, "_representative_inputs", None)
     if not inputs:
         raise MissingDataError(
             "the ETRecord has no representative inputs, so the reference graph cannot be run\n"
@@ -60,14 +63,14 @@ def representative_inputs(etrecord: Any) -> Any:
 
 
 def gather(
-    etrecord: Any,
+    etrecord: ETRecordLike | None,
     events: Iterable[EventLike],
     *,
     reference_graph: str | None,
     disable_debug_handle_validation: bool,
     etdump_path: str | None = None,
-    graph: tuple[Any, str] | None = None,
-    inputs: Any = None,
+    graph: tuple[torch.fx.GraphModule, str] | None = None,
+    inputs: tuple[object, ...] | None = None,
     method: str = "forward",
     shapes_only: bool = False,
 ) -> GapInputs:
@@ -86,14 +89,14 @@ def gather(
 
 
 def _gather(
-    etrecord: Any,
+    etrecord: ETRecordLike | None,
     events: Iterable[EventLike],
     *,
     reference_graph: str | None,
     disable_debug_handle_validation: bool,
     etdump_path: str | None,
-    graph: tuple[Any, str] | None = None,
-    inputs: Any = None,
+    graph: tuple[torch.fx.GraphModule, str] | None = None,
+    inputs: tuple[object, ...] | None = None,
     method: str = "forward",
     shapes_only: bool = False,
 ) -> GapInputs:
@@ -125,7 +128,7 @@ def _gather(
     runtime_ids: set[int] = set().union(*runtime_outputs)
     kept: dict[DebugHandle, Any] = {}
 
-    def keep_if_paired(handle: DebugHandle, node: Any, value: Any) -> None:
+    def keep_if_paired(handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
         if not runtime_ids.isdisjoint(handle):
             kept[handle] = _shape_of(value) if shapes_only else value
 
@@ -158,7 +161,7 @@ def _gather(
     )
 
 
-def _shape_of(value: Any) -> Any:
+def _shape_of(value: object) -> object:
     """``value`` with every tensor replaced by a meta tensor of its shape and dtype (no storage)."""
     import torch
 
@@ -169,7 +172,7 @@ def _shape_of(value: Any) -> Any:
     return value
 
 
-def module_paths(graph_module: Any) -> dict[str, str]:
+def module_paths(graph_module: torch.fx.GraphModule) -> dict[str, str]:
     """``{node name: path of the innermost module it came from}`` (e.g. ``"L['self'].fc1"``)."""
     out: dict[str, str] = {}
     for node in graph_module.graph.nodes:
@@ -180,12 +183,12 @@ def module_paths(graph_module: Any) -> dict[str, str]:
     return out
 
 
-def _has_values(data: Any) -> bool:
+def _has_values(data: object) -> bool:
     """Whether a runtime event logged anything (an empty list means it logged no values)."""
     return data is not None and not (isinstance(data, (list, tuple)) and len(data) == 0)
 
 
-def _is_missing(data: Any, missing_type: type) -> bool:
+def _is_missing(data: object, missing_type: type) -> bool:
     if isinstance(data, (list, tuple)):
         return any(_is_missing(d, missing_type) for d in data)
     return isinstance(data, missing_type)

@@ -12,17 +12,35 @@ ETDump, is left out with a note. Rows say which method they belong to.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+from torch.export import ExportedProgram
+
+from numdiff._core.etrecord import ETRecordLike
 
 from numdiff.errors import MissingDataError
 
-__all__ = ["MethodPlan", "fits", "plan_methods"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from numdiff.align import EventLike
+    from numdiff.comparators import NumericalComparatorBase
+
+__all__ = ["MethodBlock", "MethodPlan", "fits", "plan_methods"]
 
 FORWARD = "forward"
+
+
+class MethodBlock(Protocol):
+    """One run of one method as the ETDump holds it (an ``EventBlock``)."""
+
+    @property
+    def method_name(self) -> str | None: ...
+    @property
+    def events(self) -> Sequence[EventLike]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,19 +48,19 @@ class MethodPlan:
     """What to compare for one method."""
 
     method: str
-    program: Any
-    events: list[Any]
-    inputs: tuple[Any, ...]
+    program: ExportedProgram
+    events: list[EventLike]
+    inputs: tuple[object, ...]
     inputs_source: str
 
 
-def _flat(inputs: Any) -> list[Any]:
+def _flat(inputs: object) -> list[object]:
     if isinstance(inputs, (list, tuple)):
         return [leaf for item in inputs for leaf in _flat(item)]
     return [inputs]
 
 
-def fits(program: Any, inputs: Any) -> bool:
+def fits(program: ExportedProgram, inputs: object) -> bool:
     """Whether ``inputs`` match the program's user inputs: count, dtype and every static size."""
     signature = getattr(program, "graph_signature", None)
     if signature is None:
@@ -55,7 +73,7 @@ def fits(program: Any, inputs: Any) -> bool:
     for val, value in zip(vals, given):
         if isinstance(val, torch.Tensor) != isinstance(value, torch.Tensor):
             return False
-        if isinstance(val, torch.Tensor):
+        if isinstance(val, torch.Tensor) and isinstance(value, torch.Tensor):
             if val.dtype != value.dtype or val.dim() != value.dim():
                 return False
             if any(isinstance(d, int) and d != n for d, n in zip(val.shape, value.shape)):
@@ -63,7 +81,7 @@ def fits(program: Any, inputs: Any) -> bool:
     return True
 
 
-def _method_count(etrecord: Any) -> int:
+def _method_count(etrecord: ETRecordLike) -> int:
     """How many Edge programs the ETRecord holds, read from its JSON when it can (building them costs seconds)."""
     edge_json = getattr(etrecord, "_edge_json", None)
     if isinstance(edge_json, dict) and edge_json:
@@ -72,7 +90,7 @@ def _method_count(etrecord: Any) -> int:
     return len(edge) if isinstance(edge, dict) else 1
 
 
-def plan_methods(etrecord: Any, blocks: Iterable[Any], notes: list[str]) -> list[MethodPlan] | None:
+def plan_methods(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], notes: list[str]) -> list[MethodPlan] | None:
     """One plan per method to compare, or None when the ETRecord has one Edge program (the usual path).
 
     Raises:
@@ -111,9 +129,10 @@ def plan_methods(etrecord: Any, blocks: Iterable[Any], notes: list[str]) -> list
     return plans
 
 
-def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, reference_graph: str | None,
-                     disable_debug_handle_validation: bool, etdump_path: str | None,
-                     release: Any = None, *, streamed: bool = False) -> Any:
+def multi_method_gap(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], comparator: NumericalComparatorBase,
+                     reference_graph: str | None, disable_debug_handle_validation: bool, etdump_path: str | None,
+                     release: Callable[[object], None] | None = None, *,
+                     streamed: bool = False) -> pd.DataFrame | None:
     """``calculate_numeric_gap``'s DataFrame over every method, with a ``method`` column; None for one method.
 
     ``streamed``: each method's rows come from ``numdiff.gap.stream.stream_numeric_gap`` (bounded
@@ -127,7 +146,7 @@ def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, refe
 
     import pandas as pd
 
-    from numdiff.capture.graphs import EDGE_DIALECT_GRAPH, EXPORTED_PROGRAM_GRAPH, _runnable, resolve_reference_graph
+    from numdiff.capture.graphs import EDGE_DIALECT_GRAPH, EXPORTED_PROGRAM_GRAPH, runnable_graph, resolve_reference_graph
     from numdiff.errors import UsageError
     from numdiff.gap.inputs import gather
     from numdiff.gap.table import numeric_gap
@@ -145,7 +164,7 @@ def multi_method_gap(etrecord: Any, blocks: Iterable[Any], comparator: Any, refe
             graph = resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
         elif reference_graph in (None, EDGE_DIALECT_GRAPH):
             name = f"{EDGE_DIALECT_GRAPH}/{plan.method}"
-            graph = (_runnable(plan.program, name), name)
+            graph = (runnable_graph(plan.program, name), name)
         elif reference_graph == EXPORTED_PROGRAM_GRAPH:
             notes.append(f"method {plan.method!r}: not compared (the ETRecord's ATen exported_program is forward's; "
                          "pass reference_graph='edge_dialect_exported_program' to compare every method)")

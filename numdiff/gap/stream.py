@@ -24,6 +24,7 @@ from numdiff._core.types import DebugHandle
 from numdiff.errors import UsageError
 
 if TYPE_CHECKING:
+    import torch
     import pandas as pd
 
     from numdiff.comparators import NumericalComparatorBase
@@ -48,7 +49,7 @@ def stream_numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase,
     """
     from numdiff.align import pair_outputs
     from numdiff.comparators import NumericalComparatorBase
-    from numdiff.comparators._result import GapTable
+    from numdiff.comparators import GapTable
     from numdiff.gap.inputs import stack_traces_for
     from numdiff.gap.table import reference_raises
 
@@ -96,13 +97,13 @@ class _Scorer:
             if not needs:  # no AOT tensor in it (None, a scalar): nothing to wait for
                 self._score(i)
 
-    def _index(self, obj: Any, handle: DebugHandle, path: _Path) -> None:
+    def _index(self, obj: object, handle: DebugHandle, path: _Path) -> None:
         self.where[id(obj)] = (handle, path)
         if isinstance(obj, (list, tuple)):
             for k, item in enumerate(obj):
                 self._index(item, handle, (*path, k))
 
-    def on_output(self, handle: DebugHandle, node: Any, value: Any) -> None:
+    def on_output(self, handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
         entries = self.waiting.get(handle)
         if not entries:
             return
@@ -112,7 +113,7 @@ class _Scorer:
             if self.missing[i] == 0:
                 self._score(i)
 
-    def _real(self, obj: Any) -> Any:
+    def _real(self, obj: object) -> object:
         """``obj`` (a meta output or a container of them) with the computed values in place."""
         found = self.where.get(id(obj))
         if found is not None:
@@ -137,7 +138,7 @@ class _Scorer:
                 self.held.pop(handle, None)
 
 
-def _objects(obj: Any) -> list[Any]:
+def _objects(obj: object) -> list[object]:
     """``obj`` and everything nested in it."""
     out = [obj]
     if isinstance(obj, (list, tuple)):

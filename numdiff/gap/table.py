@@ -70,7 +70,7 @@ def reference_raises(report: AlignmentReport) -> bool:
     """Whether the reference's comparison aborts on these pairs (two tensors whose element counts differ)."""
     from numdiff.align import ShapeRelation, shape_relation
 
-    def mismatched(aot: Any, runtime: Any) -> bool:
+    def mismatched(aot: object, runtime: object) -> bool:
         if isinstance(aot, (list, tuple)) and isinstance(runtime, (list, tuple)):
             return len(aot) != len(runtime) or any(mismatched(a, r) for a, r in zip(aot, runtime, strict=True))
         return (hasattr(aot, "shape") and hasattr(runtime, "shape")

@@ -1,47 +1,32 @@
 """The per-layer gap as something to look at: one line per layer, the user's own source line.
 
-Stack traces in an ETRecord run through torch internals; what a user needs is the line of *their*
-model that produced the op. ``user_frame`` picks the last frame outside torch and site-packages.
+Rows are ranked worst first by the metric's own ``higher_is_better``; the source line is
+:func:`numdiff._core.stack.user_frame` (re-exported here for existing callers).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from numdiff._core.stack import user_frame
+
+if TYPE_CHECKING:
+    from numdiff.comparators import NumericalComparatorBase
+
 __all__ = ["format_gap", "gap_summary", "render_gap_table", "user_frame", "worst_rows"]
 
-_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n(?P<code>[^\n]*)')
-_LIBRARY = re.compile(r"(site-packages|dist-packages)[/\\]|[/\\]torch[/\\]|<eval_with_key>|^<")
 
-#: How to read each metric: higher is better (SNR, cosine) or lower is better (errors).
-HIGHER_IS_BETTER = {"SNRComparator": True, "CosineSimilarityComparator": True}
-
-
-def user_frame(stack_trace: str | None) -> str | None:
-    """``"model.py:42 forward: y = self.fc(x)"`` for the last frame outside libraries, or None."""
-    if not stack_trace:
-        return None
-    frames = list(_FRAME.finditer(stack_trace))
-    mine = [f for f in frames if not _LIBRARY.search(f.group("path"))] or frames
-    if not mine:
-        return None
-    f = mine[-1]
-    name = re.split(r"[/\\]", f.group("path"))[-1]
-    return f"{name}:{f.group('line')} {f.group('fn').strip()}: {f.group('code').strip()}"
-
-
-def format_gap(gap: Any) -> str:
-    values = gap if isinstance(gap, (list, tuple)) else [gap]
+def format_gap(gap: float | Sequence[float]) -> str:
+    values: Sequence[float] = gap if isinstance(gap, (list, tuple)) else [cast(float, gap)]
     return ", ".join("nan" if math.isnan(v) else ("inf" if v == math.inf else "-inf" if v == -math.inf else f"{v:.4g}")
                      for v in (float(x) for x in values))
 
 
-def _shape(value: Any) -> str:
+def _shape(value: object) -> str:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}"
     if isinstance(value, (list, tuple)):
@@ -49,9 +34,9 @@ def _shape(value: Any) -> str:
     return type(value).__name__
 
 
-def _score(gap: Any, higher_is_better: bool) -> float:
+def _score(gap: float | Sequence[float], higher_is_better: bool) -> float:
     """One number per row for ranking: the worst element (NaN ranks worst of all)."""
-    values = [float(x) for x in (gap if isinstance(gap, (list, tuple)) else [gap])]
+    values = [float(x) for x in (gap if isinstance(gap, (list, tuple)) else [cast(float, gap)])]
     if not values or any(math.isnan(v) for v in values):
         return -math.inf if higher_is_better else math.inf
     return min(values) if higher_is_better else max(values)
@@ -79,9 +64,21 @@ def gap_summary(df: pd.DataFrame, module_paths: Mapping[str, str] | None = None)
     return pd.DataFrame(rows)
 
 
-def worst_rows(df: pd.DataFrame, metric: str, n: int | None = None) -> pd.DataFrame:
-    """Rows of ``df`` sorted worst first for ``metric`` (a comparator class name)."""
-    higher = HIGHER_IS_BETTER.get(metric, False)
+def _higher_is_better(metric: str | NumericalComparatorBase | type[NumericalComparatorBase]) -> bool:
+    """The metric's own direction; a name no comparator is registered under reads as an error (lower is better)."""
+    if isinstance(metric, str):
+        from numdiff.comparators import comparator_class  # torch only when a name must be looked up
+
+        cls = comparator_class(metric)
+        return cls.higher_is_better if cls is not None else False
+    return metric.higher_is_better
+
+
+def worst_rows(df: pd.DataFrame, metric: str | NumericalComparatorBase | type[NumericalComparatorBase],
+               n: int | None = None) -> pd.DataFrame:
+    """Rows of ``df`` sorted worst first for ``metric``: a comparator, its class, its registered name
+    or its class name (``"SNRComparator"``); the direction is the metric's ``higher_is_better``."""
+    higher = _higher_is_better(metric)
     scores = [_score(g, higher) for g in df["gap"]]
     order = sorted(range(len(scores)), key=lambda i: scores[i], reverse=not higher)
     out = df.iloc[order]
