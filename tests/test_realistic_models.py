@@ -23,7 +23,7 @@ import torch
 
 from numdiff.errors import MissingDataError
 from numdiff.inspector import Inspector
-from tests.oracle_values import assert_value_matches
+from tests.oracle_values import assert_value_matches, same_gap
 
 ROOT = Path(__file__).parent / "fixtures" / "realistic"
 PERF = ("p10", "p50", "p90", "avg", "min", "max")
@@ -149,14 +149,6 @@ def _gap_cases() -> list[Any]:
     return out
 
 
-def _same_gap(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(
-        (math.isinf(x) and x == y) or (math.isnan(x) and math.isnan(y))
-        or math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-9)
-        for x, y in zip(a, b, strict=True)
-    )
-
-
 def _gap_list(v: Any) -> list[float]:
     return [float(x) for x in v] if isinstance(v, (list, tuple)) else [float(v)]
 
@@ -176,7 +168,8 @@ def test_gap_rows_match_the_reference(name: str, graph: str | None, metric: str,
         assert list(row["runtime_ops"]) == x["runtime_ops"], where
         assert row["stacktraces"] == x["stacktraces"], where
         assert_value_matches(row["runtime_intermediate_output"], x["runtime_intermediate_output"], where)
-        assert _same_gap(_gap_list(row["gap"]), _gap_list(x["gap"])), (where, row["gap"], x["gap"])
+        assert same_gap(metric, _gap_list(row["gap"]), _gap_list(x["gap"]), row["aot_intermediate_output"]), (
+            where, row["gap"], x["gap"])
 
 
 def _no_debug_buffer_gap_cases() -> list[Any]:

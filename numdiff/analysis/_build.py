@@ -204,7 +204,7 @@ def gap_section(inspector: Inspector, etdump_path: object,
     for other in reports[1:]:
         if [r.aot_handle for r in other.table.rows] != [r.aot_handle for r in base.table.rows]:
             raise InternalError("gap rows differ between metrics on the same inputs\nPlease report this with the files.")
-    from numdiff.report.gap_table import user_frame
+    from numdiff._core.stack import user_frame
 
     rows = []
     counts: dict[str, int] = {}
@@ -305,7 +305,7 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
         frame = report.to_dataframe()
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
-    from numdiff.report.gap_table import user_frame
+    from numdiff._core.stack import user_frame
 
     rows = []
     for rec in frame.to_dict(orient="records"):

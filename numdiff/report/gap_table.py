@@ -1,14 +1,14 @@
 """The per-layer gap as something to look at: one line per layer, the user's own source line.
 
 Rows are ranked worst first by the metric's own ``higher_is_better``; the source line is
-:func:`numdiff._core.stack.user_frame` (re-exported here for existing callers).
+:func:`numdiff._core.stack.user_frame`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
@@ -17,7 +17,7 @@ from numdiff._core.stack import user_frame
 if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
 
-__all__ = ["format_gap", "gap_summary", "render_gap_table", "user_frame", "worst_rows"]
+__all__ = ["format_gap", "gap_summary", "render_gap_table", "worst_rows"]
 
 
 def format_gap(gap: float | Sequence[float]) -> str:
