@@ -86,7 +86,9 @@ def load_program(
         )
     from numdiff.program._loader_torch import load_program_with_torch
 
-    return load_program_with_torch(json.loads(json.dumps(program)), state_dict, constants, example_inputs)
+    return load_program_with_torch(
+        json.loads(json.dumps(program)), state_dict, constants, example_inputs, load_nested=_load_nested
+    )
 
 
 def _lowered(text: str) -> LoweredModule:
@@ -146,7 +148,7 @@ def _verifier(program: dict[str, Any], graph_module: torch.fx.GraphModule) -> An
     return load_verifier(declared[0])
 
 
-def _load_nested(program: Any, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
+def _load_nested(program: object, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
     """Load a delegate's original program (already parsed JSON) with the same rules."""
     if not isinstance(program, dict):
         raise ProgramLoadError("delegate's original program is not a JSON object")
