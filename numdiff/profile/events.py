@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from numdiff._core.types import ProgramOutput
+from numdiff.profile.cells import PERF_COLUMNS, op_types_cell
+from numdiff.profile.frames import block_dataframe
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale
 
@@ -29,10 +31,6 @@ __all__ = ["Event", "EventBlock", "DelegateMetadataParser", "DelegateTimeScaleCo
 
 DelegateMetadataParser = Callable[[list[str]], Union[list[str], dict[str, Any]]]
 DelegateTimeScaleConverter = Callable[[Union[int, str], Union[int, float]], Union[int, float]]
-
-#: Column order of ``Event.asdict`` (before units are appended to the perf columns).
-_PERF_COLUMNS = ("p10", "p50", "p90", "avg", "min", "max")
-
 
 def _same(a: Any, b: Any) -> bool:
     """Value equality that also works for tensors and arrays held in lists, tuples and dicts."""
@@ -51,11 +49,6 @@ def _same(a: Any, b: Any) -> bool:
 
         return bool(a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b))
     return bool(a == b)
-
-
-def op_types_cell(ops: list[str]) -> list[str] | str:
-    """The DataFrame cell of an event's op types: the list, or a summary string from five on (as the reference)."""
-    return ops if len(ops) < 5 else f"['{ops[0]}', '{ops[1]}' ... '{ops[-1]}'] ({len(ops)} total)"
 
 
 def _is_number(value: Any) -> bool:
@@ -142,7 +135,7 @@ class Event:
         """The event as one DataFrame row (list-valued cells wrapped in a one-element list)."""
         perf = self.perf_data
         row: dict[str, Any] = {"event_name": self.name, "raw": [perf.raw if perf else None]}
-        for col in _PERF_COLUMNS:
+        for col in PERF_COLUMNS:
             row[col + _units] = getattr(perf, col) if perf else None
         ops = self.op_types
         row["op_types"] = [op_types_cell(ops)]
@@ -202,9 +195,7 @@ class EventBlock:
             include_units: Append the target unit to the perf column names. Defaults to False.
             include_delegate_debug_data: Add the delegate metadata columns. Defaults to False.
         """
-        from numdiff.profile.frames import block_dataframe
-
-        return block_dataframe(self, include_units, include_delegate_debug_data)
+        return block_dataframe(self, self._event_columns(), include_units, include_delegate_debug_data)
 
     def _set_columns(self, columns: Any, loader: Callable[[], list[Event]]) -> None:
         """Keep the block's events in columns; ``loader`` makes the ``Event`` records on first access.
