@@ -13,10 +13,10 @@ import os
 import warnings
 from typing import Any
 
+from numdiff._core.events import FRAMEWORK_EVENTS
 from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageTypeError
-from numdiff.profile._symbolicate import (
+from numdiff.profile.symbolicate import (
     FORWARD,
-    FRAMEWORK_EVENTS,
     attach_graph_metadata,
     graph_op_nodes,
     op_name_mismatches,

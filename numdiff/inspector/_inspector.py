@@ -21,7 +21,7 @@ from numdiff.inspector._etrecord import (
 from numdiff.inspector._numerics import NumericsMixin
 from numdiff.errors import UnknownNameError, UsageError
 from numdiff.profile.frames import printable_dataframe
-from numdiff.profile._build import build_event_blocks, warn_notes
+from numdiff.profile.build import build_event_blocks, warn_notes
 from numdiff.profile.events import (
     DelegateMetadataParser,
     DelegateTimeScaleConverter,

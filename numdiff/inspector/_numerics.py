@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import UsageError
-from numdiff.profile._symbolicate import FORWARD
+from numdiff.profile.symbolicate import FORWARD
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -110,7 +110,7 @@ def operator_graphs(rec: Any, edge_op_nodes: Callable[[], list[OpNodeInfo] | Non
         rec: The parsed ETRecord.
         edge_op_nodes: Gives the Edge program's op nodes (from JSON when numdiff parsed the record).
     """
-    from numdiff.profile._symbolicate import op_nodes_from_graph
+    from numdiff.profile.symbolicate import op_nodes_from_graph
 
     loaders: dict[str, Callable[[], list[OpNodeInfo] | None]] = {}
     graph_map = rec.graph_map or {}
