@@ -21,7 +21,13 @@
     │   ├── ComparatorTypeError (TypeError)   the hook's result has the wrong type (e.g. not a dict)
     │   └── ComparatorValueError (ValueError) a malformed result, or a hook raised ValueError
     ├── CaptureError                  running the reference graph failed at a node
-    └── InternalError                 a bug in numdiff: please report it
+    ├── InternalError                 a bug in numdiff: please report it
+    └── (caught inside numdiff, never reach a user)
+        ├── program.graph_args.Unsupported      a construct the program builder does not know (torch fallback)
+        └── program._allowlist.ForbiddenOperator  a refused operator name (becomes an ETRecordError)
+
+    InputError also has numdiff._core.safe_json.TooDeepError: JSON nested past max_nesting_depth
+    (the readers catch it and raise the file's own error).
 
 Messages follow one shape: the first line says what is wrong and where (file and byte offset,
 debug handle, node); the second says what was expected or what to do. Errors always chain the

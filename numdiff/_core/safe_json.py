@@ -10,6 +10,7 @@ import json
 from itertools import accumulate
 from typing import Any
 
+from numdiff.errors import InputError
 from numdiff.limits import current_limits, raise_hint
 
 __all__ = ["TooDeepError", "json_depth", "loads_checked"]
@@ -21,8 +22,11 @@ _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
 
 
-class TooDeepError(ValueError):
-    """JSON nested deeper than ``max_nesting_depth``; ``hint`` says how to raise the limit."""
+class TooDeepError(InputError):
+    """JSON nested deeper than ``max_nesting_depth``; ``hint`` says how to raise the limit.
+
+    An :class:`~numdiff.errors.InputError` (so still a ``ValueError``); the readers catch it and name the file.
+    """
 
     def __init__(self, depth: int, limit: int) -> None:
         super().__init__(f"JSON nested at least {depth} deep, more than the limit {limit} (max_nesting_depth)")

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from numdiff.errors import NumdiffError
 from numdiff.program.graph_meta import BACKEND_PREFIX, EDGE_PREFIX, TORCH_OPS_PREFIX
 
 __all__ = [
@@ -87,8 +88,12 @@ _RESERVED = (
 )
 
 
-class ForbiddenOperator(Exception):
-    """An operator name numdiff refuses; ``reason`` says why (collected into one ETRecord error)."""
+class ForbiddenOperator(NumdiffError):
+    """An operator name numdiff refuses; ``reason`` says why (collected into one ETRecord error).
+
+    Caught inside numdiff (the program guard and the Edge-op resolver turn it into a
+    ``ProgramLoadError``); not a ``ValueError``, so the loaders' ``ValueError`` handlers never swallow it.
+    """
 
     def __init__(self, target: str, reason: str, *, well_formed: bool = False) -> None:
         super().__init__(f"{target[:120]!r} ({reason})")

@@ -17,6 +17,7 @@ import torch
 import torch.fx
 import torch.fx.traceback as fx_traceback
 
+from numdiff.errors import NumdiffError
 from numdiff.program.graph_meta import ProgramLoadError, parse_nn_module_stack, parse_source_fn_stack
 
 __all__ = ["DTYPES", "Unsupported", "alloc", "decode_alloc_spec", "decode_metadata", "decode_value"]
@@ -37,8 +38,12 @@ _ALLOC_SPEC = re.compile(r"\(\s*((?:[0-9]{1,12}\s*,?\s*)*)\)\s*;\s*([0-9]{1,3})\
 _MAX_ALLOC_ELEMENTS = 1 << 31
 
 
-class Unsupported(Exception):
-    """A construct the direct builder does not handle (the caller decides: fallback or error)."""
+class Unsupported(NumdiffError):
+    """A construct the direct builder does not handle (the caller decides: fallback or error).
+
+    Caught inside numdiff (:func:`numdiff.program.loader.load_program` falls back to torch's
+    deserializer). Deliberately not a ``ValueError``: the loader turns those into ``ProgramLoadError``.
+    """
 
 
 def _ref(name: Any, env: dict[str, torch.fx.Node]) -> torch.fx.Node:
