@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from itertools import accumulate
-from typing import Any
 
+from numdiff._core.types import JSON
 from numdiff.errors import InputError
 from numdiff.limits import current_limits, raise_hint
 
@@ -50,7 +50,7 @@ def json_depth(data: bytes | str) -> int:
     return max(accumulate(map(_STEP.__getitem__, outside.translate(None, _DROP))), default=0)
 
 
-def loads_checked(data: bytes | str, limit: int | None = None) -> Any:
+def loads_checked(data: bytes | str, limit: int | None = None) -> JSON:
     """``json.loads`` after checking the nesting depth against ``limit`` (default: the current limit).
 
     Raises:
@@ -66,6 +66,7 @@ def loads_checked(data: bytes | str, limit: int | None = None) -> Any:
             raise TooDeepError(depth, limit)
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
-        return json.loads(text)
+        value: JSON = json.loads(text)
+        return value
     except RecursionError as e:  # pragma: no cover - the depth check comes first; kept as a backstop
         raise TooDeepError(depth, limit) from e

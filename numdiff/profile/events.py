@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pandas as pd
@@ -27,12 +27,16 @@ from numdiff.profile.frames import block_dataframe
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale
 
+if TYPE_CHECKING:
+    from numdiff.profile._columns import BlockColumns
+
 __all__ = ["Event", "EventBlock", "DelegateMetadataParser", "DelegateTimeScaleConverter"]
 
 DelegateMetadataParser = Callable[[list[str]], Union[list[str], dict[str, Any]]]
 DelegateTimeScaleConverter = Callable[[Union[int, str], Union[int, float]], Union[int, float]]
 
-def _same(a: Any, b: Any) -> bool:
+
+def _same(a: Any, b: Any) -> bool:  # any two values, compared by duck type
     """Value equality that also works for tensors and arrays held in lists, tuples and dicts."""
     if a is b:
         return True
@@ -51,11 +55,11 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _fields_equal(a: Any, b: Any, names: tuple[str, ...]) -> bool:
+def _fields_equal(a: object, b: object, names: tuple[str, ...]) -> bool:
     return all(_same(getattr(a, name), getattr(b, name)) for name in names)
 
 
@@ -197,7 +201,7 @@ class EventBlock:
         """
         return block_dataframe(self, self._event_columns(), include_units, include_delegate_debug_data)
 
-    def _set_columns(self, columns: Any, loader: Callable[[], list[Event]]) -> None:
+    def _set_columns(self, columns: BlockColumns, loader: Callable[[], list[Event]]) -> None:
         """Keep the block's events in columns; ``loader`` makes the ``Event`` records on first access.
 
         ``columns`` (a ``numdiff.profile._columns.BlockColumns``) stays available to the tabular
@@ -206,9 +210,10 @@ class EventBlock:
         self.__dict__["_events_loader"] = loader
         self.__dict__["_columns"] = columns
 
-    def _event_columns(self) -> Any:
+    def _event_columns(self) -> BlockColumns | None:
         """The block's events in columns, or None once ``events`` was read or assigned."""
-        return self.__dict__.get("_columns")
+        columns: BlockColumns | None = self.__dict__.get("_columns")
+        return columns
 
     def _link_records(self) -> Sequence[Any]:
         """What linking to the ETRecord reads and sets: the ``Event`` records once made, else one

@@ -23,7 +23,7 @@ HIDDEN_WHEN_PRINTING = ("raw", "delegate_debug_identifier", "stack_traces", "mod
 EXCLUDED_EVENTS_WHEN_PRINTING = ("OPERATOR_CALL",)
 
 
-def _kind(v: Any) -> str:
+def _kind(v: object) -> str:
     if v is None:
         return "object"
     if isinstance(v, (bool, np.bool_)):
@@ -93,7 +93,7 @@ def block_dataframe(
     return df
 
 
-def _delegate_series(metadata: Any) -> pd.Series:
+def _delegate_series(metadata: list[str] | dict[str, Any] | None) -> pd.Series:
     if metadata is None or len(metadata) == 0:
         return pd.Series(dtype=object)
     if isinstance(metadata, list):
