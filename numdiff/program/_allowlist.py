@@ -28,7 +28,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
@@ -122,7 +122,7 @@ class OpRef:
     parts: tuple[str, str, str] | None = None
 
 
-def is_plain_identifier(name: object) -> bool:
+def is_plain_identifier(name: object) -> TypeGuard[str]:
     """A Python identifier that is no keyword and no dunder name (``__x``)."""
     return (
         isinstance(name, str)
@@ -149,10 +149,10 @@ def _check_dotted(target: str) -> list[str]:
     return parts
 
 
-_FOUND: dict[tuple[str, str, str], Any] = {}
+_FOUND: dict[tuple[str, str, str], torch._ops.OpOverload] = {}
 
 
-def registered_overload(namespace: str, name: str, overload: str) -> Any:
+def registered_overload(namespace: str, name: str, overload: str) -> torch._ops.OpOverload | None:
     """The ``OpOverload`` for ``namespace::name.overload`` if torch has it registered, else ``None``.
 
     The names are checked as identifiers and looked up in torch's operator-schema registry first;

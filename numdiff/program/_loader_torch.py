@@ -138,7 +138,7 @@ def _getitem_users(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
-def _lowered_attr_name(gm: torch.fx.GraphModule, wanted: Any, count: int) -> str:
+def _lowered_attr_name(gm: torch.fx.GraphModule, wanted: object, count: int) -> str:
     """The module attribute a delegate's lowered module is stored under (the file's name if it is plain)."""
     if is_plain_identifier(wanted) and not hasattr(gm, wanted) and len(wanted) <= 128:
         return str(wanted)

@@ -223,7 +223,7 @@ class ETRecord:
         The reference leaves the back-propagated handles on the ETRecord's ATen program; numdiff
         may compute them without building it, and applies them when it is first read.
         """
-        def apply(program: Any) -> Any:
+        def apply(program: ExportedProgram) -> ExportedProgram:
             for node in program.graph.nodes:
                 if node.op not in ("placeholder", "output"):  # nodes the plan does not name are unset (0)
                     node.meta["debug_handle"] = handles_by_node.get(node.name, 0)
