@@ -1,7 +1,8 @@
-"""File formats: bytes <-> typed records, no torch needed.
+"""File formats: bytes <-> typed records, no torch needed to read them.
 
 :mod:`~numdiff.schema.etdump` (the runtime's ETDump: records, reader, writer), :mod:`~numdiff.schema.debug_buffer`
-(the intermediate-output buffer), :mod:`~numdiff.schema.etrecord` (the ETRecord zip and its entries) and
-:mod:`~numdiff.schema.pt2` (``torch.export.save`` archives). Programs inside these files are built by
-:mod:`numdiff.program`; torch is imported only when a tensor or a program is actually read.
+(the intermediate-output buffer; tensors are made only when a value is inflated), :mod:`~numdiff.schema.etrecord`
+(the ETRecord zip and its entries; its programs are built on first use by :mod:`numdiff.program`) and
+:mod:`~numdiff.schema.pt2` (``torch.export.save`` archives: the one reader whose records are tensors, so it
+imports torch).
 """
