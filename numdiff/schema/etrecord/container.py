@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from numdiff._core.etrecord import ETRecordLike
 
-__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "op_type_name", "parse_etrecord"]
+__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "edge_methods", "op_type_name", "parse_etrecord"]
 
 IDENTIFIER = "ETRECORD_V0"
 EDGE_ENTRY = "edge_dialect_exported_program"
@@ -181,14 +181,6 @@ class ETRecord:
         """Whether ``attribute`` (e.g. ``"_reference_outputs"``) is set, without loading it."""
         return attribute in self._loaders or self._values.get(attribute) is not None
 
-    def edge_methods(self) -> tuple[str, ...]:
-        """The methods the file holds a serialized Edge program for, read without building any (no torch).
-
-        Empty when the file has none or ``edge_dialect_program`` was replaced; read
-        ``edge_dialect_program`` then.
-        """
-        return tuple(self._edge_json)
-
     def op_nodes(self, method: str = "forward") -> list[OpNodeInfo] | None:
         """The Edge program's op nodes for the profiling view, read from the JSON (no torch).
 
@@ -273,6 +265,16 @@ class ETRecord:
     def __repr__(self) -> str:
         methods = sorted(self._edge_json) if self._edge_json else sorted(self.edge_programs)
         return f"ETRecord(path={self.path!r}, methods={methods})"
+
+
+def edge_methods(record: ETRecord) -> tuple[str, ...]:
+    """The methods ``record`` holds a serialized Edge program for, read without building any (no torch).
+
+    A function, not a method, so that ``ETRecord``'s public surface stays the reference's plus the
+    frozen numdiff additions. Empty when the file has none or ``edge_dialect_program`` was replaced;
+    read ``edge_dialect_program`` then.
+    """
+    return tuple(record._edge_json)
 
 
 if TYPE_CHECKING:
