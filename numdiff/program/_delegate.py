@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch._ops import HigherOrderOperator

@@ -13,7 +13,6 @@ returns ``None``; the caller then uses ``module()``.
 from __future__ import annotations
 
 import operator
-from typing import Any
 
 import torch
 import torch.fx

@@ -26,7 +26,7 @@ import mmap
 import os
 from dataclasses import dataclass
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, TypeAlias, Union
 
 from numdiff.errors import DebugBufferError, ETDumpError, MissingDataError
 from numdiff.schema.etdump import ScalarType, Tensor, Value, ValueType
