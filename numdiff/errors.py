@@ -12,7 +12,12 @@
     │   ├── MissingDataError          something needed is absent (debug buffer, ETRecord,
     │   │                             representative inputs, intermediate outputs)
     │   ├── AnalysisFileError         a saved analysis (numdiff analyze) is unreadable, invalid or too new
-    │   └── DelegateMetadataError     delegate metadata in the ETDump claims a known format but is malformed
+    │   ├── DelegateMetadataError     delegate metadata in the ETDump claims a known format but is malformed
+    │   ├── program.graph_meta.ProgramLoadError  a program's JSON or companion cannot be built (the
+    │   │                             readers add the file and entry: ETRecordError, ProgramArchiveError)
+    │   ├── _core.safe_json.TooDeepError         JSON nested past max_nesting_depth (readers name the file)
+    │   ├── batch.manifest.ManifestError         a batch manifest that is unreadable or invalid
+    │   └── service.client.ServiceInputError     the server refused the input, or its analysis failed on it
     ├── UsageError (ValueError)       an argument is wrong (unknown metric or graph, conflicting options)
     │   ├── UsageTypeError (TypeError)      an argument has the wrong type (where the reference raises TypeError)
     │   ├── UnknownNameError (KeyError)     a name that is not there (a graph name; the reference raises KeyError)
@@ -21,7 +26,12 @@
     │   ├── ComparatorTypeError (TypeError)   the hook's result has the wrong type (e.g. not a dict)
     │   └── ComparatorValueError (ValueError) a malformed result, or a hook raised ValueError
     ├── CaptureError                  running the reference graph failed at a node
-    └── InternalError                 a bug in numdiff: please report it
+    ├── InternalError                 a bug in numdiff: please report it
+    ├── service.client.AuthError, UnreachableError, ServiceError   the service client's failures
+    ├── program.graph_args.Unsupported         caught inside numdiff: a construct the program builder
+    │                                          does not know (the loader falls back to torch's)
+    └── program._allowlist.ForbiddenOperator   caught inside numdiff: a refused operator name (the
+                                               guard collects them into one ProgramLoadError)
 
 Messages follow one shape: the first line says what is wrong and where (file and byte offset,
 debug handle, node); the second says what was expected or what to do. Errors always chain the

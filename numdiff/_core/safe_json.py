@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 from itertools import accumulate
-from typing import Any
 
+from numdiff._core.types import JSON
+from numdiff.errors import InputError
 from numdiff.limits import current_limits, raise_hint
 
 __all__ = ["TooDeepError", "json_depth", "loads_checked"]
@@ -21,8 +22,11 @@ _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
 
 
-class TooDeepError(ValueError):
-    """JSON nested deeper than ``max_nesting_depth``; ``hint`` says how to raise the limit."""
+class TooDeepError(InputError):
+    """JSON nested deeper than ``max_nesting_depth``; ``hint`` says how to raise the limit.
+
+    An :class:`~numdiff.errors.InputError` (so still a ``ValueError``); the readers catch it and name the file.
+    """
 
     def __init__(self, depth: int, limit: int) -> None:
         super().__init__(f"JSON nested at least {depth} deep, more than the limit {limit} (max_nesting_depth)")
@@ -46,7 +50,7 @@ def json_depth(data: bytes | str) -> int:
     return max(accumulate(map(_STEP.__getitem__, outside.translate(None, _DROP))), default=0)
 
 
-def loads_checked(data: bytes | str, limit: int | None = None) -> Any:
+def loads_checked(data: bytes | str, limit: int | None = None) -> JSON:
     """``json.loads`` after checking the nesting depth against ``limit`` (default: the current limit).
 
     Raises:
@@ -62,6 +66,7 @@ def loads_checked(data: bytes | str, limit: int | None = None) -> Any:
             raise TooDeepError(depth, limit)
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
-        return json.loads(text)
+        value: JSON = json.loads(text)
+        return value
     except RecursionError as e:  # pragma: no cover - the depth check comes first; kept as a backstop
         raise TooDeepError(depth, limit) from e

@@ -1,4 +1,4 @@
-"""``Inspector``: the drop-in facade over numdiff's stages (read → symbolicate → present → gap).
+"""``Inspector``: the drop-in facade over numdiff's stages (read → profile → symbolicate → gap).
 
 ``from numdiff import Inspector`` replaces ``from executorch.devtools import Inspector``: same
 constructor, attributes, methods, DataFrame columns and answers on the same files, without

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from numdiff._core.events import FRAMEWORK_EVENTS
 from numdiff.errors import MismatchedArtifactsError, UnknownNameError, UsageTypeError
-from numdiff.profile._symbolicate import (
+from numdiff.profile.symbolicate import (
     FORWARD,
-    FRAMEWORK_EVENTS,
     attach_graph_metadata,
     graph_op_nodes,
     op_name_mismatches,
@@ -30,12 +31,19 @@ from numdiff.schema.etdump import EventKind
 
 # Imported with the Inspector, as the reference imports what its constructor uses: the ETRecord
 # reader brings pydantic and builds its entry models (about 0.1 s, once per process).
-from numdiff.schema.etrecord import parse_etrecord
+from numdiff.schema.etrecord import ETRecord, parse_etrecord
+
+if TYPE_CHECKING:
+    from numdiff._core.etrecord import ETRecordLike
+    from numdiff._core.types import ProgramOutput
+    from numdiff.profile.symbolicate import OpNode
+    from numdiff.program.graph_meta import OpNodeInfo
+    from numdiff.schema.etdump import ETDump
 
 __all__ = ["consume_etrecord", "edge_op_nodes", "in_module", "load_etrecord", "logs_tensors"]
 
 
-def consume_etrecord(rec: Any, blocks: list[EventBlock], *, etdump_path: str | None,
+def consume_etrecord(rec: ETRecordLike, blocks: list[EventBlock], *, etdump_path: str | None,
                      enable_module_hierarchy: bool, reference_graph_name: str) -> list[str]:
     """Link the events to the ETRecord: debug handles, methods, op types, reference outputs.
 
@@ -52,7 +60,7 @@ def consume_etrecord(rec: Any, blocks: list[EventBlock], *, etdump_path: str | N
                       etdump_path)
     custom = reference_graph_name != EDGE_DIALECT_GRAPH_KEY
     infos = _graph_op_nodes(rec, reference_graph_name) if custom else None
-    by_method: dict[str, Any] = {}
+    by_method: dict[str, dict[object, list[OpNode]] | None] = {}
     for method in list(handle_maps) or [FORWARD]:
         method_infos = infos if custom else edge_op_nodes(rec, method)
         by_method[method] = (None if method_infos is None
@@ -79,29 +87,30 @@ def consume_etrecord(rec: Any, blocks: list[EventBlock], *, etdump_path: str | N
                 f"{checked} kernel events ran a different op than the ETRecord says, e.g. {bad[0]}\n"
                 "Pass the ETRecord written when this exact program was exported and lowered.")
         notes += [f"kernel event {b}: op name disagrees with the ETRecord" for b in bad]
-    has = getattr(rec, "has", None)
-    if (has("_reference_outputs") if has is not None else rec._reference_outputs is not None):
+    # numdiff's record tells without unpickling the outputs; the reference's holds them already
+    if rec.has("_reference_outputs") if isinstance(rec, ETRecord) else rec._reference_outputs is not None:
         for block in blocks:
             if block.bundled_input_index is not None:
                 block.set_reference_output_loader(_ReferenceOutput(rec, block.bundled_input_index, block.name))
     return notes
 
 
-def edge_op_nodes(rec: Any, method: str = FORWARD) -> list[Any] | None:
+def edge_op_nodes(rec: ETRecordLike, method: str = FORWARD) -> list[OpNodeInfo] | None:
     """The Edge program's op nodes: from the JSON when numdiff parsed the record (no torch needed)."""
-    op_nodes = getattr(rec, "op_nodes", None)
-    infos = op_nodes(method) if op_nodes is not None else None
+    infos = rec.op_nodes(method) if isinstance(rec, ETRecord) else None
     if infos is not None:
-        return infos  # type: ignore[no-any-return]
-    program = rec.edge_dialect_program
-    if isinstance(program, dict):
-        program = program.get(method)
-    elif method != FORWARD and program is not None:
+        return infos
+    edge = rec.edge_dialect_program
+    if isinstance(edge, dict):
+        program = edge.get(method)
+    elif method != FORWARD and edge is not None:
         return None
+    else:
+        program = edge
     return None if program is None else op_nodes_from_graph(program.graph_module)
 
 
-def _graph_op_nodes(rec: Any, name: str) -> list[Any]:
+def _graph_op_nodes(rec: ETRecordLike, name: str) -> list[OpNodeInfo]:
     """The op nodes of the ``graph_map`` entry ``name`` (``reference_graph_name``)."""
     graphs = rec.graph_map or {}
     if name not in graphs:
@@ -111,7 +120,8 @@ def _graph_op_nodes(rec: Any, name: str) -> list[Any]:
     return op_nodes_from_graph(graphs[name].graph_module)
 
 
-def _method_nodes(rec: Any, method: str, infos: list[Any] | None, hierarchy: bool) -> Any:
+def _method_nodes(rec: ETRecordLike, method: str, infos: list[OpNodeInfo] | None,
+                  hierarchy: bool) -> dict[object, list[OpNode]] | None:
     chosen = infos if infos is not None else edge_op_nodes(rec, method)
     return None if chosen is None else graph_op_nodes(chosen, hierarchy)
 
@@ -119,19 +129,20 @@ def _method_nodes(rec: Any, method: str, infos: list[Any] | None, hierarchy: boo
 class _ReferenceOutput:
     """A block's reference output, read from the ETRecord when first asked for (it needs torch)."""
 
-    def __init__(self, rec: Any, index: int, block: str) -> None:
+    def __init__(self, rec: ETRecordLike, index: int, block: str) -> None:
         self.rec, self.index, self.block = rec, index, block
 
-    def __call__(self) -> Any:
+    def __call__(self) -> ProgramOutput | None:
         outputs = (self.rec._reference_outputs or {}).get(FORWARD, [])
         if -len(outputs) <= self.index < len(outputs):
-            return outputs[self.index]
+            output: ProgramOutput = outputs[self.index]
+            return output
         warnings.warn(f"block {self.block!r}: bundled input {self.index} has no reference output "
                       f"(the ETRecord holds {len(outputs)})", stacklevel=3)
         return None
 
 
-def in_module(stack: Any, module_name: str) -> bool:
+def in_module(stack: Mapping[str, object] | None, module_name: str) -> bool:
     if not stack:
         return False
     for key, value in stack.items():
@@ -141,23 +152,24 @@ def in_module(stack: Any, module_name: str) -> bool:
     return False
 
 
-def load_etrecord(etrecord: Any) -> Any:
+def load_etrecord(etrecord: object) -> ETRecordLike | None:
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
         return parse_etrecord(etrecord)  # (the Inspector pauses the cyclic collector around its loading)
     if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
-        return etrecord
+        return etrecord  # type: ignore[return-value]  # numdiff's or the reference's record (duck-typed, as before)
     raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "
                          f"{type(etrecord).__name__}\n"
                          "Pass the .bin path the export step wrote, or numdiff.parse_etrecord(path).")
 
 
-def logs_tensors(dump: Any) -> bool:
+def logs_tensors(dump: ETDump) -> bool:
     return any(bool((r.columns.kind == EventKind.DEBUG).any()) for r in dump.run_data)
 
 
-def _check_same_model(blocks: list[EventBlock], handle_map: Any, etdump_path: str | None) -> None:
+def _check_same_model(blocks: list[EventBlock], handle_map: Mapping[str, object] | None,
+                      etdump_path: str | None) -> None:
     ids = {str(ev._instruction_id) for b in blocks for ev in b._link_records()
            if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in FRAMEWORK_EVENTS}
     if ids and handle_map is not None and not ids & set(handle_map):

@@ -21,7 +21,7 @@ from numdiff.inspector._etrecord import (
 from numdiff.inspector._numerics import NumericsMixin
 from numdiff.errors import UnknownNameError, UsageError
 from numdiff.profile.frames import printable_dataframe
-from numdiff.profile._build import build_event_blocks, warn_notes
+from numdiff.profile.build import build_event_blocks, warn_notes
 from numdiff.profile.events import (
     DelegateMetadataParser,
     DelegateTimeScaleConverter,
@@ -35,10 +35,12 @@ from numdiff.profile.op_graph import (
 from numdiff.profile.timescale import TimeScale, time_scale_factor
 from numdiff.schema.debug_buffer import DebugBuffer
 from numdiff.schema.etdump import read_etdump
+from numdiff.schema.etrecord import ETRecord
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
+    from numdiff._core.etrecord import ETRecordLike
     from numdiff.profile.op_list import OpList
 
 log = logging.getLogger(__name__)
@@ -115,7 +117,7 @@ class Inspector(NumericsMixin):
 
     # --- construction helpers -----------------------------------------------------------------
 
-    def _load(self, etrecord: Any, etdump_path: PathLike | None, etdump_data: bytes | None,
+    def _load(self, etrecord: object, etdump_path: PathLike | None, etdump_data: bytes | None,
               debug_buffer_path: PathLike | None, delegate_metadata_parser: DelegateMetadataParser | None,
               delegate_time_scale_converter: DelegateTimeScaleConverter | None) -> list[str]:
         """Read the files, build the event blocks and link them to the ETRecord; return the notes."""
@@ -140,6 +142,8 @@ class Inspector(NumericsMixin):
         return notes
 
     def _consume_etrecord(self) -> list[str]:
+        if self._etrecord is None:
+            return []
         return consume_etrecord(self._etrecord, self.event_blocks, etdump_path=self._etdump_path,
                                 enable_module_hierarchy=self._enable_module_hierarchy,
                                 reference_graph_name=self._reference_graph_name)
@@ -248,7 +252,8 @@ class Inspector(NumericsMixin):
             log.warning("get_exported_program needs an ETRecord: pass etrecord= to the Inspector")
             return None
         if graph is None:
-            return self._etrecord.edge_dialect_program  # type: ignore[no-any-return]
+            # as the reference: a multi-method record gives its dict of programs (the signature is the reference's)
+            return self._etrecord.edge_dialect_program  # type: ignore[return-value]
         return (self._etrecord.graph_map or {}).get(graph)
 
     @property
@@ -328,7 +333,7 @@ class Inspector(NumericsMixin):
         numdiff addition. Keys are ``(method, lowered module name)``; values the backend's JSON
         object as written. Empty when there is no ETRecord or it has no such entry.
         """
-        return {} if self._etrecord is None else dict(self._etrecord.delegate_info(method))
+        return dict(self._etrecord.delegate_info(method)) if isinstance(self._etrecord, ETRecord) else {}
 
     def _blocks_named(self, name: str) -> list[EventBlock]:
         blocks = [b for b in self.event_blocks if b.name == name] or \
@@ -339,6 +344,6 @@ class Inspector(NumericsMixin):
         return blocks
 
     @property
-    def etrecord(self) -> Any:
+    def etrecord(self) -> ETRecordLike | None:
         """The parsed ETRecord, or None."""
         return self._etrecord

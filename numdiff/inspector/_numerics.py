@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import UsageError
-from numdiff.profile._symbolicate import FORWARD
+from numdiff.profile.symbolicate import FORWARD
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from numdiff._core.etrecord import ETRecordLike
 
     from numdiff.comparators import NumericalComparatorBase
     from numdiff.culprits import CulpritReport
@@ -27,7 +29,7 @@ __all__ = ["NumericsMixin"]
 class NumericsMixin:
     """Numerical comparison on the Inspector's ETRecord, event blocks and debug buffer."""
 
-    _etrecord: Any
+    _etrecord: ETRecordLike | None
     _debug_buffer: DebugBuffer | None
     _etdump_path: str | None
     event_blocks: list[EventBlock]

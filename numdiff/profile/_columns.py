@@ -1,6 +1,6 @@
 """A block's events kept in columns until a caller asks for ``Event`` objects.
 
-The builder (``numdiff.profile._build``) does every check and every read that can fail while the
+The builder (``numdiff.profile.build``) does every check and every read that can fail while the
 Inspector is constructed, and leaves here what is needed to make the ``Event`` records: one entry
 per slot for names and identifiers, and runs x slots matrices for start times and durations. The
 records are made on the first access to ``EventBlock.events`` (``materialise``), with the same
@@ -27,7 +27,7 @@ __all__ = ["BlockColumns", "SlotDebug", "SlotLink", "materialise"]
 class SlotLink:
     """What linking to the ETRecord reads and sets on one slot, before any ``Event`` is made.
 
-    It has the ``Event`` attributes the symbolication steps use (``numdiff.profile._symbolicate``,
+    It has the ``Event`` attributes the symbolication steps use (``numdiff.profile.symbolicate``,
     ``numdiff.profile.methods``), so they run on a block's columns as on its records; ``materialise``
     copies what they set onto the records.
     """

@@ -1,8 +1,9 @@
 """The profiling DataFrame of a block computed on its columns, without making ``Event`` records.
 
-Used while a block's events are still in columns (``EventBlock._event_columns()``): the cells are the
-ones ``Event.asdict`` gives, with the op types, stack traces, module hierarchy and backend names
-the ETRecord linked to each slot (``BlockColumns.links``). Statistics are numpy reductions over
+Used while a block's events are still in columns (the ``BlockColumns`` an ``EventBlock`` hands to
+:func:`numdiff.profile.frames.block_dataframe`): the cells are the ones ``Event.asdict`` gives, with
+the op types, stack traces, module hierarchy and backend names the ETRecord linked to each slot
+(``BlockColumns.links``). Statistics are numpy reductions over
 each slot's samples, a contiguous row, as ``PerfData`` computes them over its list; a block whose
 samples hold NaN (where Python's ``min``/``max`` and numpy's disagree) returns None and the caller
 uses the records.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from numdiff.profile.events import op_types_cell
+from numdiff.profile.cells import op_types_cell
 
 if TYPE_CHECKING:
     from numdiff.profile._columns import BlockColumns

@@ -2,7 +2,7 @@
 
 Within a run, profile and debug events are collated by instruction signature ``(instruction_id,
 chain_index, delegate id int, delegate id str)`` in order of first appearance (the rules are in
-``numdiff.profile._build``). Executions of one method usually log the same event sequence, so a
+``numdiff.profile.build``). Executions of one method usually log the same event sequence, so a
 dump of a thousand runs holds a handful of distinct structures: ``Structures`` compares each run's
 columns with a few earlier runs of the same length (numpy comparisons, no hashing of the columns)
 and walks the rows in Python only for a run that matches none of them.

@@ -16,25 +16,27 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pandas as pd
 
 from numdiff._core.types import ProgramOutput
+from numdiff.profile.cells import PERF_COLUMNS, op_types_cell
+from numdiff.profile.frames import block_dataframe
 from numdiff.profile.perf import PerfData
 from numdiff.profile.timescale import TimeScale
+
+if TYPE_CHECKING:
+    from numdiff.profile._columns import BlockColumns
 
 __all__ = ["Event", "EventBlock", "DelegateMetadataParser", "DelegateTimeScaleConverter"]
 
 DelegateMetadataParser = Callable[[list[str]], Union[list[str], dict[str, Any]]]
 DelegateTimeScaleConverter = Callable[[Union[int, str], Union[int, float]], Union[int, float]]
 
-#: Column order of ``Event.asdict`` (before units are appended to the perf columns).
-_PERF_COLUMNS = ("p10", "p50", "p90", "avg", "min", "max")
 
-
-def _same(a: Any, b: Any) -> bool:
+def _same(a: Any, b: Any) -> bool:  # any two values, compared by duck type
     """Value equality that also works for tensors and arrays held in lists, tuples and dicts."""
     if a is b:
         return True
@@ -53,16 +55,11 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def op_types_cell(ops: list[str]) -> list[str] | str:
-    """The DataFrame cell of an event's op types: the list, or a summary string from five on (as the reference)."""
-    return ops if len(ops) < 5 else f"['{ops[0]}', '{ops[1]}' ... '{ops[-1]}'] ({len(ops)} total)"
-
-
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _fields_equal(a: Any, b: Any, names: tuple[str, ...]) -> bool:
+def _fields_equal(a: object, b: object, names: tuple[str, ...]) -> bool:
     return all(_same(getattr(a, name), getattr(b, name)) for name in names)
 
 
@@ -142,7 +139,7 @@ class Event:
         """The event as one DataFrame row (list-valued cells wrapped in a one-element list)."""
         perf = self.perf_data
         row: dict[str, Any] = {"event_name": self.name, "raw": [perf.raw if perf else None]}
-        for col in _PERF_COLUMNS:
+        for col in PERF_COLUMNS:
             row[col + _units] = getattr(perf, col) if perf else None
         ops = self.op_types
         row["op_types"] = [op_types_cell(ops)]
@@ -202,11 +199,9 @@ class EventBlock:
             include_units: Append the target unit to the perf column names. Defaults to False.
             include_delegate_debug_data: Add the delegate metadata columns. Defaults to False.
         """
-        from numdiff.profile.frames import block_dataframe
+        return block_dataframe(self, self._event_columns(), include_units, include_delegate_debug_data)
 
-        return block_dataframe(self, include_units, include_delegate_debug_data)
-
-    def _set_columns(self, columns: Any, loader: Callable[[], list[Event]]) -> None:
+    def _set_columns(self, columns: BlockColumns, loader: Callable[[], list[Event]]) -> None:
         """Keep the block's events in columns; ``loader`` makes the ``Event`` records on first access.
 
         ``columns`` (a ``numdiff.profile._columns.BlockColumns``) stays available to the tabular
@@ -215,9 +210,10 @@ class EventBlock:
         self.__dict__["_events_loader"] = loader
         self.__dict__["_columns"] = columns
 
-    def _event_columns(self) -> Any:
+    def _event_columns(self) -> BlockColumns | None:
         """The block's events in columns, or None once ``events`` was read or assigned."""
-        return self.__dict__.get("_columns")
+        columns: BlockColumns | None = self.__dict__.get("_columns")
+        return columns
 
     def _link_records(self) -> Sequence[Any]:
         """What linking to the ETRecord reads and sets: the ``Event`` records once made, else one

@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from numdiff.profile._frames_columnar import columnar_rows
+from numdiff.profile.cells import event_columns
+
 if TYPE_CHECKING:
+    from numdiff.profile._columns import BlockColumns
     from numdiff.profile.events import EventBlock
 
 __all__ = ["block_dataframe", "empty_events_dataframe", "events_dataframe", "printable_dataframe"]
@@ -19,7 +23,7 @@ HIDDEN_WHEN_PRINTING = ("raw", "delegate_debug_identifier", "stack_traces", "mod
 EXCLUDED_EVENTS_WHEN_PRINTING = ("OPERATOR_CALL",)
 
 
-def _kind(v: Any) -> str:
+def _kind(v: object) -> str:
     if v is None:
         return "object"
     if isinstance(v, (bool, np.bool_)):
@@ -65,22 +69,21 @@ def events_dataframe(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> 
     return pd.DataFrame(data, columns=list(columns))
 
 
-def block_dataframe(block: EventBlock, include_units: bool, include_delegate_debug_data: bool) -> pd.DataFrame:
-    """The block's frame; computed on its columns while its events were not made (no ``Event`` records)."""
+def block_dataframe(
+    block: EventBlock, cols: BlockColumns | None, include_units: bool, include_delegate_debug_data: bool
+) -> pd.DataFrame:
+    """The block's frame; computed on ``cols``, the block's events in columns, while its ``Event``
+    records were not made (None once they were)."""
     units = f" ({block.target_time_scale.value})" if include_units else ""
-    cols = block._event_columns()
-    data = None
     if cols is not None and len(cols) and not (include_delegate_debug_data and (cols.metadata or cols.parser)):
-        from numdiff.profile._frames_columnar import columnar_rows
-
         data = columnar_rows(cols, units)
-    if data is not None:
-        df = pd.DataFrame({name: _column(cells) for name, cells in data.items()}, columns=list(data))
-        n = len(cols)
-        df.insert(0, "event_block_name", np.array([block.name] * n, dtype=object), allow_duplicates=True)
-        return df
+        if data is not None:
+            df = pd.DataFrame({name: _column(cells) for name, cells in data.items()}, columns=list(data))
+            n = len(cols)
+            df.insert(0, "event_block_name", np.array([block.name] * n, dtype=object), allow_duplicates=True)
+            return df
     rows = [e.asdict(_units=units) for e in block.events]
-    columns = list(rows[0]) if rows else list(_empty_row(units))
+    columns = list(rows[0]) if rows else event_columns(units)
     df = events_dataframe(rows, columns)
     df.insert(0, "event_block_name", np.array([block.name] * len(block.events), dtype=object), allow_duplicates=True)
     if include_delegate_debug_data:
@@ -90,13 +93,7 @@ def block_dataframe(block: EventBlock, include_units: bool, include_delegate_deb
     return df
 
 
-def _empty_row(units: str) -> dict[str, Any]:
-    from numdiff.profile.events import Event
-
-    return Event(name="").asdict(_units=units)
-
-
-def _delegate_series(metadata: Any) -> pd.Series:
+def _delegate_series(metadata: list[str] | dict[str, Any] | None) -> pd.Series:
     if metadata is None or len(metadata) == 0:
         return pd.Series(dtype=object)
     if isinstance(metadata, list):
@@ -113,8 +110,7 @@ def _delegate_series(metadata: Any) -> pd.Series:
 
 def empty_events_dataframe(include_units: bool = True, units: str = "ms") -> pd.DataFrame:
     """The events frame of a dump with no events: no rows, the usual columns."""
-    row = _empty_row(f" ({units})" if include_units else "")
-    df = events_dataframe([], list(row))
+    df = events_dataframe([], event_columns(f" ({units})" if include_units else ""))
     df.insert(0, "event_block_name", pd.Series([], dtype=object), allow_duplicates=True)
     return df
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from numdiff.profile._symbolicate import FORWARD, FRAMEWORK_EVENTS, OpNode
+from numdiff._core.events import FRAMEWORK_EVENTS
+from numdiff.profile.symbolicate import FORWARD, OpNode
 from numdiff.profile.events import EventBlock
 
 __all__ = ["assign_methods", "ops_agree"]

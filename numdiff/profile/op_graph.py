@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numdiff.errors import UnknownNameError
 from numdiff.program.graph_meta import OpNodeInfo
+
+if TYPE_CHECKING:
+    from numdiff._core.etrecord import ETRecordLike
 
 __all__ = ["EDGE_DIALECT_GRAPH_KEY", "OperatorGraph", "OperatorNode", "OperatorGraphs", "operator_graphs"]
 
@@ -43,8 +46,9 @@ class OperatorNode:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def debug_handle(self) -> Any:
-        return self.metadata.get("debug_handle")
+    def debug_handle(self) -> int | None:
+        handle: int | None = self.metadata.get("debug_handle")
+        return handle
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +58,9 @@ class OperatorGraph:
     graph_name: str
     elements: tuple[OperatorNode, ...]
 
-    def nodes_by_debug_handle(self) -> dict[Any, list[OperatorNode]]:
+    def nodes_by_debug_handle(self) -> dict[int, list[OperatorNode]]:
         """``{debug handle: [nodes]}`` (a handle may be shared, e.g. by ``permute_copy`` + ``addmm``)."""
-        out: dict[Any, list[OperatorNode]] = {}
+        out: dict[int, list[OperatorNode]] = {}
         for node in self.elements:
             if node.debug_handle is not None:
                 out.setdefault(node.debug_handle, []).append(node)
@@ -103,14 +107,14 @@ class OperatorGraphs(Mapping[str, OperatorGraph]):
         return f"OperatorGraphs({list(self._loaders)})"
 
 
-def operator_graphs(rec: Any, edge_op_nodes: Callable[[], list[OpNodeInfo] | None]) -> OperatorGraphs:
+def operator_graphs(rec: ETRecordLike, edge_op_nodes: Callable[[], list[OpNodeInfo] | None]) -> OperatorGraphs:
     """The graphs of an ETRecord: every ``graph_map`` entry, then the Edge program's.
 
     Args:
         rec: The parsed ETRecord.
         edge_op_nodes: Gives the Edge program's op nodes (from JSON when numdiff parsed the record).
     """
-    from numdiff.profile._symbolicate import op_nodes_from_graph
+    from numdiff.profile.symbolicate import op_nodes_from_graph
 
     loaders: dict[str, Callable[[], list[OpNodeInfo] | None]] = {}
     graph_map = rec.graph_map or {}

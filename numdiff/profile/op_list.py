@@ -26,12 +26,11 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from numdiff._core.events import FRAMEWORK_EVENTS, OPERATOR_CALL
 from numdiff.profile.events import Event
 
-__all__ = ["FRAMEWORK_STEPS", "OpList", "op_key", "op_list"]
+__all__ = ["OpList", "op_key", "op_list"]
 
-#: Runtime steps that are not ops.
-FRAMEWORK_STEPS = frozenset({"Method::init", "Program::load_method", "Method::execute", "OPERATOR_CALL"})
 _INSTANCE = re.compile(r" #\d+$")
 
 COLUMNS = ("op", "count", "runs", "total_avg", "avg", "p50", "min", "max", "share", "delegated",
@@ -105,7 +104,7 @@ def op_list(events: Iterable[Event], show_delegated_ops: bool | None, unit: str)
     """
     groups: dict[str, list[Event]] = {}
     for event in events:
-        if event.name in FRAMEWORK_STEPS:
+        if event.name in FRAMEWORK_EVENTS or event.name == OPERATOR_CALL:  # runtime steps, not ops
             continue
         if event.is_delegated_op and show_delegated_ops is False:
             continue

@@ -30,6 +30,7 @@ from typing import Any, Union
 
 from numdiff.errors import DelegateMetadataError, UsageTypeError
 from numdiff._core.safe_json import TooDeepError, loads_checked
+from numdiff._core.types import JSON
 
 __all__ = [
     "BLOB_KEYS",
@@ -53,7 +54,7 @@ DelegateMetadataBytes = Union[bytes, bytearray, str]
 _HINT = "The record comes from the VGF backend's delegate metadata in the ETDump; check the backend's version."
 
 
-def _as_bytes(metadata: Any) -> bytes:
+def _as_bytes(metadata: object) -> bytes:
     if isinstance(metadata, (bytes, bytearray)):
         return bytes(metadata)
     if isinstance(metadata, str):
@@ -62,7 +63,7 @@ def _as_bytes(metadata: Any) -> bytes:
                          "Pass the metadata as bytes, bytearray or str.")
 
 
-def _load(data: bytes, what: str) -> Any:
+def _load(data: bytes, what: str) -> JSON:
     try:
         return loads_checked(data)
     except TooDeepError as e:
@@ -104,8 +105,8 @@ def parse_vgf_neural_statistics_metadata(metadata: DelegateMetadataBytes) -> dic
             ``ValueError``).
     """
     payload = _load(_as_bytes(metadata), "VGF neural statistics metadata is not valid JSON")
-    schema = payload.get("schema") if isinstance(payload, dict) else None
-    if schema != SCHEMA:
+    if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
+        schema = payload.get("schema") if isinstance(payload, dict) else None
         raise DelegateMetadataError(f"Not VGF neural statistics metadata: {schema}\n"
                                     f"A VGF statistics record is a JSON object with \"schema\": {SCHEMA!r}.")
     version = payload.get("schema_version")
@@ -113,7 +114,7 @@ def parse_vgf_neural_statistics_metadata(metadata: DelegateMetadataBytes) -> dic
         raise DelegateMetadataError(
             f"Unsupported VGF neural statistics metadata schema version: {version}\n"
             f"This numdiff reads version {SCHEMA_VERSION}; a newer numdiff may read it.")
-    out = dict(payload)
+    out: dict[str, Any] = dict(payload)
     segments = out.get("segments", [])
     if not isinstance(segments, list):
         raise DelegateMetadataError(f"VGF neural statistics \"segments\" is a {type(segments).__name__}, not a list\n"

@@ -28,10 +28,11 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
+from numdiff.errors import NumdiffError
 from numdiff.program.graph_meta import BACKEND_PREFIX, EDGE_PREFIX, TORCH_OPS_PREFIX
 
 __all__ = [
@@ -87,8 +88,12 @@ _RESERVED = (
 )
 
 
-class ForbiddenOperator(Exception):
-    """An operator name numdiff refuses; ``reason`` says why (collected into one ETRecord error)."""
+class ForbiddenOperator(NumdiffError):
+    """An operator name numdiff refuses; ``reason`` says why (collected into one ETRecord error).
+
+    Caught inside numdiff (the program guard and the Edge-op resolver turn it into a
+    ``ProgramLoadError``); not a ``ValueError``, so the loaders' ``ValueError`` handlers never swallow it.
+    """
 
     def __init__(self, target: str, reason: str, *, well_formed: bool = False) -> None:
         super().__init__(f"{target[:120]!r} ({reason})")
@@ -117,7 +122,7 @@ class OpRef:
     parts: tuple[str, str, str] | None = None
 
 
-def is_plain_identifier(name: object) -> bool:
+def is_plain_identifier(name: object) -> TypeGuard[str]:
     """A Python identifier that is no keyword and no dunder name (``__x``)."""
     return (
         isinstance(name, str)
@@ -144,10 +149,10 @@ def _check_dotted(target: str) -> list[str]:
     return parts
 
 
-_FOUND: dict[tuple[str, str, str], Any] = {}
+_FOUND: dict[tuple[str, str, str], torch._ops.OpOverload] = {}
 
 
-def registered_overload(namespace: str, name: str, overload: str) -> Any:
+def registered_overload(namespace: str, name: str, overload: str) -> torch._ops.OpOverload | None:
     """The ``OpOverload`` for ``namespace::name.overload`` if torch has it registered, else ``None``.
 
     The names are checked as identifiers and looked up in torch's operator-schema registry first;

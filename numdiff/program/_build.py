@@ -15,6 +15,7 @@ graph) when it is built.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -84,7 +85,7 @@ class LoadedProgram(ExportedProgram):
         _verify_exported_program_signature(self)
 
 
-def _argument(arg: Any, names: ProgramNames) -> Any:
+def _argument(arg: object, names: ProgramNames) -> gs.ArgumentSpec:
     """A signature argument: ``{"name": ...}`` (tensor/token) or an ``Argument`` union."""
     if isinstance(arg, dict) and set(arg) == {"name"}:
         return gs.TensorArgument(name=names.safe(arg["name"]))
@@ -116,7 +117,7 @@ _OUTPUT_REQUIRED = {"buffer_mutation": "buffer_name", "parameter_mutation": "par
                     "user_input_mutation": "user_input_name"}
 
 
-def _spec(spec: Any, index: int, side: str, kinds: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _spec(spec: object, index: int, side: str, kinds: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The kind and body of one signature spec, checked to be ``{kind: {"arg": ..., ...}}`` with a known kind."""
     where = f"signature {side} spec {index}"
     if not isinstance(spec, dict) or len(spec) != 1:
@@ -134,7 +135,7 @@ def _required(body: dict[str, Any], field_name: str | None, where: str) -> None:
         raise ProgramLoadError(f"{where} lacks its {field_name!r} field (a string)")
 
 
-def signature(signature_json: Any, names: ProgramNames) -> gs.ExportGraphSignature:
+def signature(signature_json: object, names: ProgramNames) -> gs.ExportGraphSignature:
     """The graph signature of a serialized program (each spec's kind-specific fields checked first)."""
     if not isinstance(signature_json, dict):
         raise ProgramLoadError("the graph signature is not a JSON object")
@@ -162,7 +163,7 @@ def signature(signature_json: Any, names: ProgramNames) -> gs.ExportGraphSignatu
         raise ProgramLoadError(f"the graph signature is malformed: {type(e).__name__}: {str(e)[:300]}") from e
 
 
-def _bound(value: Any, infinite: Any) -> Any:
+def _bound(value: object, infinite: object) -> object:
     import sympy  # type: ignore[import-untyped]  # only for programs with shape symbols (seconds to import)
 
     if value is None:
@@ -192,7 +193,7 @@ def range_constraints(program: dict[str, Any]) -> dict[Any, Any]:
     return out
 
 
-def module_call_graph(entries: Any, names: ProgramNames) -> list[ModuleCallEntry]:
+def module_call_graph(entries: Iterable[object] | None, names: ProgramNames) -> list[ModuleCallEntry]:
     """The module call graph (root signature with its pytree specs)."""
     graph = []
     for entry in entries or []:

@@ -62,7 +62,7 @@ class GraphBuilder:
     load_lowered: LoweredLoader
     _lowered_count: int = field(default=0)
 
-    def build(self, graph_json: Any, depth: int = 0) -> torch.fx.GraphModule:
+    def build(self, graph_json: object, depth: int = 0) -> torch.fx.GraphModule:
         """The ``GraphModule`` of one serialized graph (placeholders for every graph input)."""
         if depth > MAX_SUBGRAPH_DEPTH:
             raise ProgramLoadError(f"subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} levels")
@@ -87,7 +87,7 @@ class GraphBuilder:
 
     # ------------------------------------------------------------------ nodes
 
-    def _create(self, graph: torch.fx.Graph, op: str, target: Any, name: str | None,
+    def _create(self, graph: torch.fx.Graph, op: str, target: torch.fx.node.Target, name: str | None,
                 args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> torch.fx.Node:
         safe = self.names.safe(name) if name else None
         node = graph.create_node(op, target, args, kwargs or {}, name=safe)
@@ -95,7 +95,7 @@ class GraphBuilder:
             node.meta[ORIGINAL_NAME_KEY] = name
         return node
 
-    def _input(self, graph: torch.fx.Graph, env: dict[str, torch.fx.Node], item: Any, tensor_values: Any) -> None:
+    def _input(self, graph: torch.fx.Graph, env: dict[str, torch.fx.Node], item: object, tensor_values: object) -> None:
         if not isinstance(item, dict) or len(item) != 1:
             raise ProgramLoadError("a graph input is not a one-key JSON object")
         (kind, value), = item.items()
@@ -254,7 +254,7 @@ class GraphBuilder:
             out.meta[OP_TYPE_KEY] = "getitem"
 
 
-def _meta_tensor(value: Any) -> torch.Tensor | None:
+def _meta_tensor(value: object) -> torch.Tensor | None:
     """A storage-less tensor with an input's static shape and dtype (``None`` for symbolic or unknown shapes).
 
     ``ExportedProgram.module()`` turns it into input-shape checks, as it does with the reference's fake tensors.
@@ -274,7 +274,7 @@ def _no_graph(value: dict[str, Any]) -> torch.fx.Node:
     raise ProgramLoadError("a subgraph appears where only values are allowed")
 
 
-def _string(named: Any) -> str:
+def _string(named: object) -> str:
     arg = named.get("arg") if isinstance(named, dict) else None
     text = arg.get("as_string") if isinstance(arg, dict) else None
     if not isinstance(text, str):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch._ops import HigherOrderOperator
@@ -43,7 +42,7 @@ class _Placeholder(HigherOrderOperator):
     def __init__(self) -> None:
         super().__init__("numdiff_deserialize_placeholder")  # type: ignore[no-untyped-call]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         raise CaptureError("numdiff internal placeholder operator was executed; it should have been replaced")
 
 
@@ -83,7 +82,7 @@ class LoweredModule(torch.nn.Module):
         self.returns_sequence = True
         self._runner: torch.nn.Module | None = None
 
-    def forward(self, *args: Any) -> Any:
+    def forward(self, *args: object) -> object:
         """Run the partition's original program on ``args``.
 
         Raises:
@@ -108,7 +107,7 @@ class DelegateCall:
     __name__ = DELEGATE_OP_TYPE
     __qualname__ = DELEGATE_OP_TYPE
 
-    def __call__(self, lowered_module: LoweredModule, *args: Any) -> Any:
+    def __call__(self, lowered_module: LoweredModule, *args: object) -> object:
         out = lowered_module(*args)
         # A delegate returns a tuple of outputs; a lone tensor output is returned as is,
         # exactly as the serialized graph expects (a single-tensor delegate has no getitem users).
@@ -137,7 +136,7 @@ class UnrunnableOp:
         self.__qualname__ = name.replace(".", "_")
         self.reason = reason
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         raise CaptureError(f"operator {self.__name__!r} cannot run: {self.reason}")
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from the wrapped torch operator, as they do for ExecuTorch's objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,7 +39,7 @@ class EdgeTarget:
         self.__name__ = edge_name
         self.__qualname__ = edge_name.replace(".", "_")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         return self._op(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -68,7 +69,7 @@ class EdgeTarget:
     def __str__(self) -> str:
         return self.__name__
 
-    def __reduce__(self) -> Any:  # deepcopy / pickling keep the one shared object per name
+    def __reduce__(self) -> tuple[Callable[[torch._ops.OpOverload, str], EdgeTarget], tuple[torch._ops.OpOverload, str]]:  # deepcopy / pickling keep the one shared object per name
         return (edge_target, (self._op, self.__name__))
 
 

@@ -22,8 +22,10 @@ whose first argument is a JSON-encoded lowered module. This module
 
 from __future__ import annotations
 
+import json
 import operator
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +138,7 @@ def _getitem_users(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
-def _lowered_attr_name(gm: torch.fx.GraphModule, wanted: Any, count: int) -> str:
+def _lowered_attr_name(gm: torch.fx.GraphModule, wanted: object, count: int) -> str:
     """The module attribute a delegate's lowered module is stored under (the file's name if it is plain)."""
     if is_plain_identifier(wanted) and not hasattr(gm, wanted) and len(wanted) <= 128:
         return str(wanted)
@@ -203,6 +205,7 @@ def load_program_with_torch(
     constants: bytes,
     example_inputs: bytes,
     *,
+    load_nested: Callable[[object, bytes, bytes, bytes], torch.export.ExportedProgram] | None = None,
     verifier: type[Verifier] | None = None,
 ) -> torch.export.ExportedProgram:
     """Build a runnable ``ExportedProgram`` from one serialized program and its companions.
@@ -212,6 +215,8 @@ def load_program_with_torch(
         state_dict: ``torch.save`` bytes of the state dict.
         constants: ``torch.save`` bytes of the constants.
         example_inputs: ``torch.save`` bytes of the example inputs (may be empty).
+        load_nested: Loads a delegate's original program (parsed JSON, state dict, constants, example
+            inputs); :func:`numdiff.program.loader.load_program` passes its own. Defaults to this route.
         verifier: Verifier to attach. Defaults to torch's verifier for ATen/training programs that
             need no stand-ins, else :class:`NumdiffEdgeVerifier`.
 
@@ -233,7 +238,7 @@ def load_program_with_torch(
         text = first.get("arg", {}).get("as_string")
         if not isinstance(text, str):
             raise ProgramLoadError(f"delegate node {node_json.get('name')!r} has no lowered module")
-        lowered = load_lowered_module(text, _load_nested)
+        lowered = load_lowered_module(text, load_nested or _load_nested)
         outputs = node_json.get("outputs", [])
         lowered.returns_sequence = not (len(outputs) == 1 and "as_tensor" in outputs[0])
         plan.lowered = [lowered, first.get("name") or f"lowered_module_{count}", count]
@@ -283,10 +288,8 @@ def load_program_with_torch(
         raise ProgramLoadError(f"loaded program fails verification: {type(e).__name__}: {str(e)[:400]}") from e
 
 
-def _load_nested(program: Any, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
-    """Load a delegate's original program (already parsed JSON) with the same rules."""
+def _load_nested(program: object, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
+    """Load a delegate's original program (already parsed JSON) with torch's deserializer too."""
     if not isinstance(program, dict):
         raise ProgramLoadError("delegate's original program is not a JSON object")
-    from numdiff.program.loader import load_program
-
-    return load_program(program, state_dict, constants, example_inputs)
+    return load_program_with_torch(json.loads(json.dumps(program)), state_dict, constants, example_inputs)

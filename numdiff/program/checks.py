@@ -10,6 +10,7 @@ file gives one error naming the graph, the node and the field.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from numdiff.limits import Limits, current_limits, raise_hint
@@ -111,7 +112,7 @@ def _check_node(label: str, name: str, node: dict[str, Any], limits: Limits, pen
         raise bad(f"field metadata.debug_handle {raw[:40]!r} is not an integer")
 
 
-def _check_tensor_meta(label: str, tensor_name: str, meta: Any) -> None:
+def _check_tensor_meta(label: str, tensor_name: str, meta: object) -> None:
     where = f"{label}: tensor {tensor_name!r:.80}"
     if type(meta) is not dict:
         raise ProgramLoadError(f"{where}: is a {type(meta).__name__}, not an object")
@@ -139,7 +140,7 @@ def _check_tensor_meta(label: str, tensor_name: str, meta: Any) -> None:
         raise ProgramLoadError(f"{where}: sizes {sizes} with strides {strides} overflow 64 bits")
 
 
-def _sym_ints(where: str, field: str, items: Any) -> list[int | None]:
+def _sym_ints(where: str, field: str, items: object) -> list[int | None]:
     """Concrete values of a list of serialized SymInts (None for symbolic ones); bounds checked."""
     if type(items) is not list:
         raise ProgramLoadError(f"{where}: field {field} is a {type(items).__name__}, not a list")
@@ -157,32 +158,32 @@ def _sym_ints(where: str, field: str, items: Any) -> list[int | None]:
     return out
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> bool:
     return type(v) is int
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> bool:
     return type(v) in (int, float) or (type(v) is str and v in ("inf", "-inf", "nan", "Infinity", "-Infinity", "NaN"))
 
 
-def _is_tensor_ref(v: Any) -> bool:
+def _is_tensor_ref(v: object) -> bool:
     return type(v) is dict and type(v.get("name")) is str
 
 
-def _is_optional_tensor(v: Any) -> bool:
+def _is_optional_tensor(v: object) -> bool:
     return type(v) is dict and len(v) == 1 and (_is_tensor_ref(v.get("as_tensor")) or "as_none" in v)
 
 
-def _is_sym(v: Any) -> bool:
+def _is_sym(v: object) -> bool:
     return type(v) is dict and len(v) == 1 and (type(v.get("as_name")) is str or next(iter(v)) in ("as_int", "as_float", "as_bool"))
 
 
-def _list_of(check: Any) -> Any:
+def _list_of(check: Callable[[object], bool]) -> Callable[[object], bool]:
     return lambda v: type(v) is list and all(check(x) for x in v)
 
 
 #: What each argument kind's payload must look like (torch.export's ``Argument`` union).
-_PAYLOADS: dict[str, Any] = {
+_PAYLOADS: dict[str, Callable[[object], bool]] = {
     "as_none": lambda v: v is None or type(v) is bool or v == {} or v == [],
     "as_tensor": _is_tensor_ref,
     "as_tensors": _list_of(_is_tensor_ref),
@@ -216,7 +217,7 @@ _PAYLOADS: dict[str, Any] = {
 }
 
 
-def _check_argument(arg: Any, where: str, pending: _Subgraphs, node_name: str) -> None:
+def _check_argument(arg: object, where: str, pending: _Subgraphs, node_name: str) -> None:
     """One serialized ``Argument``: a single-key object whose payload has its kind's shape.
 
     Kinds numdiff does not know are left to the readers (newer schemas add kinds; the builders
@@ -238,7 +239,7 @@ def _check_argument(arg: Any, where: str, pending: _Subgraphs, node_name: str) -
         pending.append((f"subgraph {value['name']!r:.60} of node {node_name!r}", value["graph"]))
 
 
-def _check_signature(signature: Any) -> None:
+def _check_signature(signature: object) -> None:
     if type(signature) is not dict:
         raise ProgramLoadError(f"field graph_module.signature is a {type(signature).__name__}, not an object")
     for field in ("input_specs", "output_specs"):

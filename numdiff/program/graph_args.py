@@ -17,6 +17,7 @@ import torch
 import torch.fx
 import torch.fx.traceback as fx_traceback
 
+from numdiff.errors import NumdiffError
 from numdiff.program.graph_meta import ProgramLoadError, parse_nn_module_stack, parse_source_fn_stack
 
 __all__ = ["DTYPES", "Unsupported", "alloc", "decode_alloc_spec", "decode_metadata", "decode_value"]
@@ -35,19 +36,25 @@ _MEMORY_FORMATS = {1: torch.contiguous_format, 2: torch.channels_last, 3: torch.
 _DEVICE_TYPES = frozenset({"cpu", "cuda", "meta", "mps", "xpu", "hpu"})
 _ALLOC_SPEC = re.compile(r"\(\s*((?:[0-9]{1,12}\s*,?\s*)*)\)\s*;\s*([0-9]{1,3})\Z")
 _MAX_ALLOC_ELEMENTS = 1 << 31
+#: A ``memory.alloc`` argument: the shape and dtype of the buffer to allocate.
+AllocSpec = tuple[tuple[int, ...], torch.dtype]
 
 
-class Unsupported(Exception):
-    """A construct the direct builder does not handle (the caller decides: fallback or error)."""
+class Unsupported(NumdiffError):
+    """A construct the direct builder does not handle (the caller decides: fallback or error).
+
+    Caught inside numdiff (:func:`numdiff.program.loader.load_program` falls back to torch's
+    deserializer). Deliberately not a ``ValueError``: the loader turns those into ``ProgramLoadError``.
+    """
 
 
-def _ref(name: Any, env: dict[str, torch.fx.Node]) -> torch.fx.Node:
+def _ref(name: object, env: dict[str, torch.fx.Node]) -> torch.fx.Node:
     if not isinstance(name, str) or name not in env:
         raise ProgramLoadError(f"an argument refers to the value {str(name)[:80]!r}, which no earlier node produces")
     return env[name]
 
 
-def _sym(value: Any, env: dict[str, torch.fx.Node]) -> Any:
+def _sym(value: object, env: dict[str, torch.fx.Node]) -> torch.fx.node.Argument:
     """A ``SymIntArgument`` / ``SymFloatArgument`` / ``SymBoolArgument``: a constant or a node."""
     if not isinstance(value, dict) or len(value) != 1:
         raise Unsupported("malformed symbolic argument")
@@ -55,13 +62,16 @@ def _sym(value: Any, env: dict[str, torch.fx.Node]) -> Any:
     if kind == "as_name":
         return _ref(payload, env)
     if kind in ("as_int", "as_bool"):
-        return payload
+        constant: int | bool = payload  # the type torch.export's schema gives this kind
+        return constant
     if kind == "as_float":
         return float(payload)
     raise Unsupported(f"symbolic argument kind {kind}")
 
 
-def decode_value(arg: Any, env: dict[str, torch.fx.Node], graph_arg: Callable[[dict[str, Any]], torch.fx.Node]) -> Any:
+def decode_value(
+    arg: object, env: dict[str, torch.fx.Node], graph_arg: Callable[[dict[str, Any]], torch.fx.Node]
+) -> torch.fx.node.Argument:
     """The Python/fx value of one serialized ``Argument``.
 
     Args:
@@ -79,7 +89,8 @@ def decode_value(arg: Any, env: dict[str, torch.fx.Node], graph_arg: Callable[[d
     if kind == "as_optional_tensors":
         return [None if "as_none" in v else _ref(v["as_tensor"]["name"], env) for v in value]
     if kind in ("as_int", "as_bool", "as_string"):
-        return value
+        scalar: int | bool | str = value  # checked by check_program (_PAYLOADS)
+        return scalar
     if kind in ("as_ints", "as_bools", "as_strings"):
         return list(value)
     if kind == "as_float":
@@ -95,7 +106,8 @@ def decode_value(arg: Any, env: dict[str, torch.fx.Node], graph_arg: Callable[[d
     if kind == "as_scalar_type" and value in DTYPES:
         return DTYPES[value]
     if kind == "as_layout" and value in _LAYOUTS:
-        return _LAYOUTS[value]
+        layout: torch.layout = _LAYOUTS[value]
+        return layout
     if kind == "as_memory_format" and value in _MEMORY_FORMATS:
         return _MEMORY_FORMATS[value]
     if kind == "as_device" and isinstance(value, dict) and value.get("type") in _DEVICE_TYPES:
@@ -108,7 +120,7 @@ def decode_value(arg: Any, env: dict[str, torch.fx.Node], graph_arg: Callable[[d
     raise Unsupported(f"argument kind {kind}")
 
 
-def decode_alloc_spec(text: Any) -> tuple[tuple[int, ...], torch.dtype]:
+def decode_alloc_spec(text: object) -> AllocSpec:
     """``"(3, 4);7"`` (shape; serde dtype value), as ExecuTorch writes a ``memory.alloc`` argument."""
     match = _ALLOC_SPEC.match(text) if isinstance(text, str) and len(text) <= 512 else None
     if match is None or int(match.group(2)) not in DTYPES:
@@ -118,7 +130,7 @@ def decode_alloc_spec(text: Any) -> tuple[tuple[int, ...], torch.dtype]:
     for size in shape:
         count *= size
     if count > _MAX_ALLOC_ELEMENTS:
-        raise ProgramLoadError(f"memory.alloc argument {text[:80]!r} asks for {count} elements")
+        raise ProgramLoadError(f"memory.alloc argument {str(text)[:80]!r} asks for {count} elements")
     return shape, DTYPES[int(match.group(2))]
 
 
@@ -134,9 +146,9 @@ class _Alloc:
     __qualname__ = "alloc"
     _REFERENCE_MODULE = "executorch.exir.memory"
 
-    def __call__(self, spec: Any) -> Any:
+    def __call__(self, spec: AllocSpec | list[AllocSpec]) -> torch.Tensor | list[torch.Tensor]:
         if isinstance(spec, list):
-            return [self(s) for s in spec]
+            return [torch.empty(shape, dtype=dtype) for shape, dtype in spec]
         shape, dtype = spec
         return torch.empty(shape, dtype=dtype)
 
@@ -163,7 +175,7 @@ alloc = _Alloc()
 alloc.__module__ = __name__
 
 
-def decode_metadata(metadata: Any, node_name: str) -> dict[str, Any]:
+def decode_metadata(metadata: object, node_name: str) -> dict[str, Any]:
     """The node meta the reference's loader restores from a serialized node's ``metadata`` strings."""
     meta: dict[str, Any] = {}
     if not isinstance(metadata, dict):

@@ -79,7 +79,7 @@ def accept_torch_schema() -> Iterator[None]:
         _ACCEPTED.reset(token)
 
 
-def check_header(program: Any) -> None:
+def check_header(program: object) -> None:
     """Reject what is not an exported program of a schema and dialect numdiff reads."""
     if not isinstance(program, dict):
         raise ProgramLoadError("program JSON is not an object")
@@ -286,7 +286,7 @@ def _debug_handle(node: dict[str, Any], meta: dict[str, Any]) -> int | None:
         raise ProgramLoadError(f"node {node.get('name')!r} has a non-integer debug_handle {raw!r}") from e
 
 
-def _ancestors(raw: Any, depth: int) -> tuple[tuple[str, str], ...]:
+def _ancestors(raw: object, depth: int) -> tuple[tuple[str, str], ...]:
     from numdiff._core.safe_json import loads_checked
 
     try:

@@ -64,7 +64,7 @@ class ProgramNames:
     renamed: dict[str, str] = field(default_factory=dict)
     original: dict[str, str] = field(default_factory=dict)
 
-    def safe(self, name: Any) -> str:
+    def safe(self, name: object) -> str:
         """The name to use in generated code for ``name`` (itself when already safe)."""
         return self.renamed.get(name, name) if isinstance(name, str) else str(name)
 
@@ -80,12 +80,12 @@ def _fail(problem: str, hint: str = _HINT) -> ProgramLoadError:
     return ProgramLoadError(problem, hint)
 
 
-def _check_fqn(value: Any, what: str) -> None:
+def _check_fqn(value: object, what: str) -> None:
     if not isinstance(value, str) or (value and not all(_FQN_PART.match(p) for p in value.split("."))):
         raise _fail(f"{what} {str(value)[:80]!r} is not a dotted attribute path")
 
 
-def _check_expr(text: Any) -> None:
+def _check_expr(text: object) -> None:
     """Refuse a symbolic expression that is anything but small arithmetic on shape symbols.
 
     ``sympy.sympify`` evaluates its input as Python, and exact integer powers can take forever
@@ -119,7 +119,7 @@ def _check_expr(text: Any) -> None:
             raise _fail(f"symbolic expression {text[:80]!r} has a power numdiff will not evaluate")
 
 
-def _check_treespec(text: Any, where: str) -> None:
+def _check_treespec(text: object, where: str) -> None:
     """Pytree specs become generated code (dict keys, argument names): only plain names allowed."""
     if text is None or text == "":
         return
@@ -163,7 +163,7 @@ def _schema_arguments(target: str) -> frozenset[str] | None:
     return frozenset(a.name for a in ref.op._schema.arguments)
 
 
-def _iter_arguments(value: Any) -> Iterator[tuple[str, Any]]:
+def _iter_arguments(value: object) -> Iterator[tuple[str, Any]]:
     """``(kind, payload)`` of an Argument JSON and of the arguments nested in lists of it."""
     if isinstance(value, dict) and len(value) == 1:
         (kind, payload), = value.items()
@@ -173,7 +173,7 @@ def _iter_arguments(value: Any) -> Iterator[tuple[str, Any]]:
                 yield from _iter_arguments(item)
 
 
-def _check_graph(graph: Any, depth: int, bad: dict[str, str], problems: list[str], crafted: list[bool]) -> None:
+def _check_graph(graph: object, depth: int, bad: dict[str, str], problems: list[str], crafted: list[bool]) -> None:
     if depth > MAX_SUBGRAPH_DEPTH:
         raise _fail(f"subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} levels")
     if not isinstance(graph, dict):
@@ -304,7 +304,7 @@ def guard_program(program: dict[str, Any]) -> ProgramNames:
     return names
 
 
-def _drop_source_fn_stacks(graph: Any, depth: int = 0) -> None:
+def _drop_source_fn_stacks(graph: object, depth: int = 0) -> None:
     for node in graph.get("nodes") or [] if isinstance(graph, dict) and depth <= MAX_SUBGRAPH_DEPTH else []:
         if isinstance(node.get("metadata"), dict):
             node["metadata"].pop("source_fn_stack", None)

@@ -23,6 +23,7 @@ import logging
 from typing import Any
 
 import torch
+from torch._export.verifier import Verifier
 
 from numdiff.program._delegate import LoweredModule, load_lowered_module
 from numdiff.program.graph_args import Unsupported
@@ -35,7 +36,7 @@ from numdiff.program._build import (
     module_call_graph,
     signature,
 )
-from numdiff.program.guard import guard_program
+from numdiff.program.guard import ProgramNames, guard_program
 
 __all__ = ["OP_TYPE_KEY", "SUPPORTED_SCHEMA_MAJOR", "UNRUNNABLE_KEY", "ProgramLoadError", "load_program"]
 
@@ -86,14 +87,17 @@ def load_program(
         )
     from numdiff.program._loader_torch import load_program_with_torch
 
-    return load_program_with_torch(json.loads(json.dumps(program)), state_dict, constants, example_inputs)
+    return load_program_with_torch(
+        json.loads(json.dumps(program)), state_dict, constants, example_inputs, load_nested=_load_nested
+    )
 
 
 def _lowered(text: str) -> LoweredModule:
     return load_lowered_module(text, _load_nested)
 
 
-def _build(program: dict[str, Any], names: Any, weights: Any, consts: Any, examples: Any) -> torch.export.ExportedProgram:
+def _build(program: dict[str, Any], names: ProgramNames, weights: object, consts: object,
+           examples: object) -> torch.export.ExportedProgram:
     if not isinstance(weights, dict) or not isinstance(consts, dict):
         raise ProgramLoadError("the state dict or constants companion is not a dict")
     gm_json = program["graph_module"]
@@ -128,7 +132,7 @@ def _build(program: dict[str, Any], names: Any, weights: Any, consts: Any, examp
         raise ProgramLoadError(f"loaded program fails verification: {type(e).__name__}: {str(e)[:400]}") from e
 
 
-def _verifier(program: dict[str, Any], graph_module: torch.fx.GraphModule) -> Any:
+def _verifier(program: dict[str, Any], graph_module: torch.fx.GraphModule) -> type[Verifier]:
     """torch's verifier class for a plain ATen/training program, else numdiff's Edge verifier."""
     from torch._export.verifier import load_verifier
 
@@ -146,7 +150,7 @@ def _verifier(program: dict[str, Any], graph_module: torch.fx.GraphModule) -> An
     return load_verifier(declared[0])
 
 
-def _load_nested(program: Any, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
+def _load_nested(program: object, state_dict: bytes, constants: bytes, example_inputs: bytes) -> torch.export.ExportedProgram:
     """Load a delegate's original program (already parsed JSON) with the same rules."""
     if not isinstance(program, dict):
         raise ProgramLoadError("delegate's original program is not a JSON object")

@@ -12,10 +12,13 @@ from __future__ import annotations
 import io
 import math
 import zipfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numdiff.limits import current_limits, raise_hint
 from numdiff.program.graph_meta import ProgramLoadError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["check_plain_values", "load_torch_artifact"]
 
@@ -83,7 +86,7 @@ def _check_inner_zip(data: bytes, what: str) -> None:
         )
 
 
-def check_plain_values(value: Any, what: str, entry_bytes: int, plain: bool = True) -> None:
+def check_plain_values(value: object, what: str, entry_bytes: int, plain: bool = True) -> None:
     """Walk ``value`` (iteratively) and check nesting, cycles, types (when ``plain``) and tensors.
 
     Raises:
@@ -132,7 +135,7 @@ def check_plain_values(value: Any, what: str, entry_bytes: int, plain: bool = Tr
             )
 
 
-def _check_tensor(tensor: Any, where: str, allowed_bytes: int, entry_bytes: int, plain: bool) -> None:
+def _check_tensor(tensor: torch.Tensor, where: str, allowed_bytes: int, entry_bytes: int, plain: bool) -> None:
     """Sizes, strides and offset fit the storage, and the tensor describes no more than allowed.
 
     Tensors that are not dense CPU tensors are refused in plain entries and left to torch's own
@@ -172,7 +175,7 @@ def _check_tensor(tensor: Any, where: str, allowed_bytes: int, entry_bytes: int,
             )
 
 
-def _strided() -> Any:
+def _strided() -> torch.layout:
     import torch
 
     return torch.strided

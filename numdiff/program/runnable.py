@@ -13,7 +13,6 @@ returns ``None``; the caller then uses ``module()``.
 from __future__ import annotations
 
 import operator
-from typing import Any
 
 import torch
 import torch.fx
@@ -71,7 +70,7 @@ def runnable_module(program: torch.export.ExportedProgram) -> torch.fx.GraphModu
 class _FlatInputs(torch.fx.graph.CodeGen):
     """Inputs arrive nested as the ETRecord stores them (``[(x, y)]``); the graph takes the leaves."""
 
-    def process_inputs(self, *args: Any) -> Any:
+    def process_inputs(self, *args: object) -> list[object]:
         from torch.utils import _pytree
 
         return list(_pytree.tree_leaves(args))

@@ -26,7 +26,7 @@ import mmap
 import os
 from dataclasses import dataclass
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias, Union
 
 from numdiff.errors import DebugBufferError, ETDumpError, MissingDataError
 from numdiff.schema.etdump import ScalarType, Tensor, Value, ValueType
@@ -218,7 +218,7 @@ class DebugBuffer:
     def __repr__(self) -> str:
         return f"DebugBuffer({self.path!r}, {self.size} bytes)"
 
-    def release(self, value: Any) -> None:
+    def release(self, value: object) -> None:
         """Drop the resident pages behind tensors of this buffer from this process.
 
         Pages only read are unmapped with ``MADV_DONTNEED`` (they stay in the page cache and are
@@ -375,7 +375,7 @@ def _contiguous_strides(sizes: list[int]) -> list[int]:
     return strides[::-1]
 
 
-def inflate_value(value: Value, buffer: DebugBuffer | None, *, where: str = "") -> Any:
+def inflate_value(value: Value, buffer: DebugBuffer | None, *, where: str = "") -> LoggedValue:
     """A logged value as Python data: tensor, list of tensors, int, bool, float, str or None.
 
     Without a debug buffer, tensors come back as ``MissingTensor`` placeholders (never zeros).
@@ -400,11 +400,17 @@ def inflate_value(value: Value, buffer: DebugBuffer | None, *, where: str = "") 
     return None
 
 
-def _tensor(t: Tensor, buffer: DebugBuffer | None, where: str) -> Any:
+def _tensor(t: Tensor, buffer: DebugBuffer | None, where: str) -> LoggedTensor:
     if buffer is None:
         tensor_layout(t, where=where)  # the same checks as with a buffer: no silent garbage
         return MissingTensor(_dtype_entry(t.scalar_type)[0], tuple(t.sizes))
     return buffer.tensor(t, where)
+
+
+#: A logged tensor: read from the buffer, or a placeholder when no buffer was given.
+LoggedTensor: TypeAlias = Union["torch.Tensor", MissingTensor]
+#: A logged value as Python data (see :func:`inflate_value`).
+LoggedValue: TypeAlias = Union[LoggedTensor, list[LoggedTensor], int, bool, float, str, None]
 
 
 def require_buffer(buffer: DebugBuffer | None, etdump_path: str | None) -> DebugBuffer:

@@ -135,6 +135,8 @@ def _read(reader: EntryReader, path: str, present: set[str], model: str | None) 
         program = loads_checked(raw, reader.limits.max_nesting_depth)
         with accept_torch_schema():
             check_header(program)
+        if not isinstance(program, dict):  # check_header guarantees it; this narrows the type
+            raise ProgramLoadError("program JSON is not an object")
     except TooDeepError as e:
         raise ProgramArchiveError(path, f"model {model!r}: {e}", e.hint) from e
     except ProgramLoadError as e:

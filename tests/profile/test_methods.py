@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff.profile._symbolicate import OpNode
+from numdiff.profile.symbolicate import OpNode
 from numdiff.profile.events import Event, EventBlock
 from numdiff.profile.methods import assign_methods, ops_agree
 from numdiff.program.graph_meta import OpNodeInfo

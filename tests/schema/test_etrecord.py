@@ -444,3 +444,12 @@ def test_unknown_plain_string_targets_are_unrunnable() -> None:
     assert resolve_target("memory.alloc").op_type == "memory.alloc"
     assert resolve_target("torch.ops.no_such_ns.op.default").target is None
     assert resolve_target("_operator.getitem").target == "_operator.getitem"
+
+
+def test_edge_methods_are_read_from_the_json_and_forgotten_when_the_program_is_replaced() -> None:
+    from numdiff.schema.etrecord import edge_methods
+
+    rec = parse_etrecord(FIXTURES / "mlp_fp32" / "etrecord.bin")
+    assert edge_methods(rec) == ("forward",)
+    rec.edge_dialect_program = None
+    assert edge_methods(rec) == ()

@@ -22,7 +22,7 @@ from numdiff import use_limits
 from numdiff.align._records import NoteKind, RuntimeOutput
 from numdiff.align.pairing import pair_outputs
 from numdiff.errors import ETRecordError
-from numdiff.profile._symbolicate import resolve_debug_handles
+from numdiff.profile.symbolicate import resolve_debug_handles
 from numdiff.schema.etrecord import parse_etrecord
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

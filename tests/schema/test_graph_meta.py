@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from numdiff.profile._symbolicate import op_nodes_from_graph
+from numdiff.profile.symbolicate import op_nodes_from_graph
 from numdiff.program.graph_meta import op_type_for, parse_nn_module_stack, parse_source_fn_stack
 from numdiff.schema.etrecord import parse_etrecord
 from tests.conftest import FIXTURES, artifact, fixture_names

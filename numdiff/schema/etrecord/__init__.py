@@ -40,6 +40,6 @@ and program graphs and pickled tensors are checked before their first use
 
 from __future__ import annotations
 
-from numdiff.schema.etrecord.container import ENTRIES, ETRecord, ETRecordEntry, op_type_name, parse_etrecord
+from numdiff.schema.etrecord.container import ENTRIES, ETRecord, ETRecordEntry, edge_methods, op_type_name, parse_etrecord
 
-__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "op_type_name", "parse_etrecord"]
+__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "edge_methods", "op_type_name", "parse_etrecord"]

@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from numdiff._core.types import JSON
 from numdiff.errors import ETRecordError
 from numdiff.limits import current_limits, raise_hint
 
@@ -73,7 +74,7 @@ _HINT = (
 )
 
 
-def validate_entry(path: str | None, name: str, value: Any) -> Any:
+def validate_entry(path: str | None, name: str, value: JSON) -> JSON:
     """Check a JSON map entry's shape and bounds; return the value unchanged.
 
     Raises:
@@ -100,7 +101,7 @@ def validate_entry(path: str | None, name: str, value: Any) -> Any:
     return value  # strict validation coerced nothing: hand back the file's own values
 
 
-def _data_path(value: Any, loc: tuple[int | str, ...]) -> list[int | str]:
+def _data_path(value: object, loc: tuple[int | str, ...]) -> list[int | str]:
     """The parts of a pydantic error location that index the data (union branch names dropped)."""
     out: list[int | str] = []
     for part in loc:

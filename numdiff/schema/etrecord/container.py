@@ -8,7 +8,7 @@ import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Generic, TypeVar, overload
 
 from numdiff.errors import ETRecordError
 from numdiff.schema.etrecord.entries import (
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
 
-__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "op_type_name", "parse_etrecord"]
+    from numdiff._core.etrecord import ETRecordLike
+
+__all__ = ["ENTRIES", "ETRecord", "ETRecordEntry", "edge_methods", "op_type_name", "parse_etrecord"]
 
 IDENTIFIER = "ETRECORD_V0"
 EDGE_ENTRY = "edge_dialect_exported_program"
@@ -69,16 +71,25 @@ ENTRIES: tuple[ETRecordEntry, ...] = (
 _BY_NAME = {e.name: e for e in ENTRIES}
 
 
-class _Lazy:
+_T = TypeVar("_T")
+
+
+class _Lazy(Generic[_T]):
     """An attribute loaded on first read (programs and pickles), plain and writable like the reference's."""
 
-    def __init__(self, default: Callable[[], Any]) -> None:
+    def __init__(self, default: Callable[[], _T]) -> None:
         self.default = default
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Lazy[_T]: ...
+
+    @overload
+    def __get__(self, obj: ETRecord, owner: type | None = None) -> _T: ...
+
+    def __get__(self, obj: ETRecord | None, owner: type | None = None) -> _T | _Lazy[_T]:
         if obj is None:
             return self
         values, loaders = obj._values, obj._loaders
@@ -86,9 +97,10 @@ class _Lazy:
             values[self.name] = loaders.pop(self.name)()
         if self.name not in values:
             values[self.name] = self.default()
-        return values[self.name]
+        value: _T = values[self.name]
+        return value
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: ETRecord, value: _T) -> None:
         obj._loaders.pop(self.name, None)
         obj._values[self.name] = value
         if self.name == "edge_dialect_program":
@@ -120,11 +132,11 @@ class ETRecord:
         unknown_entries: Zip entries numdiff did not recognise, in file order.
     """
 
-    exported_program = _Lazy(lambda: None)
-    edge_dialect_program = _Lazy(lambda: None)
-    graph_map = _Lazy(dict)
-    _reference_outputs = _Lazy(lambda: None)
-    _representative_inputs = _Lazy(lambda: None)
+    exported_program: _Lazy[ExportedProgram | None] = _Lazy(lambda: None)
+    edge_dialect_program: _Lazy[ExportedProgram | dict[str, ExportedProgram] | None] = _Lazy(lambda: None)
+    graph_map: _Lazy[dict[str, ExportedProgram] | None] = _Lazy(dict)
+    _reference_outputs: _Lazy[dict[str, list[Any]] | None] = _Lazy(lambda: None)
+    _representative_inputs: _Lazy[list[Any] | None] = _Lazy(lambda: None)
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
@@ -203,7 +215,7 @@ class ETRecord:
         The reference leaves the back-propagated handles on the ETRecord's ATen program; numdiff
         may compute them without building it, and applies them when it is first read.
         """
-        def apply(program: Any) -> Any:
+        def apply(program: ExportedProgram) -> ExportedProgram:
             for node in program.graph.nodes:
                 if node.op not in ("placeholder", "output"):  # nodes the plan does not name are unset (0)
                     node.meta["debug_handle"] = handles_by_node.get(node.name, 0)
@@ -253,6 +265,22 @@ class ETRecord:
     def __repr__(self) -> str:
         methods = sorted(self._edge_json) if self._edge_json else sorted(self.edge_programs)
         return f"ETRecord(path={self.path!r}, methods={methods})"
+
+
+def edge_methods(record: ETRecord) -> tuple[str, ...]:
+    """The methods ``record`` holds a serialized Edge program for, read without building any (no torch).
+
+    A function, not a method, so that ``ETRecord``'s public surface stays the reference's plus the
+    frozen numdiff additions. Empty when the file has none or ``edge_dialect_program`` was replaced;
+    read ``edge_dialect_program`` then.
+    """
+    return tuple(record._edge_json)
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_protocol(record: ETRecord) -> ETRecordLike:
+        return record  # mypy checks that numdiff's record is an ETRecordLike
 
 
 def op_type_name(node: torch.fx.Node) -> str:

@@ -17,8 +17,9 @@ import json
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from numdiff._core.types import JSON
 from numdiff.errors import ETRecordError
 from numdiff.limits import Limits, current_limits, raise_hint, use_limits
 from numdiff.schema.etrecord._models import validate_entry
@@ -182,7 +183,7 @@ class EntryReader:
                 raise_hint("max_program_json_bytes", size),
             )
 
-    def read_json(self, name: str) -> Any:
+    def read_json(self, name: str) -> JSON:
         """A JSON map entry, parsed with its depth checked and its shape validated."""
         data = self.read_bytes(name)
         try:
@@ -223,7 +224,7 @@ def _parse_program(path: str | None, name: str, data: bytes) -> dict[str, Any]:
     return program  # type: ignore[no-any-return]
 
 
-def _size_of(fp: Any) -> int:
+def _size_of(fp: IO[bytes]) -> int:
     where = fp.tell()
     try:
         return int(fp.seek(0, io.SEEK_END))
@@ -240,7 +241,7 @@ class PickledEntry:
     data: bytes
     limits: Limits = field(default_factory=current_limits)
 
-    def __call__(self) -> Any:
+    def __call__(self) -> object:
         from numdiff.program.pickles import load_torch_artifact
 
         try:

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from numdiff._core.events import FRAMEWORK_EVENTS
 from numdiff.errors import ETRecordError
 from numdiff.limits import current_limits, raise_hint
 from numdiff.profile._columns import SlotLink
 from numdiff.profile.events import Event, EventBlock
 from numdiff.program.graph_meta import OpNodeInfo
 
-__all__ = ["FRAMEWORK_EVENTS", "OpNode", "attach_graph_metadata", "graph_op_nodes", "op_nodes_from_graph",
+if TYPE_CHECKING:
+    import torch.fx
+
+#: What ``debug_handle_map`` (or a delegate's map) gives an event: a handle or a list of handles.
+EventHandles = int | list[int] | tuple[int, ...] | None
+
+__all__ = ["FORWARD", "OpNode", "attach_graph_metadata", "graph_op_nodes", "op_nodes_from_graph",
            "resolve_debug_handles"]
 
-#: Runtime steps that are not graph ops: they get no op types, stack traces or module hierarchy.
-FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
 FORWARD = "forward"
 
 
@@ -38,7 +43,7 @@ class OpNode:
         self.module_stack = info.nn_module_stack
 
 
-def op_nodes_from_graph(graph_module: Any) -> list[OpNodeInfo]:
+def op_nodes_from_graph(graph_module: torch.fx.GraphModule) -> list[OpNodeInfo]:
     """The op nodes of a loaded graph (for ETRecord objects numdiff did not parse itself)."""
     out = []
     for node in graph_module.graph.nodes:
@@ -78,11 +83,11 @@ def graph_op_nodes(nodes: Iterable[OpNodeInfo], enable_module_hierarchy: bool = 
     return out
 
 
-def _target_name(node: Any) -> str:
+def _target_name(node: torch.fx.Node) -> str:
     return str(getattr(node.target, "__name__", node.target))
 
 
-def _is_getitem(node: Any) -> bool:
+def _is_getitem(node: torch.fx.Node) -> bool:
     import operator
 
     return node.target is operator.getitem
@@ -108,14 +113,14 @@ def resolve_debug_handles(
                 raise ETRecordError(
                     None, f"delegate_map entry for instruction {iid} is a {type(meta).__name__}, not a mapping", _SHAPE_HINT
                 )
-            _check_handles(f"debug_handle_map entry for instruction {iid}", handle_map[iid])
+            handles = _checked_handles(f"debug_handle_map entry for instruction {iid}", handle_map[iid])
             if ev.delegate_debug_identifier is None:
-                ev.debug_handles = handle_map[iid]
+                ev.debug_handles = handles
                 if ev.name == "DELEGATE_CALL" and meta is not None:
                     ev.delegate_backend_name = meta.get("name", "")
                 continue
             if meta is None:
-                ev.debug_handles = handle_map[iid]
+                ev.debug_handles = handles
                 notes.append(f"no delegate map entry for delegated event {ev.name!r} (instruction {iid})")
                 continue
             ev.delegate_backend_name = meta.get("name", "")
@@ -123,8 +128,8 @@ def resolve_debug_handles(
             if not isinstance(dmap, Mapping):
                 raise ETRecordError(None, f"delegate_map entry for instruction {iid} has a {type(dmap).__name__} "
                                     "delegate_map, not a mapping", _SHAPE_HINT)
-            ev.debug_handles = _delegate_handles(dmap, ev.delegate_debug_identifier)
-            _check_handles(f"delegate_map entry for instruction {iid}", ev.debug_handles)
+            ev.debug_handles = _checked_handles(f"delegate_map entry for instruction {iid}",
+                                                _delegate_handles(dmap, ev.delegate_debug_identifier))
     return notes
 
 
@@ -134,7 +139,7 @@ _SHAPE_HINT = (
 )
 
 
-def _checked_count(iid: str, count: Any, limit: int) -> int:
+def _checked_count(iid: str, count: object, limit: int) -> int:
     """An output count from ``instruction_id_to_num_outs_map``, bounded before anything loops over it."""
     if type(count) is not int or not 0 <= count <= limit:
         raise ETRecordError(
@@ -146,14 +151,16 @@ def _checked_count(iid: str, count: Any, limit: int) -> int:
     return count
 
 
-def _check_handles(what: str, handles: Any) -> None:
+def _checked_handles(what: str, handles: object) -> EventHandles:
+    """``handles`` as the map gave it, once checked to be a handle, a list of handles or None."""
     if handles is None or type(handles) is int:
-        return
+        return handles
     if not isinstance(handles, (list, tuple)) or not all(type(h) is int for h in handles):
         raise ETRecordError(None, f"{what} is {handles!r:.80}; expected a handle or a list of handles", _SHAPE_HINT)
+    return handles
 
 
-def _delegate_handles(dmap: Mapping[Any, Any], ident: int | str) -> Any:
+def _delegate_handles(dmap: Mapping[object, object], ident: int | str) -> object:
     """The reference's lookup: exact key, then its string form, then the last key that is a
     substring of the identifier (so key "1" also matches identifier "11": kept for fidelity)."""
     handles = dmap.get(ident)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -292,7 +292,13 @@ class _RunLoaders(Sequence[Callable[[], ProgramOutput]]):
     def __len__(self) -> int:
         return len(self._group.members)
 
-    def __getitem__(self, i: Any) -> Any:
+    @overload
+    def __getitem__(self, i: int) -> Callable[[], ProgramOutput]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Callable[[], ProgramOutput]]: ...
+
+    def __getitem__(self, i: int | slice) -> Callable[[], ProgramOutput] | list[Callable[[], ProgramOutput]]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         i = range(len(self))[i]  # IndexError past the runs, as a tuple would
