@@ -17,6 +17,8 @@
     │   │                             readers add the file and entry: ETRecordError, ProgramArchiveError)
     │   ├── _core.safe_json.TooDeepError         JSON nested past max_nesting_depth (readers name the file)
     │   ├── batch.manifest.ManifestError         a batch manifest that is unreadable or invalid
+    │   ├── service.upload.BadForm               an upload form the service refuses (answered 422)
+    │   ├── service.store.TooLarge               an upload over the size or quota limit (answered 413)
     │   └── service.client.ServiceInputError     the server refused the input, or its analysis failed on it
     ├── UsageError (ValueError)       an argument is wrong (unknown metric or graph, conflicting options)
     │   ├── UsageTypeError (TypeError)      an argument has the wrong type (where the reference raises TypeError)
@@ -27,6 +29,8 @@
     │   └── ComparatorValueError (ValueError) a malformed result, or a hook raised ValueError
     ├── CaptureError                  running the reference graph failed at a node
     ├── InternalError                 a bug in numdiff: please report it
+    ├── batch.executors.WorkerDied    a worker process died analysing one run: killed, out of memory
+    │                                 (recorded as that run's failure, not raised)
     ├── service.client.AuthError, UnreachableError, ServiceError   the service client's failures
     ├── program.graph_args.Unsupported         caught inside numdiff: a construct the program builder
     │                                          does not know (the loader falls back to torch's)

@@ -12,7 +12,7 @@ carry debug handles (the Edge graph, or the ATen graph whose handles were propag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch

@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from types import ModuleType
 from typing import Any, TypeVar
 
-from numdiff.errors import MissingDependencyError, UsageError
+from numdiff.errors import MissingDependencyError, NumdiffError, UsageError
 
 __all__ = ["BACKENDS", "WorkerDied", "run_pool", "run_ray", "run_tasks"]
 
@@ -37,8 +37,10 @@ BACKENDS = ("pool", "ray")
 PRELOAD = ["torch", "numdiff.inspector", "numdiff.analysis._build", "numdiff.gap", "numdiff.culprits"]
 
 
-class WorkerDied(Exception):
-    """The process analysing a task ended before returning (killed, out of memory, crashed)."""
+class WorkerDied(NumdiffError):
+    """The process analysing a task ended before returning (killed, out of memory, crashed).
+
+    Not raised: it is the result recorded for that task, so one dead worker fails one run, not the batch."""
 
 
 def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, backend: str = "pool", workers: int | None = None,

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from collections.abc import Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from numdiff.errors import InputError, UsageError
 

@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 from torch.export import ExportedProgram

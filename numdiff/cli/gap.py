@@ -13,7 +13,6 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
 
 from numdiff.cli._options import add_artifacts, add_time_scales
 

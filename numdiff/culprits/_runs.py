@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from numdiff.align import EventLike
 from numdiff.culprits.report import CulpritReport, RunFigures
+from numdiff.profile.events import logged_runs
 
 if TYPE_CHECKING:
     from numdiff._core.types import ProgramOutput
@@ -83,7 +84,7 @@ def in_run(events: Sequence[RunEvent], run: int) -> list[EventLike]:
 
 def run_count(events: Sequence[RunEvent]) -> int:
     """How many runs logged their own values (1 when every run logged the same)."""
-    return max((len(getattr(ev, "_run_debug_data", None) or ()) for ev in events), default=1) or 1
+    return max((logged_runs(ev) for ev in events), default=1)
 
 
 def per_run_figures(events: Sequence[RunEvent], runs: int, first: CulpritReport,

@@ -83,9 +83,11 @@ def fits(program: ExportedProgram, inputs: object) -> bool:
 
 def _method_count(etrecord: ETRecordLike) -> int:
     """How many Edge programs the ETRecord holds, read from its JSON when it can (building them costs seconds)."""
-    edge_json = getattr(etrecord, "_edge_json", None)
-    if isinstance(edge_json, dict) and edge_json:
-        return len(edge_json)
+    from numdiff.schema.etrecord import ETRecord, edge_methods
+
+    methods = edge_methods(etrecord) if isinstance(etrecord, ETRecord) else ()
+    if methods:
+        return len(methods)
     edge = getattr(etrecord, "edge_dialect_program", None)  # replaced by the caller, or not numdiff's record
     return len(edge) if isinstance(edge, dict) else 1
 

@@ -30,7 +30,7 @@ from numdiff.profile.timescale import TimeScale
 if TYPE_CHECKING:
     from numdiff.profile._columns import BlockColumns
 
-__all__ = ["Event", "EventBlock", "DelegateMetadataParser", "DelegateTimeScaleConverter"]
+__all__ = ["Event", "EventBlock", "DelegateMetadataParser", "DelegateTimeScaleConverter", "logged_runs"]
 
 DelegateMetadataParser = Callable[[list[str]], Union[list[str], dict[str, Any]]]
 DelegateTimeScaleConverter = Callable[[Union[int, str], Union[int, float]], Union[int, float]]
@@ -224,6 +224,17 @@ class EventBlock:
     def set_reference_output_loader(self, loader: Callable[[], ProgramOutput | None]) -> None:
         """Have ``reference_output`` read on first access (ETRecord pickles need torch)."""
         self.__dict__["_reference_loader"] = loader
+
+
+def logged_runs(event: object) -> int:
+    """How many runs logged values of their own for ``event`` (1 when every run logged the same values,
+    or for an event that is not numdiff's): the runs ``Event.debug_data_for_run`` answers for.
+
+    A function beside the record rather than a property on it, so that ``Event``'s public surface stays
+    the reference's (the drop-in's frozen signatures).
+    """
+    loaders = event._run_debug_data if isinstance(event, Event) else None
+    return len(loaders) if loaders else 1
 
 
 def _get_reference_output(self: EventBlock) -> ProgramOutput | None:
