@@ -7,8 +7,15 @@ method of a multi-method program; ``stream`` gives the same rows in bounded memo
 
 from __future__ import annotations
 
-from numdiff.gap.inputs import GapInputs, gather, module_paths, representative_inputs, stack_traces_for
+from numdiff.gap.inputs import (
+    GapInputs,
+    gather,
+    module_paths,
+    representative_inputs,
+    require_etrecord,
+    stack_traces_for,
+)
 from numdiff.gap.table import GapReport, numeric_gap, numeric_gap_report
 
 __all__ = ["GapInputs", "GapReport", "gather", "module_paths", "numeric_gap", "numeric_gap_report",
-           "representative_inputs", "stack_traces_for"]
+           "representative_inputs", "require_etrecord", "stack_traces_for"]

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from numdiff.align import EventLike, RuntimeOutput
 
-__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "stack_traces_for"]
+__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,16 @@ def stack_traces_for(aot_ops: list[str], by_handle: Mapping[DebugHandle, Mapping
     for op in aot_ops:
         out[op] = next((traces[op] for traces in by_handle.values() if op in traces), None)
     return out
+
+
+def require_etrecord(etrecord: ETRecordLike | None) -> ETRecordLike:
+    """``etrecord``, or a :class:`MissingDataError` saying the comparison needs one."""
+    if etrecord is None:
+        raise MissingDataError(
+            "the numerical gap needs an ETRecord\n"
+            "Pass etrecord= (CLI: --etrecord) with the ETRecord written when the model was exported."
+        )
+    return etrecord
 
 
 def representative_inputs(etrecord: ETRecordLike) -> list[object]:
@@ -100,11 +110,7 @@ def _gather(
     method: str = "forward",
     shapes_only: bool = False,
 ) -> GapInputs:
-    if etrecord is None:
-        raise MissingDataError(
-            "the numerical gap needs an ETRecord\n"
-            "Pass etrecord= (CLI: --etrecord) with the ETRecord written when the model was exported."
-        )
+    etrecord = require_etrecord(etrecord)
     from numdiff.align import collect_runtime_outputs, delegate_output_ids
     from numdiff.capture import aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph
     from numdiff.schema.debug_buffer import MissingTensor

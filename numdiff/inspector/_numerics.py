@@ -147,11 +147,13 @@ class NumericsMixin:
         or else the program outputs the ETDump logged for the method's first run.
         """
         from numdiff.culprits import find_culprits
+        from numdiff.gap import require_etrecord
 
+        etrecord = require_etrecord(self._etrecord)
         events = [ev for block in self.event_blocks for ev in block.events]
         run_outputs = next((b.run_output for b in self.event_blocks
                             if b.run_output and (b.method_name or FORWARD) == FORWARD), None)
-        return find_culprits(self._etrecord, events, self._comparator(distance), reference_graph=reference_graph,
+        return find_culprits(etrecord, events, self._comparator(distance), reference_graph=reference_graph,
                              thresholds=thresholds, etdump_path=self._etdump_path,
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
