@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.dev_scripts import ROOT, load_script
 
-
-def _checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("numdiff_check_layout", ROOT / "scripts" / "check_layout.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-CHECK = _checker()
+CHECK = load_script("scripts/check_layout.py")
 FIGURES = CHECK.measure(ROOT)
 
 

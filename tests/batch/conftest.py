@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.dev_scripts import load_script
 
 pytest.importorskip("pyarrow")
 
@@ -21,12 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def make_fleet_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("numdiff_make_fleet", REPO / "scripts" / "make_fleet.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/make_fleet.py", "numdiff_make_fleet")
 
 
 @pytest.fixture(scope="session")

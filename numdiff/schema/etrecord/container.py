@@ -181,15 +181,20 @@ class ETRecord:
         """Whether ``attribute`` (e.g. ``"_reference_outputs"``) is set, without loading it."""
         return attribute in self._loaders or self._values.get(attribute) is not None
 
+    def _edge_program_json(self, method: str) -> dict[str, Any] | None:
+        """The serialized Edge program of ``method`` (a lone program answers for ``"forward"``), or None."""
+        program = self._edge_json.get(method)
+        if program is None and len(self._edge_json) == 1 and method == "forward":
+            program = next(iter(self._edge_json.values()))
+        return program
+
     def op_nodes(self, method: str = "forward") -> list[OpNodeInfo] | None:
         """The Edge program's op nodes for the profiling view, read from the JSON (no torch).
 
         Returns None when the record holds no serialized Edge program for ``method`` (for example
         after ``edge_dialect_program`` was replaced); use the program's graph then.
         """
-        program = self._edge_json.get(method)
-        if program is None and len(self._edge_json) == 1 and method == "forward":
-            program = next(iter(self._edge_json.values()))
+        program = self._edge_program_json(method)
         if program is None:
             return None
         try:
@@ -234,9 +239,7 @@ class ETRecord:
         What debug-handle back-propagation needs, without loading the Edge program. None when
         unavailable (no serialized Edge program, or one with control-flow subgraphs).
         """
-        program = self._edge_json.get(method)
-        if program is None and len(self._edge_json) == 1 and method == "forward":
-            program = next(iter(self._edge_json.values()))
+        program = self._edge_program_json(method)
         if program is None:
             return None
         try:
