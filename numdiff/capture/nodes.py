@@ -32,6 +32,7 @@ import torch
 
 from numdiff._core.types import DebugHandle
 from numdiff.errors import CaptureError
+from numdiff.program.signatures import CONTROL_FLOW_SUBGRAPH_ARGS
 
 __all__ = [
     "DEBUG_HANDLE_KEY",
@@ -55,11 +56,6 @@ UNSET_DEBUG_HANDLE = 0
 
 # Higher-order ops whose graph-module arguments hold nodes of their own, and at which argument
 # positions; the same set ExecuTorch's graph walks descend into.
-_CONTROL_FLOW_SUBGRAPH_ARGS: tuple[tuple[str, tuple[int, ...]], ...] = (
-    ("cond", (1, 2)),
-    ("map_impl", (0,)),
-    ("scan", (0,)),
-)
 
 
 def handle_key(debug_handle: int | Iterable[int]) -> DebugHandle:
@@ -202,7 +198,7 @@ def _control_flow_ops() -> list[tuple[Any, tuple[int, ...]]]:
     higher_order = torch.ops.higher_order
     return [
         (getattr(higher_order, name), indices)
-        for name, indices in _CONTROL_FLOW_SUBGRAPH_ARGS
+        for name, indices in CONTROL_FLOW_SUBGRAPH_ARGS
         if hasattr(higher_order, name)
     ]
 

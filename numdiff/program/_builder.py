@@ -23,6 +23,7 @@ and value names are the guard's safe names (the file's name kept in
 from __future__ import annotations
 
 import keyword
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from numdiff.program._delegate import DELEGATE_CALL, DELEGATE_OP_TYPE, LoweredMo
 from numdiff.program.graph_args import DTYPES, Unsupported, alloc, decode_alloc_spec, decode_metadata, decode_value
 from numdiff.program.graph_meta import DELEGATE_TARGET, EDGE_PREFIX, BACKEND_PREFIX, ProgramLoadError
 from numdiff.program._allowlist import classify_target, is_plain_identifier
+from numdiff.program.signatures import check_call
 from numdiff.program.guard import MAX_SUBGRAPH_DEPTH, ORIGINAL_NAME_KEY, ProgramNames
 
 __all__ = ["OP_TYPE_KEY", "UNRUNNABLE_KEY", "GraphBuilder", "Unsupported"]
@@ -114,7 +116,7 @@ class GraphBuilder:
         node.name = safe
         if safe != name:
             node.meta[ORIGINAL_NAME_KEY] = name
-        node.meta["val"] = _meta_tensor(tensor_values.get(name) if isinstance(tensor_values, dict) else None)
+        node.meta["val"] = _meta_tensor(name, tensor_values.get(name) if isinstance(tensor_values, dict) else None)
         env[name] = node
 
     def _graph_arg(self, root: torch.nn.Module, graph: torch.fx.Graph, depth: int) -> Callable[[dict[str, Any]], torch.fx.Node]:
@@ -177,6 +179,7 @@ class GraphBuilder:
                     node.target = call
                 elif ref.kind in ("higher_order", "builtin"):
                     args, kwargs = _hop_args(inputs, env, graph_arg, positional=ref.kind == "builtin")
+                    check_call(str(name or single), target, ref.kind, ref.op, args, kwargs)
                     node = self._create(graph, "call_function", ref.op, single or name or _sym_output_name(outputs), args, kwargs)
                     for value in (*args, *kwargs.values()):
                         if isinstance(value, torch.fx.Node) and value.op == "get_attr":
@@ -254,10 +257,17 @@ class GraphBuilder:
             out.meta[OP_TYPE_KEY] = "getitem"
 
 
-def _meta_tensor(value: object) -> torch.Tensor | None:
+#: Bytes a tensor can span: torch computes a storage size in int64 and refuses sizes whose product overflows.
+_MAX_TENSOR_BYTES = 1 << 62
+
+
+def _meta_tensor(name: str, value: object) -> torch.Tensor | None:
     """A storage-less tensor with an input's static shape and dtype (``None`` for symbolic or unknown shapes).
 
     ``ExportedProgram.module()`` turns it into input-shape checks, as it does with the reference's fake tensors.
+
+    Raises:
+        ProgramLoadError: The sizes hold more bytes than any tensor can (torch would overflow).
     """
     if not isinstance(value, dict) or value.get("dtype") not in DTYPES:
         return None
@@ -267,7 +277,11 @@ def _meta_tensor(value: object) -> torch.Tensor | None:
         if not isinstance(dim, int) or not 0 <= dim < (1 << 40):
             return None
         sizes.append(dim)
-    return torch.empty(sizes, dtype=DTYPES[value["dtype"]], device="meta")
+    dtype = DTYPES[value["dtype"]]
+    if math.prod(sizes) * dtype.itemsize > _MAX_TENSOR_BYTES:
+        raise ProgramLoadError(f"tensor {name[:80]!r}: sizes {sizes} hold more elements than a tensor can "
+                               f"({_MAX_TENSOR_BYTES} bytes at most)")
+    return torch.empty(sizes, dtype=dtype, device="meta")
 
 
 def _no_graph(value: dict[str, Any]) -> torch.fx.Node:
