@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from numdiff.cli._console import note
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from numdiff.cli.serve import add_db_options
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                 if not name or len(name) > 200:
                     raise UsageError(f"--project {args.project!r}: give a name of 1 to 200 characters")
                 token = auth.create_token(session, name)
-                print(f"token for project {name!r} (prefix {token[:12]}; shown once, stored hashed):", file=sys.stderr)
+                note(f"token for project {name!r} (prefix {token[:12]}; shown once, stored hashed):")
                 print(token)
                 return 0
             n = auth.revoke_token(session, args.token)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from numdiff.cli._console import note
+
 from numdiff.cli import _exit
 
 
@@ -54,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     analysed = result.ok - result.reused
     rate = f", {analysed / result.seconds:.1f} runs/s" if analysed and result.seconds > 0 else ""
-    print(f"{result.total} runs: {analysed} analysed, {result.reused} already done, {result.failed} failed "
-          f"({result.seconds:.1f} s{rate})", file=sys.stderr)
-    print(f"wrote {result.runs_path} and {result.ops_path}", file=sys.stderr)
+    note(f"{result.total} runs: {analysed} analysed, {result.reused} already done, {result.failed} failed "
+          f"({result.seconds:.1f} s{rate})")
+    note(f"wrote {result.runs_path} and {result.ops_path}")
     if result.failed:
         print(f"{result.failed} run(s) failed: see the status and error columns of {result.runs_path}", file=sys.stderr)
         return _exit.BAD_INPUT

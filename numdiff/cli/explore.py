@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
+
+from numdiff.cli._console import note
 from typing import Any
 
 from numdiff.cli.report import add_analysis_input, load_or_analyse
@@ -45,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     analysis = load_or_analyse(args)
     assert isinstance(analysis, Analysis)
     paths = write_node_data(analysis, args.output)
-    print(f"wrote {len(paths)} node-data file(s) to {args.output}: "
-          + ", ".join(p.rsplit("/", 1)[-1] for p in paths), file=sys.stderr)
+    note(f"wrote {len(paths)} node-data file(s) to {args.output}: "
+          + ", ".join(p.rsplit("/", 1)[-1] for p in paths))
     if explorer is not None:
         from numdiff.inspector import Inspector
 

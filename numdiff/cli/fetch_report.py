@@ -10,7 +10,8 @@ example:
 from __future__ import annotations
 
 import argparse
-import sys
+
+from numdiff.cli._console import note
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,5 +27,5 @@ def run(args: argparse.Namespace) -> int:
 
     with client_from(args) as client:
         path = client.fetch_report(args.run_id, args.output)
-    print(f"wrote {path}", file=sys.stderr)
+    note(f"wrote {path}")
     return 0

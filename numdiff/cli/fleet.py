@@ -16,6 +16,8 @@ import argparse
 import os
 import sys
 
+from numdiff.cli._console import note
+
 from numdiff.cli import _exit
 
 
@@ -37,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         title = os.path.basename(os.path.normpath(args.out_dir)) or "fleet"
         write_fleet_html(summary, args.output, title=title)
-        print(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)", file=sys.stderr)
+        note(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)")
     return _exit.OK

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+
+from numdiff.cli._console import note
 
 from numdiff.cli._options import add_artifacts
 from numdiff.cli.analyze import add_label_option, parse_labels
@@ -70,5 +71,5 @@ def run(args: argparse.Namespace) -> int:
     analysis = load_or_analyse(args)
     assert isinstance(analysis, Analysis)
     write_html(analysis, args.output)
-    print(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)", file=sys.stderr)
+    note(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)")
     return 0

@@ -17,7 +17,6 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from numdiff.cli._service import add_client_options
-    from numdiff.cli.analyze import add_label_option
     from numdiff.service.status import Status
 
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION", help="what to do")
@@ -29,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_client_options(lst)
     lst.add_argument("--model", default=None, help="only runs of this model")
     lst.add_argument("--status", default=None, choices=[s.value for s in Status], help="only runs in this state")
-    add_label_option(lst)
+    lst.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                     help="only runs with this label (as given to numdiff submit --label); repeatable, all must match")
     cmp = sub.add_parser("compare", help="compare a run with another or the baseline (CI gate)",
                          description="compare a run with another or the model's baseline; exit 1 on a regression")
     add_client_options(cmp)
