@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from importlib import import_module
 from types import ModuleType
 
-from numdiff.cli import _console, _exit
+from numdiff.cli import _console, _exit, _extras
 from numdiff.errors import InternalError, NumdiffError
+
 
 __all__ = ["main"]
 
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         _add_debug(p, default=argparse.SUPPRESS)  # `numdiff gap ... --debug` works too
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _extra=getattr(module, "EXTRA", None))
     return parser
 
 
@@ -121,7 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _console.set_quiet(bool(getattr(args, "quiet", False)))
     try:
         with _console.cli_warnings(command, debug=debug):
-            return int(args._run(args))
+            try:
+                return int(args._run(args))
+            except ImportError as e:  # an optional package missing deep inside: name its extra
+                missing = _extras.missing_extra(e, command, getattr(args, "_extra", None))
+                if missing is None:
+                    raise
+                raise missing from e
     except BrokenPipeError:
         _silence_stdout()
         return _exit.OK

@@ -12,9 +12,11 @@ example:
 from __future__ import annotations
 
 import argparse
-import sys
 
 from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "service"  # pip install 'numdiff[service]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numdiff.errors import UsageError
+
+    require("numdiff admin", EXTRA)
     from numdiff.service import auth, db
     from numdiff.service.server import prepare
     from numdiff.service.settings import Settings

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 
 from numdiff.cli._console import note
-
 from numdiff.cli._options import add_artifacts
 from numdiff.cli.culprits import add_deeper_arguments, deeper_options
 from numdiff.errors import UsageError

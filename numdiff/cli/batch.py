@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from numdiff.cli._console import note
-
 from numdiff.cli import _exit
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "batch"  # pip install 'numdiff[batch]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff batch", EXTRA, ["pyarrow"])  # YAML manifests need yaml too: load_manifest says so
+    if args.backend == "ray":
+        require("numdiff batch --backend ray", "ray")
     from numdiff.batch import load_manifest, run_batch
     from numdiff.batch.runner import parse_analyses
     from numdiff.cli._progress import ProgressLine

@@ -12,6 +12,9 @@ from __future__ import annotations
 import argparse
 
 from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "service"  # pip install 'numdiff[service]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff fetch-report", "client")
     from numdiff.cli._service import client_from
 
     with client_from(args) as client:

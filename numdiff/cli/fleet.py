@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-
-from numdiff.cli._console import note
 
 from numdiff.cli import _exit
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "batch"  # pip install 'numdiff[batch]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff fleet", EXTRA, ["pyarrow"] + (["jinja2", "matplotlib"] if args.output else []))
     from numdiff.batch.fleet import load_tables, summarize, text_summary, write_fleet_html
 
     runs, ops = load_tables(args.out_dir)

@@ -18,10 +18,12 @@ import argparse
 import os
 
 from numdiff.cli._console import note
-
+from numdiff.cli._extras import require
 from numdiff.cli._options import add_artifacts
 from numdiff.cli.analyze import add_label_option, parse_labels
 from numdiff.errors import UsageError
+
+EXTRA = "report"  # pip install 'numdiff[report]'
 
 
 def add_analysis_input(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +68,7 @@ def load_or_analyse(args: argparse.Namespace) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff report", EXTRA)
     from numdiff.report import Analysis, write_html
 
     analysis = load_or_analyse(args)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 
 from numdiff.cli._console import note
-
 from numdiff.cli.report import add_analysis_input, load_or_analyse
 
 
