@@ -9,7 +9,8 @@ OUT_DIR gets runs.parquet (one row per run: run, labels, status, error ...), ops
 per run x aligned op: run, labels, aot_ops, snr_db, verdict, latency_p50_ms ...) and analyses/ (each
 run's saved analysis, readable by numdiff report). A run that fails is recorded with its reason and
 the batch goes on; re-running skips runs already analysed (keyed by the artifacts' hashes).
-Exit status 0 when every run was analysed, 3 when some failed (see runs.parquet).
+Exit status 0 when every run was analysed, 3 when some failed (see runs.parquet), or when no run
+of the manifest has the ETRecord and debug buffer the gap needs (use --analyses profile for profiles only).
 
 examples:
   numdiff batch fleet.csv -o out/ --workers 2
@@ -48,11 +49,13 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "ray":
         require("numdiff batch --backend ray", "ray")
     from numdiff.batch import load_manifest, run_batch
+    from numdiff.batch.manifest import check_artifacts
     from numdiff.batch.runner import parse_analyses
     from numdiff.cli._progress import ProgressLine
 
     analyses = parse_analyses(args.analyses)
     specs = load_manifest(args.manifest)
+    check_artifacts(specs, analyses, args.manifest)
     bar = ProgressLine()
     try:
         result = run_batch(specs, args.output, backend=args.backend, workers=args.workers, address=args.address,
