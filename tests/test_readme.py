@@ -33,3 +33,64 @@ def test_readme_commands_match_ci() -> None:
     ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
     test_command = next(line for line in README.read_text().splitlines() if "pytest" in line and "python3 -m venv" in line)
     assert test_command in ci
+
+
+TEXT = README.read_text()
+
+
+def _section(title: str) -> str:
+    start = TEXT.index(f"\n## {title}\n")
+    end = TEXT.find("\n## ", start + 1)
+    return TEXT[start:end if end >= 0 else None]
+
+
+def test_set_up_leaves_numdiff_on_the_path() -> None:
+    setup = _section("Set-up and run")
+    assert ". .venv/bin/activate" in setup and ".venv/bin/numdiff" in setup
+    commands = [m.end() for m in re.finditer(r"```sh\n(?:[^`]*\n)?numdiff ", TEXT)]
+    assert commands and TEXT.index(". .venv/bin/activate") < min(commands)  # activated before any bare `numdiff`
+
+
+@pytest.mark.parametrize("name", ["Thresholds", "register_comparator", "NumericalComparatorBase", "Client"])
+def test_every_name_used_has_its_import_shown(name: str) -> None:
+    imports = re.findall(r"from (numdiff[\w.]*) import ([\w, ]+)", TEXT)
+    module = next((m for m, names in imports if name in [n.strip() for n in names.split(",")]), None)
+    assert module is not None, f"README uses {name} without showing its import"
+    import importlib
+
+    assert hasattr(importlib.import_module(module), name)
+
+
+def test_every_extra_a_command_needs_is_in_the_set_up_table() -> None:
+    from numdiff.cli import _commands
+
+    setup = _section("Set-up and run")
+    for command, module in _commands().items():
+        extra = getattr(module, "EXTRA", None)
+        if extra is not None:
+            row = next(line for line in setup.splitlines() if f"'.[{extra}]'" in line)
+            assert command in row, (command, extra)
+    assert "'.[report]'" in _section("Reports, traces and the CI gate")
+    assert "numdiff[batch]" in _section("Fleet: many runs in one command")
+
+
+def test_client_keywords_are_documented() -> None:
+    import inspect
+
+    from numdiff.client import Client
+
+    documented = TEXT[TEXT.index("from numdiff.client import Client"):]
+    for method in ("submit", "wait", "runs", "set_baseline", "compare", "fetch_report"):
+        params = [p for p in inspect.signature(getattr(Client, method)).parameters.values()
+                  if p.name != "self" and p.kind is not p.VAR_KEYWORD]
+        call = re.search(rf"client\.{method}\(([^)]*)\)", documented)
+        assert call is not None, method
+        for p in params:
+            shown = f"{p.name}={p.default!r}" if p.default is not p.empty else p.name
+            assert shown in call.group(1).replace("\n", " "), (method, shown)
+    assert "timeout=120.0" in documented
+
+
+def test_baseline_is_set_with_the_cli_not_raw_http() -> None:
+    assert "numdiff runs baseline mlp 1" in TEXT
+    assert "PUT /api/v1/models" not in TEXT

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from numdiff.errors import InputError
 
-__all__ = ["ARTIFACT_COLUMNS", "RESERVED_COLUMNS", "ManifestError", "RunSpec", "load_manifest"]
+__all__ = ["ARTIFACT_COLUMNS", "RESERVED_COLUMNS", "ManifestError", "RunSpec", "check_artifacts", "load_manifest"]
 
 ARTIFACT_COLUMNS = ("etdump", "etrecord", "debug_buffer")
 #: Names a label may not take: the tables' own columns.
@@ -90,6 +90,28 @@ def load_manifest(path: str | os.PathLike[str]) -> list[RunSpec]:
         raise ManifestError(name, "", f"unknown manifest format {suffix or '(no extension)'!r}",
                             "Name it .csv, .json, .yaml or .yml, or give a directory of runs.")
     return _validate(name, rows)
+
+
+def check_artifacts(specs: Sequence[RunSpec], analyses: Sequence[str], manifest: str | os.PathLike[str]) -> None:
+    """Refuse a batch whose manifest gives no run what the asked analyses need (rather than a silent profile).
+
+    The gap and culprits need each run's ETRecord and debug buffer. A run with empty cells is analysed
+    as far as its files allow (its row says why); a manifest where *no* run has them is a mistake.
+
+    Raises:
+        ManifestError: ``analyses`` include the gap but no run has both an ETRecord and a debug buffer.
+    """
+    if "gap" not in analyses or any(s.etrecord and s.debug_buffer for s in specs):
+        return
+    missing = [c for c in ("etrecord", "debug_buffer") if not any(getattr(s, c) for s in specs)]
+    what = " and ".join(f"'{c}'" for c in missing) or "'etrecord' and 'debug_buffer' (together)"
+    asked = ",".join(analyses)
+    name = os.fspath(manifest)
+    source = ("etrecord.bin / debug_buffer.bin files" if os.path.isdir(name)
+              else f"{'columns' if len(missing) != 1 else 'column'} {what}")
+    raise ManifestError(name, "", f"no run has the {source} that --analyses {asked} needs",
+                        "Add the ETRecord and debug buffer of each run, or ask for the profile only: "
+                        "--analyses profile.")
 
 
 # --- reading ------------------------------------------------------------------------------------

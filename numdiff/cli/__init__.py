@@ -3,7 +3,8 @@
 Each command is a module with a docstring (its help), ``add_arguments(parser)`` and
 ``run(args) -> int``. ``main(argv)`` is callable from tests and returns the exit status
 (the table is in ``numdiff.cli._exit`` and in ``numdiff --help``). Every error is one line on
-stderr; ``--debug`` (alias ``--verbose``) adds the traceback.
+stderr; ``--debug`` (alias ``--verbose``) adds the traceback. Warnings are one line each in the
+CLI's terms (:mod:`numdiff.cli._console`); ``--quiet`` keeps notes, warnings and progress off stderr.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Sequence
 from importlib import import_module
 from types import ModuleType
 
-from numdiff.cli import _exit
+from numdiff.cli import _console, _exit, _extras
 from numdiff.errors import InternalError, NumdiffError
+
 
 __all__ = ["main"]
 
@@ -49,11 +51,19 @@ def _commands() -> dict[str, ModuleType]:
 
 def _add_debug(parser: argparse.ArgumentParser, *, default: object) -> None:
     parser.add_argument("--debug", "--verbose", dest="debug", action="store_true", default=default,
-                        help="print the full traceback with an error (--verbose is an alias)")
+                        help="print the full traceback with an error, and warnings whole (--verbose is an alias)")
+    parser.add_argument("-q", "--quiet", dest="quiet", action="store_true", default=default,
+                        help="print results and errors only: no notes, warnings or progress on stderr")
     for action in parser._actions:  # commands with views of their own (numdiff fleet summary ... --debug)
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 _add_debug(child, default=argparse.SUPPRESS)
+
+
+def _version() -> str:
+    from numdiff import __version__
+
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_exit.EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"numdiff {_version()}",
+                        help="print numdiff's version and exit")
     _add_debug(parser, default=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in _commands().items():
@@ -72,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         _add_debug(p, default=argparse.SUPPRESS)  # `numdiff gap ... --debug` works too
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _extra=getattr(module, "EXTRA", None))
     return parser
 
 
@@ -107,8 +119,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = f"numdiff {args.command}"
     debug = bool(getattr(args, "debug", False))
+    _console.set_quiet(bool(getattr(args, "quiet", False)))
     try:
-        return int(args._run(args))
+        with _console.cli_warnings(command, debug=debug):
+            try:
+                return int(args._run(args))
+            except ImportError as e:  # an optional package missing deep inside: name its extra
+                missing = _extras.missing_extra(e, command, getattr(args, "_extra", None))
+                if missing is None:
+                    raise
+                raise missing from e
     except BrokenPipeError:
         _silence_stdout()
         return _exit.OK
@@ -133,3 +153,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{command}: internal error: {type(e).__name__}{': ' + detail if detail else ''} ({REPORT_HINT})",
               file=sys.stderr)
         return _exit.INTERNAL
+    finally:
+        _console.set_quiet(False)

@@ -6,16 +6,18 @@ import sys
 import time
 from typing import IO
 
+from numdiff.cli._console import is_quiet
+
 
 class ProgressLine:
     """``progress(step, done, total)`` callable drawing ``step [#####.....] done/total`` in place.
 
-    Silent when the stream is not a terminal (logs and CI stay clean). Call :meth:`close` at the end.
+    Silent when the stream is not a terminal (logs and CI stay clean) and with ``--quiet``. Call :meth:`close` at the end.
     """
 
     def __init__(self, stream: IO[str] | None = None, width: int = 24) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = not is_quiet() and bool(getattr(self.stream, "isatty", lambda: False)())
         self.width = width
         self.start = time.monotonic()
         self._shown = False

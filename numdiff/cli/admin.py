@@ -12,7 +12,11 @@ example:
 from __future__ import annotations
 
 import argparse
-import sys
+
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "service"  # pip install 'numdiff[service]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numdiff.errors import UsageError
+
+    require("numdiff admin", EXTRA)
     from numdiff.service import auth, db
     from numdiff.service.server import prepare
     from numdiff.service.settings import Settings
@@ -44,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                 if not name or len(name) > 200:
                     raise UsageError(f"--project {args.project!r}: give a name of 1 to 200 characters")
                 token = auth.create_token(session, name)
-                print(f"token for project {name!r} (prefix {token[:12]}; shown once, stored hashed):", file=sys.stderr)
+                note(f"token for project {name!r} (prefix {token[:12]}; shown once, stored hashed):")
                 print(token)
                 return 0
             n = auth.revoke_token(session, args.token)

@@ -19,8 +19,8 @@ example:
 from __future__ import annotations
 
 import argparse
-import sys
 
+from numdiff.cli._console import note
 from numdiff.cli._options import add_artifacts
 from numdiff.cli.culprits import add_deeper_arguments, deeper_options
 from numdiff.errors import UsageError
@@ -64,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     analysis.save(args.output)
     rows = 0 if analysis.gap is None else len(analysis.gap.rows)
     events = sum(len(b.events) for b in analysis.profile.blocks)
-    print(f"wrote {args.output}: {events} events, {rows} gap rows"
+    note(f"wrote {args.output}: {events} events, {rows} gap rows"
           + (f" (no gap: {analysis.gap_unavailable})" if analysis.gap is None else "")
           + ("" if analysis.culprits.available else f"; culprits {analysis.culprits.reason}")
           + "".join(f"; {name}" for name, view in (("quantization view", analysis.culprits.quantization),
                                                    ("decode steps", analysis.culprits.decode),
                                                    ("inside delegates", analysis.culprits.inside_delegates))
-                    if view is not None), file=sys.stderr)
+                    if view is not None))
     return 0

@@ -9,7 +9,8 @@ OUT_DIR gets runs.parquet (one row per run: run, labels, status, error ...), ops
 per run x aligned op: run, labels, aot_ops, snr_db, verdict, latency_p50_ms ...) and analyses/ (each
 run's saved analysis, readable by numdiff report). A run that fails is recorded with its reason and
 the batch goes on; re-running skips runs already analysed (keyed by the artifacts' hashes).
-Exit status 0 when every run was analysed, 3 when some failed (see runs.parquet).
+Exit status 0 when every run was analysed, 3 when some failed (see runs.parquet), or when no run
+of the manifest has the ETRecord and debug buffer the gap needs (use --analyses profile for profiles only).
 
 examples:
   numdiff batch fleet.csv -o out/ --workers 2
@@ -23,6 +24,10 @@ import argparse
 import sys
 
 from numdiff.cli import _exit
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "batch"  # pip install 'numdiff[batch]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,12 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff batch", EXTRA, ["pyarrow"])  # YAML manifests need yaml too: load_manifest says so
+    if args.backend == "ray":
+        require("numdiff batch --backend ray", "ray")
     from numdiff.batch import load_manifest, run_batch
+    from numdiff.batch.manifest import check_artifacts
     from numdiff.batch.runner import parse_analyses
     from numdiff.cli._progress import ProgressLine
 
     analyses = parse_analyses(args.analyses)
     specs = load_manifest(args.manifest)
+    check_artifacts(specs, analyses, args.manifest)
     bar = ProgressLine()
     try:
         result = run_batch(specs, args.output, backend=args.backend, workers=args.workers, address=args.address,
@@ -54,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     analysed = result.ok - result.reused
     rate = f", {analysed / result.seconds:.1f} runs/s" if analysed and result.seconds > 0 else ""
-    print(f"{result.total} runs: {analysed} analysed, {result.reused} already done, {result.failed} failed "
-          f"({result.seconds:.1f} s{rate})", file=sys.stderr)
-    print(f"wrote {result.runs_path} and {result.ops_path}", file=sys.stderr)
+    note(f"{result.total} runs: {analysed} analysed, {result.reused} already done, {result.failed} failed "
+          f"({result.seconds:.1f} s{rate})")
+    note(f"wrote {result.runs_path} and {result.ops_path}")
     if result.failed:
         print(f"{result.failed} run(s) failed: see the status and error columns of {result.runs_path}", file=sys.stderr)
         return _exit.BAD_INPUT

@@ -18,12 +18,16 @@ example:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numdiff.cli._options import add_artifacts, add_time_scales
 from numdiff.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from numdiff.culprits.report import CulpritReport
 
 FORMATS = ("table", "csv", "json")
 _SHOWN = ("aot_ops", "runtime_ops", "local_gap", "accumulated_gap", "amplification", "verdict", "is_culprit",
@@ -102,16 +106,45 @@ def _cell(value: object) -> str:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return "CULPRIT" if value else ""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return "–" if value != value else f"{value:.4g}"  # NaN: no number to show
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     return "" if value is None else str(value)
 
 
+def _ranked_from_1(quant: pd.DataFrame) -> pd.DataFrame:
+    """The quantization table as a person reads it: the costliest layer is rank 1 (the library counts from 0)."""
+    out = quant.copy()
+    out["rank"] = range(1, len(out) + 1)
+    return out
+
+
+def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | None) -> None:
+    """The report as JSON: numbers as numbers, null where there is none (a NaN amplification, an infinite SNR)."""
+    from numdiff.cli._json import write_json
+
+    data: dict[str, object] = {
+        "metric": report.metric, "graph": report.graph_name,
+        "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
+        "culprits": [r.index for r in report.culprits], "rows": df.to_dict(orient="records")}
+    if quant is not None and report.quantization is not None:
+        data["quantization"] = {"target_snr_db": report.quantization.target_snr_db,
+                                "estimated_snr_db": report.quantization.estimated_snr_db,
+                                "suggested_keep": report.quantization.suggested_keep,
+                                "layers": quant.to_dict(orient="records")}
+    if report.decode is not None:
+        first = report.decode.first_divergent_step
+        data["decode"] = {"first_divergent_step": None if first is None else first.step,
+                          "steps": report.decode.to_dataframe().to_dict(orient="records")}
+    if report.inside_delegates is not None:
+        data["inside_delegates"] = {"culprits": [r.node for r in report.inside_delegates.culprits],
+                                    "rows": report.inside_delegates.to_dataframe().to_dict(orient="records")}
+    write_json(data)
+
+
 def run(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from numdiff.culprits.report import jsonable
     from numdiff.inspector import Inspector
 
     thresholds = parse_thresholds(args.threshold)
@@ -120,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     options = deeper_options(args)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
                                      **options)
-    quant = None if report.quantization is None else report.quantization.to_dataframe()
+    quant = None if report.quantization is None else _ranked_from_1(report.quantization.to_dataframe())
     df = report.to_dataframe()
     if args.format == "table":
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
@@ -154,26 +187,7 @@ def run(args: argparse.Namespace) -> int:
             out[col] = [", ".join(v) for v in out[col]]
         out.to_csv(sys.stdout, index=False)
     else:
-        records = [{k: jsonable(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
-        json.dump({"metric": report.metric, "graph": report.graph_name,
-                   "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
-                   "culprits": [r.index for r in report.culprits], "rows": records,
-                   **({} if quant is None or report.quantization is None else {"quantization": {
-                       "target_snr_db": jsonable(report.quantization.target_snr_db),
-                       "estimated_snr_db": jsonable(report.quantization.estimated_snr_db),
-                       "suggested_keep": report.quantization.suggested_keep,
-                       "layers": [{k: jsonable(v) for k, v in r.items()} for r in quant.to_dict(orient="records")]}}),
-                   **({} if report.decode is None else {"decode": {
-                       "first_divergent_step": None if report.decode.first_divergent_step is None
-                       else report.decode.first_divergent_step.step,
-                       "steps": [{k: jsonable(v) for k, v in r.items()}
-                                 for r in report.decode.to_dataframe().to_dict(orient="records")]}}),
-                   **({} if report.inside_delegates is None else {"inside_delegates": {
-                       "culprits": [r.node for r in report.inside_delegates.culprits],
-                       "rows": [{k: jsonable(v) for k, v in r.items()}
-                                for r in report.inside_delegates.to_dataframe().to_dict(orient="records")]}})},
-                  sys.stdout, indent=1)
-        print()
+        _write_json(report, df, quant)
     diverged = report.decode is not None and report.decode.first_divergent_step is not None
     inside = report.inside_delegates is not None and bool(report.inside_delegates.culprits)
     return 1 if report.culprits or diverged or inside else 0

@@ -1,7 +1,8 @@
 """Write Model Explorer overlays (local error, accumulated error, latency per ATen node).
 
 Writes node-data JSON files in Model Explorer's custom node data format into -o DIR; load
-them in Model Explorer next to the model's exported program. With --open (needs the
+them in Model Explorer next to the model's exported program. An analysis without the gap (no
+debug buffer or ETRecord) has nothing to overlay: exit status 3, and nothing is written. With --open (needs the
 ETRecord and the `ai-edge-model-explorer` package: pip install 'numdiff[explorer]'), starts
 Model Explorer on the ETRecord's ATen program with the overlays applied.
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
+
+from numdiff.cli._console import note
 from typing import Any
 
 from numdiff.cli.report import add_analysis_input, load_or_analyse
@@ -30,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numdiff.report import Analysis
-    from numdiff.report.explorer import write_node_data
+    from numdiff.errors import MissingDataError
+    from numdiff.report.explorer import node_data, write_node_data
 
     if args.open and not args.etrecord:
         raise UsageError("--open needs --etrecord (Model Explorer shows the ETRecord's exported program)\n"
@@ -44,9 +47,12 @@ def run(args: argparse.Namespace) -> int:
                              "Install it with: pip install 'numdiff[explorer]' (or leave out --open)") from e
     analysis = load_or_analyse(args)
     assert isinstance(analysis, Analysis)
+    if not node_data(analysis):
+        raise MissingDataError("nothing to write: the analysis has no numerical gap, so no error or latency "
+                               "per ATen node\nGive --etrecord and --debug-buffer (or an analysis made with them).")
     paths = write_node_data(analysis, args.output)
-    print(f"wrote {len(paths)} node-data file(s) to {args.output}: "
-          + ", ".join(p.rsplit("/", 1)[-1] for p in paths), file=sys.stderr)
+    note(f"wrote {len(paths)} node-data file(s) to {args.output}: "
+          + ", ".join(p.rsplit("/", 1)[-1] for p in paths))
     if explorer is not None:
         from numdiff.inspector import Inspector
 

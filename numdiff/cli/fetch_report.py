@@ -10,7 +10,11 @@ example:
 from __future__ import annotations
 
 import argparse
-import sys
+
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "service"  # pip install 'numdiff[service]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff fetch-report", "client")
     from numdiff.cli._service import client_from
 
     with client_from(args) as client:
         path = client.fetch_report(args.run_id, args.output)
-    print(f"wrote {path}", file=sys.stderr)
+    note(f"wrote {path}")
     return 0

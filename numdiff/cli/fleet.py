@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from numdiff.cli import _exit
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
+
+EXTRA = "batch"  # pip install 'numdiff[batch]'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff fleet", EXTRA, ["pyarrow"] + (["jinja2", "matplotlib"] if args.output else []))
     from numdiff.batch.fleet import load_tables, summarize, text_summary, write_fleet_html
 
     runs, ops = load_tables(args.out_dir)
@@ -37,5 +41,5 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         title = os.path.basename(os.path.normpath(args.out_dir)) or "fleet"
         write_fleet_html(summary, args.output, title=title)
-        print(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)", file=sys.stderr)
+        note(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)")
     return _exit.OK

@@ -2,6 +2,8 @@
 
 One row per layer (debug handle): the reference graph's op, the runtime's op, and the gap
 under the chosen metric. Table format shows the model's own source line for each layer.
+JSON: numbers as numbers, null where there is none (an identical layer's infinite SNR, a NaN);
+tensors as their dtype and shape.
 
 example:
   numdiff gap --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin --metric SNR
@@ -10,8 +12,6 @@ example:
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 
 from numdiff.cli._options import add_artifacts, add_time_scales
@@ -35,18 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 
-def _jsonable(value: object) -> object:
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return str(value)
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return {"dtype": str(value.dtype), "shape": list(value.shape)}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     from numdiff.inspector import Inspector
     from numdiff.report.gap_table import gap_summary, render_gap_table
@@ -67,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         gap_summary(df, modules).to_csv(sys.stdout, index=False)
     else:
-        records = [{k: _jsonable(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
-        json.dump({"metric": metric, "rows": records}, sys.stdout, indent=1)
-        print()
+        from numdiff.cli._json import write_json
+
+        write_json({"metric": metric, "rows": df.to_dict(orient="records")})
     return 0

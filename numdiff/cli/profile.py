@@ -1,33 +1,78 @@
 """Print the profiling table: one row per runtime event, durations across runs.
 
-Same rows and columns as the reference Inspector's print_data_tabular (OPERATOR_CALL rows
-and wide columns left out).
+By default a table for a person, fitted to the terminal's width: op, calls, p50, avg, share of
+Method::execute, delegate. --full prints the reference Inspector's print_data_tabular grid (every
+column, OPERATOR_CALL rows and wide columns left out); --format tsv, csv or json writes that grid's
+rows to stdout for other programs (JSON: numbers as numbers, null where there is none).
 
-example:
+examples:
   numdiff profile --etdump model.etdp --etrecord model.etrecord --target-time-scale us
+  numdiff profile --etdump model.etdp --full
+  numdiff profile --etdump model.etdp --format csv > events.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from numdiff.cli._options import add_artifacts, add_time_scales
+
+FORMATS = ("table", "tsv", "csv", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_artifacts(parser)
     add_time_scales(parser)
-    parser.add_argument("--tsv", metavar="PATH", help="also write the table as tab-separated values to PATH")
+    out = parser.add_argument_group("output")
+    out.add_argument("--full", action="store_true",
+                     help="print the drop-in's grid (print_data_tabular: every column, as wide as it needs)")
+    out.add_argument("--format", choices=FORMATS, default="table",
+                     help="table: for a person (default); tsv, csv, json: the grid's rows for other programs")
+    out.add_argument("--width", type=int, default=None, metavar="N",
+                     help="width of the table (default: the terminal's, or $COLUMNS)")
+    out.add_argument("--tsv", metavar="PATH", help="also write the grid as tab-separated values to PATH")
 
 
 def run(args: argparse.Namespace) -> int:
+    from numdiff.errors import UsageError
     from numdiff.inspector import Inspector
 
+    if args.full and args.format != "table":
+        raise UsageError(f"--full and --format {args.format} both choose the output\n"
+                         "--full prints the grid for a terminal; --format writes its rows for other programs.")
+    if args.width is not None and args.width < 1:
+        raise UsageError(f"--width {args.width}: give a positive number of characters")
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
-    inspector.print_data_tabular(file=sys.stdout)
+    if args.full:
+        inspector.print_data_tabular(file=sys.stdout)
+    elif args.format == "table":
+        from numdiff.report.profile_table import render_profile_table
+
+        width = args.width or shutil.get_terminal_size((100, 24)).columns
+        print(render_profile_table(inspector.to_dataframe(), args.target_time_scale, width))
+    else:
+        _write_rows(inspector, args.format)
     if args.tsv:
         with open(args.tsv, "w", encoding="utf-8", newline="") as f:
             inspector.save_data_to_tsv(f)
     return 0
+
+
+def _write_rows(inspector: object, fmt: str) -> None:
+    from numdiff.cli._json import write_json
+    from numdiff.inspector import Inspector
+
+    assert isinstance(inspector, Inspector)
+    if fmt == "tsv":
+        inspector.save_data_to_tsv(sys.stdout)
+        return
+    from numdiff.profile.frames import printable_dataframe
+
+    df = printable_dataframe(inspector.to_dataframe())
+    if fmt == "csv":
+        df.to_csv(sys.stdout, index=False)
+    else:
+        write_json({"time_unit": inspector._target_time_scale.value, "events": df.to_dict(orient="records")})

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
+from numdiff.cli._console import note
+from numdiff.cli._extras import require
 from numdiff.cli._options import add_artifacts
 from numdiff.cli.analyze import add_label_option, parse_labels
 from numdiff.errors import UsageError
+
+EXTRA = "report"  # pip install 'numdiff[report]'
 
 
 def add_analysis_input(parser: argparse.ArgumentParser) -> None:
@@ -65,10 +68,11 @@ def load_or_analyse(args: argparse.Namespace) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff report", EXTRA)
     from numdiff.report import Analysis, write_html
 
     analysis = load_or_analyse(args)
     assert isinstance(analysis, Analysis)
     write_html(analysis, args.output)
-    print(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)", file=sys.stderr)
+    note(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB)")
     return 0

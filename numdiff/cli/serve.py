@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import argparse
 
+from numdiff.cli._extras import require
+
+EXTRA = "service"  # pip install 'numdiff[service]'
+
 
 def add_db_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, metavar="DIR",
@@ -35,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 0 or not 0 < args.port < 65536:
         raise UsageError(f"--workers {args.workers} / --port {args.port}: give workers >= 0 and a port in 1..65535")
+    require("numdiff serve", EXTRA)
     from numdiff.service.server import serve
     from numdiff.service.settings import Settings
 

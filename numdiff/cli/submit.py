@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import argparse
 
+from numdiff.cli._extras import require
+
+EXTRA = "service"  # pip install 'numdiff[service]'
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from numdiff.cli._service import add_client_options
@@ -30,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("numdiff submit", "client")
     from numdiff.cli._service import client_from, print_json, status_code
     from numdiff.cli.analyze import parse_labels
 

@@ -14,8 +14,8 @@ examples:
 from __future__ import annotations
 
 import argparse
-import sys
 
+from numdiff.cli._console import note
 from numdiff.cli.report import add_analysis_input, load_or_analyse
 
 
@@ -32,5 +32,5 @@ def run(args: argparse.Namespace) -> int:
     assert isinstance(analysis, Analysis)
     write_trace(analysis, args.output)
     n = sum(1 for e in trace_events(analysis)["traceEvents"] if e["ph"] == "X")
-    print(f"wrote {args.output}: {n} slices; open it in ui.perfetto.dev or chrome://tracing", file=sys.stderr)
+    note(f"wrote {args.output}: {n} slices; open it in ui.perfetto.dev or chrome://tracing")
     return 0

@@ -20,8 +20,8 @@ def _artifacts(name: str) -> list[str]:
             "--debug-buffer", str(d / "debug_buffer.bin")]
 
 
-def test_profile_prints_the_reference_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["profile", *_artifacts("mlp_fp32")]) == 0
+def test_profile_full_prints_the_reference_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", *_artifacts("mlp_fp32"), "--full"]) == 0
     assert capsys.readouterr().out == load_expected("mlp_fp32")["inspector"]["printed_table"]
 
 

@@ -113,7 +113,7 @@ def test_sorting_a_thousand_rows(driver: Any, big_page: tuple[Analysis, Path]) -
     snrs = sorted(r.snr[0] for r in analysis.gap.rows)
     assert _in_first_screen(driver, "#worst-row")
     worst = min(analysis.gap.rows, key=lambda r: r.snr[0])
-    assert f"#{worst.index} {worst.aot_ops[0]}" in driver.execute_script("return document.getElementById('worst-row').textContent")
+    assert f"#{worst.index + 1} {worst.aot_ops[0]}" in driver.execute_script("return document.getElementById('worst-row').textContent")
 
     _header(driver, "snr").click()
     shown = [float(v) for v in _column(driver, "snr")]

@@ -45,19 +45,21 @@
   nums.append(stat("time in ops and delegate calls (p50 sum, " + UNIT + ")", fmt(totalP50)));
 
   const worstList = $("worst-list");
-  const shown = culprits.length ? culprits : worstFirst.slice(0, 5);
+  // an identical layer (∞ dB) is never among the worst: there is nothing wrong with it
+  const finiteWorst = worstFirst.filter((r) => num(r.snr) !== Infinity);
+  const shown = culprits.length ? culprits : finiteWorst.slice(0, 5);
   if (culprits.length) $("worst-title").textContent = "Culprits (local error beyond the expected noise)";
   else if (META.culprits_available && ROWS.length) $("worst-title").append(el("span", { class: "ok" }, " · no culprit: every local error is within its expected noise"));
   else if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
     worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
-      el("b", {}, "#" + r.i + " " + r.op), " ", el("span", { class: "muted" }, r.module || ""),
+      el("b", {}, "#" + (r.i + 1) + " " + r.op), " ", el("span", { class: "muted" }, r.module || ""),
       " · SNR ", el("span", { class: belowFloor(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
       r.local !== null ? " · local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
       el("div", {}, el("code", {}, r.src || "(no source line)"))));
   });
   for (const c of DATA.extra_culprits) worstList.append(el("div", { class: "worst-item" }, el("b", {}, c.aot_ops.join(", ")), " ", c.source_line || ""));
-  if (!shown.length && !DATA.extra_culprits.length) worstList.append(el("p", { class: "muted" }, META.gap_unavailable ? "No gap rows." : "No compared rows."));
+  if (!shown.length && !DATA.extra_culprits.length) worstList.append(el("p", { class: "muted" }, META.gap_unavailable ? "No gap rows." : worstFirst.length ? "Every compared layer is identical to the reference (∞ dB)." : "No compared rows."));
 
   // ---- chart tooltips and clicks (the charts are SVG drawn when the report was written) --------
   const tip = $("tooltip");
@@ -82,7 +84,7 @@
   }
   const rowByIndex = new Map(ROWS.map((r) => [r.i, r]));
   hoverChart("chart-error", (k) => rowByIndex.get(k),
-    (r) => ["#" + r.i + " " + r.op, (r.module || "") + (r.src ? " · " + r.src : ""), "SNR " + fmt(r.snr) + " dB · floor " + fmt(r.floor) + " dB",
+    (r) => ["#" + (r.i + 1) + " " + r.op, (r.module || "") + (r.src ? " · " + r.src : ""), "SNR " + fmt(r.snr) + " dB · floor " + fmt(r.floor) + " dB",
             r.local !== null ? "local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "", "click for details"].filter(Boolean),
     (r) => showDetails(r));
   const timed = DATA.timed.map((k) => EVENTS[k]);
@@ -156,9 +158,9 @@
   }
 
   const filterBox = $("filter"), only = $("only");
-  const rowText = (r) => [r.i, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src].join(" ").toLowerCase();
+  const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src].join(" ").toLowerCase();
   const rowsTable = makeTable($("rows-table"), [
-    { key: "i", label: "#", num: true, get: (r) => r.i },
+    { key: "i", label: "#", num: true, get: (r) => r.i + 1 },
     { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => v + (r.ops.length > 1 ? " (+" + (r.ops.length - 1) + ")" : "") },
     { key: "module", label: "module", get: (r) => r.module },
     { key: "snr", label: "SNR dB", num: true, get: (r) => r.snr, fmt: (v) => fmt(v), title: "lowest over the row's outputs" },
@@ -188,7 +190,7 @@
   const evFilter = $("event-filter");
   const eventsTable = makeTable($("events-table"), [
     { key: "block", label: "block", get: (e) => e.block },
-    { key: "i", label: "#", num: true, get: (e) => e.i },
+    { key: "i", label: "#", num: true, get: (e) => e.i + 1 },
     { key: "name", label: "event", get: (e) => e.name },
     { key: "p50", label: "p50 " + UNIT, num: true, get: (e) => e.p50, fmt: (v) => fmt(v) },
     { key: "p10", label: "p10", num: true, get: (e) => e.p10, fmt: (v) => fmt(v) },
@@ -211,7 +213,7 @@
   function showDetails(r) {
     const box = $("details");
     box.hidden = false;
-    $("details-title").textContent = "#" + r.i + " " + r.ops.join(", ");
+    $("details-title").textContent = "#" + (r.i + 1) + " " + r.ops.join(", ");
     for (const tr of document.querySelectorAll("#rows-table tr.selected")) tr.classList.remove("selected");
     const tr = document.querySelector('#rows-table tbody tr[data-row="' + r.i + '"]');
     if (tr) tr.classList.add("selected");

@@ -1,0 +1,71 @@
+"""The report as a new user first reads it: no identical (∞ dB) layer among the worst, a readable header
+chip, rows numbered from 1. Opened in headless Chromium like tests/report/test_report_browser.py."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numdiff.report import write_html
+from tests.report._browser import browser, need_browser
+from tests.report._synthetic import synthetic_analysis
+
+OUTPUT = Path(os.environ.get("NUMDIFF_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output")) / "report"
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    need_browser()
+    with browser() as d:
+        yield d
+
+
+def _page(tmp_path: Path, infinite: int) -> Path:
+    analysis = synthetic_analysis(n=8)
+    assert analysis.gap is not None
+    rows = [r.model_copy(update={"snr": [math.inf]}) if r.index < infinite else r for r in analysis.gap.rows]
+    analysis = analysis.model_copy(update={"gap": analysis.gap.model_copy(update={"rows": rows})})
+    page = tmp_path / "report.html"
+    write_html(analysis, page)
+    return page
+
+
+def _worst_rows(driver: Any) -> list[int]:
+    return [int(v) for v in driver.execute_script(
+        "return [...document.querySelectorAll('#worst-list .worst-item')].map(e => e.dataset.row)")]
+
+
+def test_infinite_rows_are_not_among_the_worst(driver: Any, tmp_path: Path) -> None:
+    driver.get(_page(tmp_path, infinite=5).as_uri())
+    worst = _worst_rows(driver)
+    assert worst and all(i >= 5 for i in worst), worst
+    first = driver.execute_script("return document.querySelector('#worst-list .worst-item b').textContent")
+    assert first.startswith(f"#{worst[0] + 1} ")  # numbered from 1, as the rows table is
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(OUTPUT / "first-hour-worst.png"))
+
+
+def test_all_identical_says_so(driver: Any, tmp_path: Path) -> None:
+    driver.get(_page(tmp_path, infinite=8).as_uri())
+    assert _worst_rows(driver) == []
+    assert "identical to the reference" in driver.find_element("id", "worst-list").text
+
+
+def test_version_chip_is_readable_on_the_dark_header(driver: Any, tmp_path: Path) -> None:
+    driver.get(_page(tmp_path, infinite=0).as_uri())
+    fg, bg = driver.execute_script(
+        "const c = document.querySelector('header .chip.muted');"
+        "return [getComputedStyle(c).color, getComputedStyle(document.querySelector('header')).backgroundColor];")
+
+    def luminance(css: str) -> float:
+        r, g, b = (int(v) / 255 for v in css[css.index("(") + 1:].rstrip(")").split(",")[:3])
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
+    assert (hi + 0.05) / (lo + 0.05) >= 4.5, (fg, bg)  # WCAG AA for normal text
