@@ -53,6 +53,9 @@ class CulpritRow:
         latency: Average duration of the runtime events of this row (target time unit), or None.
         nonfinite: NaN/Inf count in the runtime output.
         note: Everything else worth knowing (fallbacks, why a metric is missing).
+        input_sources: Where each replayed input came from, one entry per input: a producer's
+            runtime output (and its row), a delegate call's logged argument, ``step_inputs``, or
+            the representative input (``input_source`` counts these).
     """
 
     index: int
@@ -82,6 +85,7 @@ class CulpritRow:
     latency: float | None
     nonfinite: int
     note: str | None
+    input_sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,7 @@ class RunFigures:
 
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
-                "input_source", "replayed_ops", "transform", "match", "module_path", "source_line",
+                "input_source", "input_sources", "replayed_ops", "transform", "match", "module_path", "source_line",
                 "latency", "nonfinite", "note", "stack_traces")
 
 
@@ -188,7 +192,8 @@ class CulpritReport:
             "runtime_debug_handle": r.runtime_handle, "local_gap": r.local_gap,
             "accumulated_gap": r.accumulated_gap, "amplification": r.amplification, "verdict": r.verdict.value,
             "is_culprit": r.is_culprit, "local_noise_units": r.local_noise_units, "noise": r.noise,
-            "input_source": r.input_source, "replayed_ops": list(r.replayed_ops), "transform": r.transform,
+            "input_source": r.input_source,
+            "input_sources": list(r.input_sources), "replayed_ops": list(r.replayed_ops), "transform": r.transform,
             "match": r.match, "module_path": r.module_path, "source_line": r.source_line, "latency": r.latency,
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
