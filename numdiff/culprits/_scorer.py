@@ -24,6 +24,7 @@ from numdiff.align import (
     find_op_names,
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
+from numdiff.culprits._checks import accumulated_units, replay_problem
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
@@ -44,6 +45,7 @@ class Planned:
     element: int | None
     accumulated: float = math.nan
     acc_rel: float = math.nan
+    acc_rms: float = math.nan
     acc_notes: list[str] = field(default_factory=list)
 
 
@@ -92,6 +94,8 @@ def score_accumulated(items: list[Planned], meter: Meter, release: Release | Non
                                                item.acc_notes, "accumulated")
         if runtime is not None:
             item.acc_rel = relative_error(pair.aot_output, runtime, sums)
+        if sums is not None and sums[3]:
+            item.acc_rms = math.sqrt(sums[1] / sums[3])
         item.pair = replace(pair, aot_output=None)
         if release is not None:
             release(pair.runtime_output)
@@ -128,6 +132,8 @@ class Scorer:
         self.substituted: dict[tuple[str, int | None], bool] = {}
         self.transforms: dict[str, str] = {}
         self.acc_rel: dict[int, float] = {}
+        #: ``rms(replay - runtime) / rms(replay)`` per row (NaN when not compared).
+        self.local_rel: dict[int, float] = {}
         self.first_nonfinite: NonFinite | None = None
         #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
         self.input_problems: Mapping[str, str] = {}
@@ -183,9 +189,17 @@ class Scorer:
                 notes.append(why)
         kind = op_type(node.target)
         quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
-        verdict = self.limits.get(kind, self.limits["quantized" if quantized else "default"]).verdict(units)
+        limits = self.limits.get(kind, self.limits["quantized" if quantized else "default"])
+        verdict = limits.verdict(units)
         if nonfinite and not replay_nonfinite:
             verdict = Verdict.BROKEN
+        source, sources = self._source(lin, notes)
+        if verdict.beyond_noise and not nonfinite:
+            acc_units = accumulated_units(units, sums, item.acc_rms)
+            if replay_nonfinite or (not limits.verdict(acc_units).beyond_noise and not math.isnan(acc_units)):
+                verdict = Verdict.REPLAY_MISMATCH
+                notes.append(replay_problem(units, acc_units, sources, replay_nonfinite))
+        self.local_rel[index] = math.nan if runtime is None else relative_error(replay, runtime, sums)
         producers = self._producer_rows(lin)
         culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
         unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]
@@ -194,7 +208,6 @@ class Scorer:
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
                          "local and inherited error cannot be told apart")
         amplification = self._amplification(acc_rel, producers, notes)
-        source, sources = self._source(lin, notes)
         if nonfinite and self.first_nonfinite is None:
             self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)

@@ -25,13 +25,14 @@ from numdiff.align import (
     align_intermediate_outputs,
 )
 from numdiff.comparators import NumericalComparatorBase
+from numdiff.culprits._checks import mismatched_artifacts
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport
-from numdiff.errors import UsageError
+from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
 if TYPE_CHECKING:
@@ -204,6 +205,12 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, step_input))
+    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel)
+    if mismatch is not None:
+        raise MismatchedArtifactsError(
+            f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer is the one the runtime wrote "
+            "with this ETDump (not an ETRecord, a .pte or another run's buffer) and that the ETRecord was generated "
+            "for the program that ran.")
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,

@@ -279,6 +279,10 @@ class CulpritReport:
             lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
+        replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
+        if replay:
+            lines.append(f"{len(replay)} row{'s' if len(replay) != 1 else ''} with a replay problem, not judged "
+                         f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
             lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "
