@@ -117,16 +117,19 @@ class Scorer:
         supplied: Graph inputs given as the step's own inputs.
         inputs_from_runtime: Graph inputs the replay takes from the runtime, with their source (the
             replay's own mapping, filled as it runs).
+        inputs_unknown: This run's graph inputs are unknown (a later run without step inputs): a
+            row that reads a graph input the runtime did not log gets no verdict.
     """
 
     def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
                  stack_traces: Mapping[DebugHandle, Mapping[str, str | None]], module_paths: Mapping[str, str],
                  latencies: Latencies, plan: dict[str, list[Planned]], release: Release | None, *,
                  unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
-                 inputs_from_runtime: dict[str, str]) -> None:
+                 inputs_from_runtime: dict[str, str], inputs_unknown: bool = False) -> None:
         self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
         self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
+        self.inputs_unknown = inputs_unknown
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
@@ -194,12 +197,18 @@ class Scorer:
         if nonfinite and not replay_nonfinite:
             verdict = Verdict.BROKEN
         source, sources = self._source(lin, notes)
+        unknown_inputs = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime] \
+            if self.inputs_unknown else []
+        if unknown_inputs:
+            local, units, verdict = math.nan, math.nan, Verdict.NOT_JUDGED
+            notes.append(f"not judged: graph input(s) {', '.join(unknown_inputs)} of this run were not logged and "
+                         "the representative input is another run's; pass step_inputs to judge this op")
         if verdict.beyond_noise and not nonfinite:
             acc_units = accumulated_units(units, sums, item.acc_rms)
             if replay_nonfinite or (not limits.verdict(acc_units).beyond_noise and not math.isnan(acc_units)):
                 verdict = Verdict.REPLAY_MISMATCH
                 notes.append(replay_problem(units, acc_units, sources, replay_nonfinite))
-        self.local_rel[index] = math.nan if runtime is None else relative_error(replay, runtime, sums)
+        self.local_rel[index] = math.nan if runtime is None or unknown_inputs else relative_error(replay, runtime, sums)
         producers = self._producer_rows(lin)
         culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
         unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]

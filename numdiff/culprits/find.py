@@ -128,7 +128,7 @@ def find_culprits(
 
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
-                        etdump_path, release)
+                        etdump_path, release, later_run=True)
 
     report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
                       etdump_path, release, quant, None if not steps else steps[0])
@@ -145,7 +145,7 @@ def find_culprits(
 
         def analyse_step(run: int, inputs: tuple[object, ...] | None) -> CulpritReport:
             return _analyse(etrecord, in_run(events, run), comparator, reference_graph, thresholds,
-                            disable_debug_handle_validation, etdump_path, release, None, inputs)
+                            disable_debug_handle_validation, etdump_path, release, None, inputs, later_run=run > 0)
 
         decoded = decode_view(runs, steps, analyse_step, report, output_node(etrecord, report.graph_name))
         per_run = tuple(figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
@@ -159,9 +159,11 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
-             step_input: tuple[object, ...] | None = None) -> CulpritReport:
+             step_input: tuple[object, ...] | None = None, *, later_run: bool = False) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
-    SNR) also runs the quantization view in the same replay."""
+    SNR) also runs the quantization view in the same replay. ``later_run``: a run after the first,
+    whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
+    unless ``step_input`` gives them)."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
@@ -193,7 +195,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         if step_input is not None else frozenset()
     from_runtime = dict.fromkeys(supplied, "step_inputs")
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
-                    release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime)
+                    release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
+                    inputs_unknown=later_run and step_input is None)
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
