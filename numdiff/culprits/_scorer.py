@@ -25,6 +25,7 @@ from numdiff.align import (
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
 from numdiff.culprits._checks import accumulated_units, replay_problem
+from numdiff.culprits._delegates import describe_delegate
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
@@ -119,17 +120,20 @@ class Scorer:
             replay's own mapping, filled as it runs).
         inputs_unknown: This run's graph inputs are unknown (a later run without step inputs): a
             row that reads a graph input the runtime did not log gets no verdict.
+        delegates: Backend and call index of each delegate call, by its handle ids.
     """
 
     def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
                  stack_traces: Mapping[DebugHandle, Mapping[str, str | None]], module_paths: Mapping[str, str],
                  latencies: Latencies, plan: dict[str, list[Planned]], release: Release | None, *,
                  unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
-                 inputs_from_runtime: dict[str, str], inputs_unknown: bool = False) -> None:
+                 inputs_from_runtime: dict[str, str], inputs_unknown: bool = False,
+                 delegates: Mapping[frozenset[int], tuple[str, int]] | None = None) -> None:
         self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
         self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
         self.inputs_unknown = inputs_unknown
+        self.delegates = delegates or {}
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
@@ -221,6 +225,9 @@ class Scorer:
             self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
+        call = self.delegates.get(frozenset(pair.runtime_handle))
+        delegate = None if call is None else describe_delegate(call[0], call[1], node, lin.replayed,
+                                                               self.module_paths, traces)
         self.acc_rel[index] = acc_rel
         self.by_node.setdefault((node.name, item.element), []).append(index)
         self.rows.append(CulpritRow(
@@ -233,7 +240,7 @@ class Scorer:
             module_path=self.module_paths.get(node.name),
             source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
-            note="; ".join(notes) or None, input_sources=sources))
+            note="; ".join(notes) or None, input_sources=sources, delegate=delegate))
 
     def _amplification(self, acc_rel: float, producers: list[int], notes: list[str]) -> float:
         upstream = [self.acc_rel[p] for p in producers if not math.isnan(self.acc_rel[p])]

@@ -26,6 +26,7 @@ from numdiff.align import (
 )
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import mismatched_artifacts
+from numdiff.culprits._delegates import delegate_calls
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, resolve_thresholds
@@ -196,7 +197,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     from_runtime = dict.fromkeys(supplied, "step_inputs")
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
                     release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                    inputs_unknown=later_run and step_input is None)
+                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events))
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:

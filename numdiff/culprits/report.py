@@ -56,6 +56,9 @@ class CulpritRow:
         input_sources: Where each replayed input came from, one entry per input: a producer's
             runtime output (and its row), a delegate call's logged argument, ``step_inputs``, or
             the representative input (``input_source`` counts these).
+        delegate: For a delegate call's row: its backend, call index and the convolutions,
+            matmuls and linears inside with module paths and source lines (``node`` is only the
+            partition's last node, often a dequantize); else None.
     """
 
     index: int
@@ -86,6 +89,7 @@ class CulpritRow:
     nonfinite: int
     note: str | None
     input_sources: tuple[str, ...] = ()
+    delegate: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +141,7 @@ class RunFigures:
 
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
-                "input_source", "input_sources", "replayed_ops", "transform", "match", "module_path", "source_line",
+                "input_source", "input_sources", "delegate", "replayed_ops", "transform", "match", "module_path", "source_line",
                 "latency", "nonfinite", "note", "stack_traces")
 
 
@@ -193,7 +197,7 @@ class CulpritReport:
             "accumulated_gap": r.accumulated_gap, "amplification": r.amplification, "verdict": r.verdict.value,
             "is_culprit": r.is_culprit, "local_noise_units": r.local_noise_units, "noise": r.noise,
             "input_source": r.input_source,
-            "input_sources": list(r.input_sources), "replayed_ops": list(r.replayed_ops), "transform": r.transform,
+            "input_sources": list(r.input_sources), "delegate": r.delegate, "replayed_ops": list(r.replayed_ops), "transform": r.transform,
             "match": r.match, "module_path": r.module_path, "source_line": r.source_line, "latency": r.latency,
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
@@ -274,9 +278,14 @@ class CulpritReport:
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
         for r in culprits:
-            lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
-                         f"module {r.module_path or '?'}")
-            lines.append(f"  at {r.source_line or 'unknown source line'}")
+            if r.delegate is not None:
+                lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})")
+                lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
+                             "\"Find the culprit > Deeper localization\"")
+            else:
+                lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
+                             f"module {r.module_path or '?'}")
+                lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
         replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
