@@ -220,6 +220,29 @@ def conv_bn() -> ConvBN:
     return model.eval()
 
 
+class InputReaders(nn.Module):
+    """Graph input ``x`` read by several ops the runtime logs: a layer_norm on the raw input (its
+    portable kernel ``native_layer_norm.out`` logs ``[out, mean, rstd]``) and a residual add."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(16)
+        self.fc1 = nn.Linear(16, 16)
+        self.fc2 = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc1(self.ln(x)))
+        return self.fc2(h + x)
+
+
+def input_readers() -> InputReaders:
+    model = InputReaders()
+    with torch.no_grad():
+        model.ln.weight.uniform_(0.5, 1.5)
+        model.ln.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
 @dataclass(frozen=True)
 class CulpritSpec:
     """One known-truth fixture.
@@ -265,6 +288,11 @@ SPECS: list[CulpritSpec] = [
                 "partitions); twin: fc3 weights + N(0, 0.05)",
                 SplitMLP, bump_weight("fc3", 0.05), ("fc3",), (2, 8), lowering="xnnpack"),
     CulpritSpec("culprit_clean_fp32", "clean fp32 MLP (twin = model), portable", MLP3, nothing, (), (2, 8)),
+    CulpritSpec("culprit_clean_input_readers", "clean fp32 layer_norm(x) -> fc1 -> relu, + x (residual on the "
+                "graph input) -> fc2, portable (twin = model)", input_readers, nothing, (), (2, 4, 16)),
+    CulpritSpec("culprit_input_readers", "fp32 layer_norm(x) -> fc1 -> relu, + x -> fc2, portable; twin: ln "
+                "bias + N(0, 0.05) (the planted op reads the graph input)",
+                input_readers, jitter_bias("ln", 0.05), ("ln",), (2, 4, 16)),
     CulpritSpec("culprit_clean_int8", "clean PT2E int8 QuantMLP with XnnpackPartitioner (twin = model)",
                 QuantMLP, nothing, (), (2, 8), lowering="quant_xnnpack"),
     CulpritSpec("culprit_clean_int8_portable", "clean PT2E int8 QuantMLP on the portable + quantized kernels",

@@ -46,6 +46,13 @@ class Verdict(str, Enum):
     """Far beyond noise, or NaN/Inf the replay does not have."""
     UNMATCHED = "unmatched"
     """The two sides cannot be compared (see the row's note)."""
+    NOT_JUDGED = "not-judged"
+    """The op reads a graph input the runtime did not log, in a run whose inputs are unknown (a
+    decode step after the first without ``step_inputs``): no claim either way."""
+    REPLAY_MISMATCH = "replay-mismatch"
+    """The replay disagrees with the runtime beyond noise while the runtime matches the reference run
+    from the start: the replay's inputs are not what the runtime computed from, so nothing is said
+    about the op (never a culprit; see the row's note and ``input_sources``)."""
 
     @property
     def beyond_noise(self) -> bool:

@@ -7,7 +7,8 @@ value a paired node computes is its own computation (together with the unlogged 
 and its paired producers: the rest of its debug-handle group, or the whole delegate) on the
 runtime's inputs — its *replay*. ``on_paired(node, replay, args, kwargs, noise)`` scores it and
 returns the value to substitute. Weights and constants come from the graph; graph inputs are the
-representative inputs, unless a delegate logged them (a delegate call logs its inputs too).
+representative inputs, unless a delegate logged them: then the exact argument of that delegate call
+(see :mod:`numdiff.culprits._inputs`), never a logged tensor that merely has the same shape.
 
 Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
 """
@@ -22,6 +23,7 @@ import torch
 from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
+from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import Noise, op_type, reduction_length
 from numdiff.errors import CaptureError, NumdiffError
 
@@ -118,23 +120,25 @@ class ReplayInterpreter(Interpreter):
         module: The reference graph module.
         paired: Names of the nodes the runtime logged.
         on_paired: ``on_paired(node, replay, args, kwargs, noise) -> value to substitute``.
-        logged_inputs: Candidate runtime values of each graph input (what delegates logged).
-        inputs_from_runtime: The set to record graph inputs taken from the runtime in (shared
-            with the scorer, which reads it as the replay runs); names already in it count as
-            runtime values (one decode step's own inputs).
+        logged_inputs: The runtime value of each graph input a delegate call took as its argument.
+        inputs_from_runtime: Where to record the graph inputs taken from the runtime, with their
+            source (shared with the scorer, which reads it as the replay runs); names already in it
+            count as runtime values (one decode step's own inputs).
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
-                 logged_inputs: Mapping[str, list[object]] | None = None,
-                 inputs_from_runtime: set[str] | None = None) -> None:
+                 logged_inputs: Mapping[str, LoggedInput] | None = None,
+                 inputs_from_runtime: dict[str, str] | None = None) -> None:
         super().__init__(module, garbage_collect_values=True)
         self.extra_traceback = False
         self._paired = paired
         self._on_paired = on_paired
         self._reduction: dict[str, int] = {}
         self._logged_inputs = logged_inputs or {}
-        #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs).
-        self.inputs_from_runtime: set[str] = set() if inputs_from_runtime is None else inputs_from_runtime
+        #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
+        self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
+        #: Graph inputs a delegate logged but whose logged value could not be used, and why.
+        self.input_problems: dict[str, str] = {}
 
     def run(self, *args: object, initial_env: dict[torch.fx.Node, object] | None = None,
             enable_io_processing: bool = True) -> object:
@@ -169,13 +173,15 @@ class ReplayInterpreter(Interpreter):
         return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point))
 
     def _graph_input(self, n: torch.fx.Node, value: object) -> object:
-        """The runtime's value of a graph input when exactly one logged value can be it (same
-        shape and dtype), else the representative input."""
-        if not isinstance(value, torch.Tensor):
+        """The argument a delegate call logged for this graph input, else the representative input."""
+        logged = self._logged_inputs.get(n.name)
+        if logged is None or not isinstance(value, torch.Tensor) or n.name in self.inputs_from_runtime:
             return value
-        found = {id(c): c for c in self._logged_inputs.get(n.name, ())
-                 if isinstance(c, torch.Tensor) and c.shape == value.shape and c.dtype == value.dtype}
-        if len(found) != 1:
+        got = logged.value
+        if not isinstance(got, torch.Tensor) or got.shape != value.shape or got.dtype != value.dtype:
+            what = f"{tuple(got.shape)} {got.dtype}" if isinstance(got, torch.Tensor) else type(got).__name__
+            self.input_problems[n.name] = (f"{logged.source} is {what}, the graph input {tuple(value.shape)} "
+                                           f"{value.dtype}: representative input used")
             return value
-        self.inputs_from_runtime.add(n.name)
-        return next(iter(found.values())).clone()
+        self.inputs_from_runtime[n.name] = logged.source
+        return got.clone()

@@ -24,6 +24,8 @@ from numdiff.align import (
     find_op_names,
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
+from numdiff.culprits._checks import accumulated_units, replay_problem
+from numdiff.culprits._delegates import describe_delegate
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
@@ -44,6 +46,7 @@ class Planned:
     element: int | None
     accumulated: float = math.nan
     acc_rel: float = math.nan
+    acc_rms: float = math.nan
     acc_notes: list[str] = field(default_factory=list)
 
 
@@ -92,6 +95,8 @@ def score_accumulated(items: list[Planned], meter: Meter, release: Release | Non
                                                item.acc_notes, "accumulated")
         if runtime is not None:
             item.acc_rel = relative_error(pair.aot_output, runtime, sums)
+        if sums is not None and sums[3]:
+            item.acc_rms = math.sqrt(sums[1] / sums[3])
         item.pair = replace(pair, aot_output=None)
         if release is not None:
             release(pair.runtime_output)
@@ -111,24 +116,34 @@ class Scorer:
         release: Called with each runtime output once its row is written.
         unreliable: Runtime handles not to substitute, with the reason.
         supplied: Graph inputs given as the step's own inputs.
-        inputs_from_runtime: Graph inputs the replay takes from the runtime (the replay's own set,
-            filled as it runs).
+        inputs_from_runtime: Graph inputs the replay takes from the runtime, with their source (the
+            replay's own mapping, filled as it runs).
+        inputs_unknown: This run's graph inputs are unknown (a later run without step inputs): a
+            row that reads a graph input the runtime did not log gets no verdict.
+        delegates: Backend and call index of each delegate call, by its handle ids.
     """
 
     def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
                  stack_traces: Mapping[DebugHandle, Mapping[str, str | None]], module_paths: Mapping[str, str],
                  latencies: Latencies, plan: dict[str, list[Planned]], release: Release | None, *,
                  unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
-                 inputs_from_runtime: set[str]) -> None:
+                 inputs_from_runtime: dict[str, str], inputs_unknown: bool = False,
+                 delegates: Mapping[frozenset[int], tuple[str, int]] | None = None) -> None:
         self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
         self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
+        self.inputs_unknown = inputs_unknown
+        self.delegates = delegates or {}
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
         self.transforms: dict[str, str] = {}
         self.acc_rel: dict[int, float] = {}
+        #: ``rms(replay - runtime) / rms(replay)`` per row (NaN when not compared).
+        self.local_rel: dict[int, float] = {}
         self.first_nonfinite: NonFinite | None = None
+        #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
+        self.input_problems: Mapping[str, str] = {}
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -181,9 +196,23 @@ class Scorer:
                 notes.append(why)
         kind = op_type(node.target)
         quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
-        verdict = self.limits.get(kind, self.limits["quantized" if quantized else "default"]).verdict(units)
+        limits = self.limits.get(kind, self.limits["quantized" if quantized else "default"])
+        verdict = limits.verdict(units)
         if nonfinite and not replay_nonfinite:
             verdict = Verdict.BROKEN
+        source, sources = self._source(lin, notes)
+        unknown_inputs = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime] \
+            if self.inputs_unknown else []
+        if unknown_inputs:
+            local, units, verdict = math.nan, math.nan, Verdict.NOT_JUDGED
+            notes.append(f"not judged: graph input(s) {', '.join(unknown_inputs)} of this run were not logged and "
+                         "the representative input is another run's; pass step_inputs to judge this op")
+        if verdict.beyond_noise and not nonfinite:
+            acc_units = accumulated_units(units, sums, item.acc_rms)
+            if replay_nonfinite or (not limits.verdict(acc_units).beyond_noise and not math.isnan(acc_units)):
+                verdict = Verdict.REPLAY_MISMATCH
+                notes.append(replay_problem(units, acc_units, sources, replay_nonfinite))
+        self.local_rel[index] = math.nan if runtime is None or unknown_inputs else relative_error(replay, runtime, sums)
         producers = self._producer_rows(lin)
         culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
         unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]
@@ -192,11 +221,13 @@ class Scorer:
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
                          "local and inherited error cannot be told apart")
         amplification = self._amplification(acc_rel, producers, notes)
-        source = self._source(lin, node, notes)
         if nonfinite and self.first_nonfinite is None:
             self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
+        call = self.delegates.get(frozenset(pair.runtime_handle))
+        delegate = None if call is None else describe_delegate(call[0], call[1], node, lin.replayed,
+                                                               self.module_paths, traces)
         self.acc_rel[index] = acc_rel
         self.by_node.setdefault((node.name, item.element), []).append(index)
         self.rows.append(CulpritRow(
@@ -209,7 +240,7 @@ class Scorer:
             module_path=self.module_paths.get(node.name),
             source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
-            note="; ".join(notes) or None))
+            note="; ".join(notes) or None, input_sources=sources, delegate=delegate))
 
     def _amplification(self, acc_rel: float, producers: list[int], notes: list[str]) -> float:
         upstream = [self.acc_rel[p] for p in producers if not math.isnan(self.acc_rel[p])]
@@ -225,26 +256,49 @@ class Scorer:
             return math.nan if acc_rel else 1.0
         return acc_rel / worst
 
-    def _source(self, lin: Lineage, node: torch.fx.Node, notes: list[str]) -> str:
-        from_runtime = [p for p in lin.producers if self.substituted.get(p, self.substituted.get((p[0], None), False))]
-        logged = [g for g in lin.graph_inputs if g in self.inputs_from_runtime and g not in self.supplied]
-        supplied = [g for g in lin.graph_inputs if g in self.supplied]
-        representative = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime]
-        from_aot = [f"{p[0]}" for p in lin.producers if p not in from_runtime] + representative
-        from_runtime += [(g, None) for g in logged + supplied]
+    def _source(self, lin: Lineage, notes: list[str]) -> tuple[str, tuple[str, ...]]:
+        """``(input_source, one description per input)``; the notes say where graph inputs came from."""
+        sources: list[str] = []
+        runtime = aot = 0
+        for name, element in lin.producers:
+            label = name if element is None else f"{name}[{element}]"
+            rows = self.by_node.get((name, element)) or self.by_node.get((name, None)) or []
+            where = f"row {rows[0]}" if rows else "its row"
+            if self.substituted.get((name, element), self.substituted.get((name, None), False)):
+                runtime += 1
+                sources.append(f"{label}: runtime output ({where})")
+            else:
+                aot += 1
+                sources.append(f"{label}: replayed value ({where} could not be substituted)")
+        supplied, logged, representative = [], [], []
+        for name in lin.graph_inputs:
+            if name in self.supplied:
+                runtime += 1
+                supplied.append(name)
+                sources.append(f"{name}: step_inputs")
+            elif name in self.inputs_from_runtime:
+                runtime += 1
+                logged.append(name)
+                sources.append(f"{name}: {self.inputs_from_runtime[name]}")
+            else:
+                aot += 1
+                representative.append(name)
+                why = self.input_problems.get(name)
+                sources.append(f"{name}: representative input" + (f" ({why})" if why else ""))
         if supplied:
             notes.append(f"graph inputs {', '.join(supplied)} taken from step_inputs")
         if logged:
-            notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs")
+            notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs ("
+                         + "; ".join(f"{g}: {self.inputs_from_runtime[g]}" for g in logged) + ")")
         if representative:
             notes.append(f"graph inputs {', '.join(representative)} taken from the representative inputs "
-                         "(the runtime does not log them)")
-        missing = [p[0] for p in lin.producers if p not in from_runtime]
+                         "(input_source=aot: the runtime does not log graph inputs)")
+        missing = [s.split(":")[0] for s in sources[: len(lin.producers)] if "replayed value" in s]
         if missing:
             notes.append(f"producers {', '.join(missing)} not substituted: replayed values used")
-        if not from_aot:
-            return "runtime"
-        return "runtime+aot" if from_runtime else "aot"
+        if not aot:
+            return "runtime", tuple(sources)
+        return ("runtime+aot" if runtime else "aot"), tuple(sources)
 
     def _latency(self, handle: DebugHandle) -> float | None:
         ids = set(handle)

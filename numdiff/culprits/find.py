@@ -25,12 +25,15 @@ from numdiff.align import (
     align_intermediate_outputs,
 )
 from numdiff.comparators import NumericalComparatorBase
+from numdiff.culprits._checks import mismatched_artifacts
+from numdiff.culprits._delegates import delegate_calls
+from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, resolve_thresholds
-from numdiff.culprits._replay import Lineage, ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport
-from numdiff.errors import UsageError
+from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
 if TYPE_CHECKING:
@@ -126,7 +129,7 @@ def find_culprits(
 
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
-                        etdump_path, release)
+                        etdump_path, release, later_run=True)
 
     report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
                       etdump_path, release, quant, None if not steps else steps[0])
@@ -143,7 +146,7 @@ def find_culprits(
 
         def analyse_step(run: int, inputs: tuple[object, ...] | None) -> CulpritReport:
             return _analyse(etrecord, in_run(events, run), comparator, reference_graph, thresholds,
-                            disable_debug_handle_validation, etdump_path, release, None, inputs)
+                            disable_debug_handle_validation, etdump_path, release, None, inputs, later_run=run > 0)
 
         decoded = decode_view(runs, steps, analyse_step, report, output_node(etrecord, report.graph_name))
         per_run = tuple(figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
@@ -157,9 +160,11 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
-             step_input: tuple[object, ...] | None = None) -> CulpritReport:
+             step_input: tuple[object, ...] | None = None, *, later_run: bool = False) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
-    SNR) also runs the quantization view in the same replay."""
+    SNR) also runs the quantization view in the same replay. ``later_run``: a run after the first,
+    whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
+    unless ``step_input`` gives them)."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
@@ -185,13 +190,14 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         if handle in keeper:
             plan.setdefault(keeper[handle], []).extend(items)
     lineages = lineage(graph_module.graph, set(plan))
-    logged = _logged_inputs(plan, lineages, inputs.runtime_outputs)
+    logged, input_notes = delegate_inputs(graph_module.graph, inputs.runtime_outputs, inputs.runtime_op_names)
     # One decode step's own graph inputs are runtime values (the step's inputs), not representative ones.
     supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder") \
         if step_input is not None else frozenset()
-    from_runtime = set(supplied)
+    from_runtime = dict.fromkeys(supplied, "step_inputs")
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
-                    release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime)
+                    release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
+                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events))
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
@@ -201,12 +207,19 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
 
         quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
         replay, view = quant_replay, quant_replay.view
+    scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, step_input))
+    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel)
+    if mismatch is not None:
+        raise MismatchedArtifactsError(
+            f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer is the one the runtime wrote "
+            "with this ETDump (not an ETRecord, a .pte or another run's buffer) and that the ETRecord was generated "
+            "for the program that ran.")
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
-                         inputs.notes + tuple(n.detail for n in notes),
+                         inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes),
                          quantization=None if view is None else view())
 
 
@@ -238,22 +251,6 @@ def _unreliable_positions(alignment: AlignmentReport,
             out[pair.runtime_handle] = (
                 f"not compared: outputs of this {logged.num_outputs}-output instruction were paired by position "
                 "and at least one pair holds a different number of elements, so the positions do not line up")
-    return out
-
-
-def _logged_inputs(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lineage],
-                   runtime_outputs: Mapping[DebugHandle, RuntimeOutput]) -> dict[str, list[Any]]:
-    """Candidate runtime values of each graph input: what delegates that consume it logged as inputs."""
-    out: dict[str, list[Any]] = {}
-    for name, items in plan.items():
-        graph_inputs = lineages[name].graph_inputs if name in lineages else ()
-        for item in items if graph_inputs else ():
-            logged = runtime_outputs.get(item.pair.runtime_handle)
-            data = None if logged is None else logged.data
-            if not isinstance(data, (list, tuple)) or logged is None or len(data) <= logged.num_outputs:
-                continue
-            for placeholder in graph_inputs:
-                out.setdefault(placeholder, []).extend(data[: len(data) - logged.num_outputs])
     return out
 
 

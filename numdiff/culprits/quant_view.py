@@ -34,6 +34,7 @@ import torch
 
 from numdiff.comparators import snr_db
 from numdiff.comparators.numerics import finite_difference_sums
+from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import op_type
 from numdiff.culprits._replay import OnPaired, ReplayInterpreter
 from numdiff.errors import MissingDataError, UsageError
@@ -212,8 +213,8 @@ class QuantReplay(ReplayInterpreter):
     """The culprit replay, also running each matched layer's float op on the same inputs."""
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
-                 logged_inputs: Mapping[str, list[object]] | None, float_program: torch.export.ExportedProgram,
-                 target_snr_db: float = DEFAULT_TARGET_SNR_DB, inputs_from_runtime: set[str] | None = None) -> None:
+                 logged_inputs: Mapping[str, LoggedInput] | None, float_program: torch.export.ExportedProgram,
+                 target_snr_db: float = DEFAULT_TARGET_SNR_DB, inputs_from_runtime: dict[str, str] | None = None) -> None:
         super().__init__(module, paired, on_paired, logged_inputs, inputs_from_runtime)
         self._target = target_snr_db
         quant_layers = _layers(module)

@@ -53,6 +53,12 @@ class CulpritRow:
         latency: Average duration of the runtime events of this row (target time unit), or None.
         nonfinite: NaN/Inf count in the runtime output.
         note: Everything else worth knowing (fallbacks, why a metric is missing).
+        input_sources: Where each replayed input came from, one entry per input: a producer's
+            runtime output (and its row), a delegate call's logged argument, ``step_inputs``, or
+            the representative input (``input_source`` counts these).
+        delegate: For a delegate call's row: its backend, call index and the convolutions,
+            matmuls and linears inside with module paths and source lines (``node`` is only the
+            partition's last node, often a dequantize); else None.
     """
 
     index: int
@@ -82,6 +88,8 @@ class CulpritRow:
     latency: float | None
     nonfinite: int
     note: str | None
+    input_sources: tuple[str, ...] = ()
+    delegate: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +141,7 @@ class RunFigures:
 
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
-                "input_source", "replayed_ops", "transform", "match", "module_path", "source_line",
+                "input_source", "input_sources", "delegate", "replayed_ops", "transform", "match", "module_path", "source_line",
                 "latency", "nonfinite", "note", "stack_traces")
 
 
@@ -188,7 +196,8 @@ class CulpritReport:
             "runtime_debug_handle": r.runtime_handle, "local_gap": r.local_gap,
             "accumulated_gap": r.accumulated_gap, "amplification": r.amplification, "verdict": r.verdict.value,
             "is_culprit": r.is_culprit, "local_noise_units": r.local_noise_units, "noise": r.noise,
-            "input_source": r.input_source, "replayed_ops": list(r.replayed_ops), "transform": r.transform,
+            "input_source": r.input_source,
+            "input_sources": list(r.input_sources), "delegate": r.delegate, "replayed_ops": list(r.replayed_ops), "transform": r.transform,
             "match": r.match, "module_path": r.module_path, "source_line": r.source_line, "latency": r.latency,
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
@@ -269,11 +278,20 @@ class CulpritReport:
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
         for r in culprits:
-            lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
-                         f"module {r.module_path or '?'}")
-            lines.append(f"  at {r.source_line or 'unknown source line'}")
+            if r.delegate is not None:
+                lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})")
+                lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
+                             "\"Find the culprit > Deeper localization\"")
+            else:
+                lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
+                             f"module {r.module_path or '?'}")
+                lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
+        replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
+        if replay:
+            lines.append(f"{len(replay)} row{'s' if len(replay) != 1 else ''} with a replay problem, not judged "
+                         f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
             lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "

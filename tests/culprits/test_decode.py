@@ -98,3 +98,23 @@ def test_cli_and_saved_analysis(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     section = load_analysis(tmp_path / "a.json").culprits.decode
     assert section is not None and section.first_divergent_step == truth(NAME)["first_bad_step"]
     assert [s.diverges for s in section.steps].count(True) == truth(NAME)["runs"] - truth(NAME)["first_bad_step"]
+
+
+def test_without_step_inputs_ops_reading_unlogged_inputs_get_no_verdict_after_step_0() -> None:
+    """Issue 20, item 7: no claim the figures cannot support (before: embedding, both rotary
+    index_selects and the two cache muls were `broken` in steps 1-5, at up to 1e30 noise units)."""
+    report = inspector(NAME).find_culprits(decode_steps=True)
+    assert report.decode is not None
+    frame = report.decode.per_op_dataframe()
+    assert (frame["steps_beyond_noise"] == 0).all(), frame[frame["steps_beyond_noise"] > 0]
+    first = report.decode.per_step[0]
+    readers = [r.index for r in first.rows if r.input_source != "runtime"]
+    assert len(readers) == 7 and first.rows[0].op_type == "embedding" and 0 in readers
+    for step in report.decode.per_step[1:]:
+        for row in step.rows:
+            if row.index in readers:
+                assert row.verdict.value == "not-judged" and math.isnan(row.local_noise_units)
+                assert "not judged: graph input(s)" in (row.note or "") and "pass step_inputs" in (row.note or "")
+            else:
+                assert row.verdict.value in ("ok", "expected-noise"), (row.node, row.verdict)
+    assert (frame.loc[readers, "steps_with_figure"] == 1).all()

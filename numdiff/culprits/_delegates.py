@@ -1,0 +1,52 @@
+"""Name a delegate row after what it computes: backend, call index and the compute ops inside.
+
+A delegate call is logged as one runtime output, so its row's node is the partition's last node,
+often a ``dequantize`` or a layout op that tells the user nothing. The row's ``delegate`` names
+the backend and which of its calls this is (``XnnpackBackend #2``, in execution order), then the
+convolutions, matmuls and linears it contains with their module paths and source lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from numdiff._core.stack import user_frame
+from numdiff.align import EventLike
+from numdiff.culprits._noise import op_type
+
+__all__ = ["COMPUTE_OPS", "delegate_calls", "describe_delegate"]
+
+#: Op types that do a delegate's real work (q/dq, layout and element-wise ops are left out).
+COMPUTE_OPS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d",
+                         "linear", "mm", "bmm", "matmul", "addmm", "baddbmm"})
+
+
+def delegate_calls(events: Sequence[EventLike]) -> dict[frozenset[int], tuple[str, int]]:
+    """``{handle ids: (backend, 1-based call index of that backend)}`` for every delegate call, in order."""
+    out: dict[frozenset[int], tuple[str, int]] = {}
+    counts: dict[str, int] = {}
+    for ev in events:
+        handles = ev.debug_handles
+        if ev.name != "DELEGATE_CALL" or handles is None:
+            continue
+        key = frozenset([handles] if isinstance(handles, int) else handles)
+        if key in out:
+            continue
+        backend = ev.delegate_backend_name or "delegate"
+        counts[backend] = counts.get(backend, 0) + 1
+        out[key] = (backend, counts[backend])
+    return out
+
+
+def describe_delegate(backend: str, index: int, node: torch.fx.Node, replayed: Sequence[str],
+                      module_paths: Mapping[str, str], traces: Mapping[str, str | None]) -> str:
+    """``"XnnpackBackend #2: conv2d_1 (features.conv1, model.py:12 forward: ...)"``."""
+    members = set(replayed) | {node.name}
+    compute = [n for n in node.graph.nodes if n.name in members and op_type(n.target) in COMPUTE_OPS]
+    parts = []
+    for n in compute:
+        where = [w for w in (module_paths.get(n.name), user_frame(traces.get(n.name))) if w]
+        parts.append(n.name + (f" ({', '.join(where)})" if where else ""))
+    return f"{backend} #{index}: " + ("; ".join(parts) if parts else "no convolution, matmul or linear inside")

@@ -1,0 +1,71 @@
+"""The replay is checked before it is believed (issue 20, item 2), on real oracle artifacts.
+
+* ``realistic/real_llama_xnn``: two softmax rows are paired by position with a runtime value their
+  replay cannot reproduce (-2.5 and -2.1 dB local) while the runtime matches the reference run
+  from the start (143.6 and 142.1 dB accumulated): a replay problem, not a broken op.
+* Files that do not belong together: the ETRecord of one model with the ETDump and debug buffer
+  of another (same architecture, other weights), and an ETRecord zip passed as the debug buffer.
+  Every weighted op disagrees with its own replay from the first op on: no culprit is named.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+
+from numdiff import Inspector
+from numdiff.cli import main
+from numdiff.errors import MismatchedArtifactsError
+from tests.culprits.helpers import FIXTURES
+
+
+def _inspector(etrecord: Path, etdump: Path, debug_buffer: Path) -> Inspector:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Inspector(etdump_path=etdump, etrecord=str(etrecord), debug_buffer_path=debug_buffer)
+
+
+def test_a_replay_that_disagrees_with_a_runtime_matching_the_reference_is_not_a_culprit() -> None:
+    d = FIXTURES / "realistic" / "real_llama_xnn"
+    rep = _inspector(d / "etrecord.bin", d / "etdump.etdp", d / "debug_buffer.bin").find_culprits("SNR")
+    problems = [r for r in rep.rows if r.verdict.value == "replay-mismatch"]
+    softmax = [r for r in problems if r.op_type == "softmax"]
+    assert len(softmax) == 2
+    for row in softmax:
+        assert row.local_gap < 0 and row.accumulated_gap > 140 and not row.is_culprit
+        assert not row.verdict.beyond_noise
+        assert (row.note or "").startswith("replay problem, not a culprit: the replay on the runtime's inputs is")
+    for row in problems:
+        assert "(inputs: " in (row.note or "") and not row.is_culprit
+    assert not [r for r in rep.rows if r.verdict.value == "broken"] and rep.culprits == []
+    assert f"{len(problems)} rows with a replay problem, not judged (verdict replay-mismatch)" in str(rep)
+
+
+def test_another_models_etdump_is_mismatched_artifacts_not_culprits() -> None:
+    other = FIXTURES / "culprit_clean_fp32"  # same MLP3 architecture, other weights
+    ins = _inspector(FIXTURES / "culprit_mlp" / "etrecord.bin", other / "etdump.etdp", other / "debug_buffer.bin")
+    with pytest.raises(MismatchedArtifactsError,
+                       match=r"3 of 5 compared ops disagree with their own replay on the runtime's inputs from the "
+                             r"first op on \(row 0 linear.*\nCheck that the debug buffer is the one the runtime wrote"):
+        ins.find_culprits("SNR")
+
+
+def test_an_etrecord_as_debug_buffer_is_mismatched_artifacts(capsys: pytest.CaptureFixture[str]) -> None:
+    d = FIXTURES / "culprit_mlp"
+    with pytest.raises(MismatchedArtifactsError, match=r"5 of 5 compared ops disagree"):
+        _inspector(d / "etrecord.bin", d / "etdump.etdp", d / "etrecord.bin").find_culprits("SNR")
+    code = main(["culprits", "--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
+                 "--debug-buffer", str(d / "etrecord.bin")])
+    assert code == 3 and "do not come from the program the ETRecord describes" in capsys.readouterr().err
+
+
+def test_planted_and_clean_fixtures_are_judged_as_before() -> None:
+    from tests.culprits.helpers import KNOWN_TRUTH, report
+
+    for name in KNOWN_TRUTH:
+        rep = report(name)
+        assert not [r for r in rep.rows if r.verdict.value == "replay-mismatch"], name
+        assert all(math.isnan(r.local_noise_units) or r.verdict.value != "unmatched" for r in rep.rows)
