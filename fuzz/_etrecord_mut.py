@@ -99,6 +99,50 @@ def mutate_json(doc: Any, rng: random.Random, canary: str) -> tuple[str, str]:
     return text.replace(json.dumps(_NEST), "[" * depth + "]" * depth), how
 
 
+#: Allow-listed targets of other signatures than the node they replace (builtins, higher-order ops, ops).
+_SWAP_TARGETS = ("_operator.add", "_operator.neg", "_operator.getitem", "_operator.not_", "math.sqrt",
+                 "torch.sym_max", "torch.sym_ite", "torch.sym_sum", "torch.ops.higher_order.cond",
+                 "torch.ops.higher_order.map_impl", "torch.ops.higher_order.while_loop",
+                 "torch.ops.aten.relu.default", "torch.ops.aten.addmm.default", "torch.ops.aten.cat.default",
+                 "executorch.exir.dialects.edge.ops.aten.relu.default",
+                 "executorch.exir.dialects.edge.ops.aten.convolution.default")
+
+
+def _program_places(doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """Every dict in ``doc`` (subgraphs included) that has ``key``."""
+    found: list[dict[str, Any]] = []
+    stack: list[Any] = [doc]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, dict):
+            if key in cur:
+                found.append(cur)
+            stack.extend(cur.values())
+        elif isinstance(cur, list):
+            stack.extend(cur)
+    return found
+
+
+def mutate_program(doc: dict[str, Any], rng: random.Random) -> tuple[str, str]:
+    """A structured change to a serialized program that keeps the JSON well-formed: a tensor meta whose
+    sizes overflow in their product, or a node's target swapped for an allow-listed op of another signature."""
+    if rng.random() < 0.5:
+        metas = [m for m in _program_places(doc, "sizes") if isinstance(m.get("sizes"), list)]
+        if metas:
+            meta = rng.choice(metas)
+            dims = rng.choice([[1 << 31, 1 << 31], [1 << 39, 1 << 39], [1 << 21] * 3, [(1 << 40) - 1, 1 << 30, 2]])
+            meta["sizes"] = [{"as_int": d} for d in dims]
+            if isinstance(meta.get("strides"), list):
+                meta["strides"] = [{"as_int": 1} for _ in dims]
+            return json.dumps(doc), "program.sizes-overflow"
+    nodes = [n for n in _program_places(doc, "target") if isinstance(n.get("target"), str) and "inputs" in n]
+    if not nodes:
+        return json.dumps(doc), "program.unchanged"
+    node = rng.choice(nodes)
+    node["target"] = rng.choice(_SWAP_TARGETS)
+    return json.dumps(doc), "program.target-swap"
+
+
 _MAPS = ("debug_handle_map", "delegate_map", "instruction_id_to_num_outs_map")
 
 
@@ -224,10 +268,13 @@ def mutate_etrecord(raw: bytes, rng: random.Random, canary: str) -> tuple[bytes,
         weights = [5.0 if len(entries[i].data) > 1000 else 1.0 for i in jsons]
         i = rng.choices(jsons, weights=weights)[0]
         name = entries[i].name.decode(errors="replace")
+        doc = json.loads(entries[i].data)
         if name in _MAPS and rng.random() < 0.6:
-            text, how = mutate_map(name, json.loads(entries[i].data), rng, canary)
+            text, how = mutate_map(name, doc, rng, canary)
+        elif isinstance(doc, dict) and "graph_module" in doc and rng.random() < 0.3:
+            text, how = mutate_program(doc, rng)
         else:
-            text, how = mutate_json(json.loads(entries[i].data), rng, canary)
+            text, how = mutate_json(doc, rng, canary)
         entries[i] = entries[i].with_(data=text.encode("utf-8", "surrogatepass"), crc=None, size=None)
         return write_zip(entries), f"json[{entries[i].name.decode(errors='replace')}].{how}"
     if pickled:

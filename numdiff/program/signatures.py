@@ -77,7 +77,8 @@ def check_call(node: str, target: str, kind: str, op: Callable[..., object] | No
         bound = signature.bind(*args, **kwargs)
     except TypeError as e:
         raise ProgramLoadError(
-            f"{where} takes {len(params)} arguments ({', '.join(params)}), the node gives {_given(args, kwargs)}"
+            f"{where} takes {len(params)} argument{'' if len(params) == 1 else 's'} ({', '.join(params)}), "
+            f"the node gives {_given(args, kwargs)}"
         ) from e
     for parameter, value in bound.arguments.items():
         values = value if isinstance(value, (tuple, list)) and parameter == "args" else (value,)
