@@ -35,7 +35,11 @@ class TooLarge(InputError):
 
 
 class BlobWriter:
-    """Write one blob in chunks: ``write`` as the bytes arrive, then ``commit`` (or ``abort``)."""
+    """Write one blob in chunks: ``write`` as the bytes arrive, then ``commit`` (or ``abort``).
+
+    ``finish`` flushes and closes the temporary file without committing it (an upload's file parts
+    wait so until the whole form has been validated).
+    """
 
     def __init__(self, store: Store, limit: int) -> None:
         self._store = store
@@ -59,11 +63,20 @@ class BlobWriter:
         self._hash.update(chunk)
         self._file.write(chunk)
 
+    @property
+    def finished(self) -> bool:
+        return self._file.closed
+
+    def finish(self) -> None:
+        """All bytes are written: flush, fsync and close the temporary file (still not a blob)."""
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
     def commit(self) -> str:
         """Make the blob visible under its hash and return the hash."""
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        self.finish()
         digest = self._hash.hexdigest()
         self._store.place(self._path, digest)
         return digest
@@ -150,12 +163,39 @@ class Store:
         Same bytes, same name: when the blob exists already, ``source`` is just removed.
         """
         target = self.path(digest)
-        if target.exists():
+        try:  # stored already: make it fresh again (the orphan collector's grace starts anew), drop ours
+            os.utime(target)
             source.unlink(missing_ok=True)
-        else:
+        except FileNotFoundError:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)
             self.sync_dir(target.parent)
+
+    def collect_orphans(self, keep: set[str], older_than_s: float) -> int:
+        """Remove blobs whose hash is not in ``keep`` and that nobody stored for ``older_than_s``; how many.
+
+        ``keep`` is every hash the database refers to, read *before* this call; a blob committed
+        since is younger than the grace period (storing it, or storing the same bytes again, sets
+        its time), so it is kept until its run or job row refers to it.
+        """
+        import time
+
+        removed = 0
+        cutoff = time.time() - older_than_s
+        for prefix in self.objects.iterdir():
+            if not prefix.is_dir() or len(prefix.name) != 2:
+                continue
+            for blob in prefix.iterdir():
+                digest = prefix.name + blob.name
+                if digest in keep or not _HEX.match(digest):
+                    continue
+                try:
+                    if blob.stat().st_mtime < cutoff:
+                        blob.unlink()
+                        removed += 1
+                except FileNotFoundError:
+                    pass
+        return removed
 
     def read_bytes(self, digest: str) -> bytes:
         return self.path(digest).read_bytes()

@@ -97,8 +97,14 @@ async def upload_run(request: Request, project: ProjectDep, service: ServiceDep)
     with _full_store_is_507():  # TooLarge and BadForm are answered by the app's handlers (413, 422)
         form = await parse_form(request.stream(), request.headers.get("content-type", ""), service.store,
                                 FILE_FIELDS, limit)
-    model_name, labels = _run_fields(form)
-    return await run_in_threadpool(_create_run, service, project, model_name, labels, form.files)
+    try:  # the whole form is checked before anything is committed: a rejected form leaves no blob
+        model_name, labels = _run_fields(form)
+        with _full_store_is_507():
+            files = await run_in_threadpool(form.commit)
+    except BaseException:
+        form.abort()
+        raise
+    return await run_in_threadpool(_create_run, service, project, model_name, labels, files)
 
 
 @router.get("", response_model=schemas.RunList)

@@ -1,0 +1,78 @@
+"""Attacks from issue 22 ("the service holds against a hostile lab"), each against a real `numdiff serve`
+on loopback where it needs one: every request loop is bounded in count and time, all traffic goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import httpx
+
+from numdiff.service import auth, crud, db
+from numdiff.service.server import prepare
+from numdiff.service.settings import Settings
+from numdiff.service.store import Store
+from tests.service._server import EXAMPLE, running
+from tests.service.conftest import data_files
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _objects(data: Path) -> set[Path]:
+    return {p for p in data_files(data) if p.is_relative_to(data / "objects")}
+
+
+def _temporaries(data: Path) -> list[Path]:
+    return [p for p in (data / "tmp").rglob("*") if p.is_file()]
+
+
+# --- 1. rejected uploads leave nothing; orphan blobs are collected ---------------------------------
+
+def test_rejected_uploads_leave_no_blob_and_cannot_fill_the_quota(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running(data, None, workers=1, NUMDIFF_SERVICE_STORE_QUOTA_MB="0.9") as server:
+        token = server.token("quota-attack")
+        before = _objects(data)
+        for i in range(8):  # 8 x 300 kB of distinct bytes: past the 0.9 MB quota if they were kept
+            junk = bytes([i + 1]) * 300_000
+            bad = [{"data": {}, "files": {"etrecord": ("e", junk), "etdump": ("d", junk)}},  # no model field
+                   {"data": {"model": "m", "label": "no-equals-sign"}, "files": {"etrecord": ("e", junk),
+                                                                                  "etdump": ("d", junk)}},
+                   {"data": {"model": "m"}, "files": {"etdump": ("d", junk)}}]  # no etrecord
+            r = httpx.post(server.url + "/api/v1/runs", headers=_auth(token), timeout=30, **bad[i % 3])  # type: ignore[arg-type]
+            assert r.status_code == 422, r.text
+        assert _objects(data) == before
+        assert not _temporaries(data)
+        files = {"etrecord": ("e", EXAMPLE.etrecord.read_bytes()), "etdump": ("d", EXAMPLE.etdump.read_bytes()),
+                 "debug_buffer": ("b", EXAMPLE.debug_buffer.read_bytes())}
+        r = httpx.post(server.url + "/api/v1/runs", headers=_auth(token), data={"model": "m"}, files=files, timeout=30)
+        assert r.status_code == 201, r.text
+
+
+def test_orphan_blobs_are_collected_at_start_up_after_a_grace_period(tmp_path: Path) -> None:
+    settings = Settings.create(tmp_path / "data")
+    prepare(settings)
+    store = Store(settings.data)
+    engine = db.make_engine(settings.db_url)
+    try:
+        with db.session_factory(engine)() as s:
+            token = auth.create_token(s, "p")
+            project = auth.project_for_token(s, token)
+            assert project is not None
+            used = {k: store.put_bytes(k.encode() * 100) for k in ("etrecord", "etdump")}
+            crud.create_run(s, project.id, "m", {}, used)
+    finally:
+        engine.dispose()
+    old_orphan, young_orphan = store.put_bytes(b"orphan, old"), store.put_bytes(b"orphan, young")
+    an_hour_ago = time.time() - 3600
+    for digest in (old_orphan, *used.values()):
+        os.utime(store.path(digest), (an_hour_ago, an_hour_ago))
+    prepare(settings)  # what `numdiff serve` and `numdiff admin create-token` run first
+    assert not store.exists(old_orphan)
+    assert store.exists(young_orphan) and all(store.exists(d) for d in used.values())
+    again = store.put_bytes(b"orphan, young")  # stored again: fresh again, whatever its age was
+    assert again == young_orphan and store.path(again).stat().st_mtime > an_hour_ago + 1800
