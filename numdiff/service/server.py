@@ -139,3 +139,6 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
         server.run()
     finally:
         pool.stop()
+        from numdiff.service.store import Store
+
+        Store(settings.data).release_tmp()

@@ -76,3 +76,85 @@ def test_orphan_blobs_are_collected_at_start_up_after_a_grace_period(tmp_path: P
     assert store.exists(young_orphan) and all(store.exists(d) for d in used.values())
     again = store.put_bytes(b"orphan, young")  # stored again: fresh again, whatever its age was
     assert again == young_orphan and store.path(again).stat().st_mtime > an_hour_ago + 1800
+
+
+# --- 2. temporaries belong to their process: another process's start-up never deletes an upload in flight
+
+def _multipart(boundary: str, model: str) -> tuple[bytes, bytes]:
+    """An upload's body cut in two inside the ETDump part (the second half arrives later)."""
+    def part(name: str, payload: bytes, filename: str | None = None) -> bytes:
+        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        return f"--{boundary}\r\nContent-Disposition: {disp}\r\n\r\n".encode() + payload + b"\r\n"
+
+    etdump = EXAMPLE.etdump.read_bytes()
+    body = (part("model", model.encode()) + part("etrecord", EXAMPLE.etrecord.read_bytes(), "e")
+            + part("debug_buffer", EXAMPLE.debug_buffer.read_bytes(), "b") + part("etdump", etdump, "d")
+            + f"--{boundary}--\r\n".encode())
+    cut = body.index(etdump) + len(etdump) // 2
+    return body[:cut], body[cut:]
+
+
+def test_an_upload_in_flight_survives_another_process_starting_on_the_same_data(tmp_path: Path) -> None:
+    import threading
+
+    data = tmp_path / "data"
+    with running(data, None, workers=1) as server:
+        token = server.token("in-flight")
+        first, rest = _multipart("b0undary", "in-flight")
+        half_sent, go_on = threading.Event(), threading.Event()
+
+        def body() -> object:
+            yield first
+            half_sent.set()
+            go_on.wait(30)
+            yield rest
+
+        answer: list[httpx.Response] = []
+        sender = threading.Thread(target=lambda: answer.append(httpx.post(
+            server.url + "/api/v1/runs", content=body(), timeout=60,
+            headers={**_auth(token), "Content-Type": "multipart/form-data; boundary=b0undary"})))
+        sender.start()
+        try:
+            assert half_sent.wait(30)
+            deadline = time.monotonic() + 30
+            while not _temporaries(data) and time.monotonic() < deadline:  # the server is writing it
+                time.sleep(0.05)
+            assert _temporaries(data)
+            server.token("someone-else")  # `numdiff admin create-token` on the same data directory
+            prepare(Settings.create(data))  # a second `numdiff serve` starting
+            assert _temporaries(data)
+        finally:
+            go_on.set()
+            sender.join(60)
+        assert answer and answer[0].status_code == 201, answer[0].text if answer else "no answer"
+        assert httpx.get(f"{server.url}/api/v1/runs/{answer[0].json()['id']}?wait=30", headers=_auth(token),
+                         timeout=40).json()["status"] == "done"
+
+
+def test_only_stale_temporaries_are_swept(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    store = Store(tmp_path / "data")
+    host = socket.gethostname()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True, timeout=60)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dirs = {"dead": store.tmp_root / f"{host}-{int(gone.stdout)}", "live": store.tmp_root / f"{host}-{live.pid}",
+                "other host, busy": store.tmp_root / "elsewhere-1", "other host, stale": store.tmp_root / "elsewhere-2"}
+        for d in dirs.values():
+            d.mkdir()
+            (d / "upload-x").write_bytes(b"half an upload")
+        stale = time.time() - 7 * 3600
+        for p in (dirs["other host, stale"] / "upload-x", dirs["other host, stale"]):
+            os.utime(p, (stale, stale))
+        mine = store.tmp / "upload-mine"
+        mine.write_bytes(b"mine")
+        assert store.clean_tmp() == 2
+        assert {k for k, d in dirs.items() if d.exists()} == {"live", "other host, busy"}
+        assert mine.exists()
+    finally:
+        live.kill()
+        live.wait(30)

@@ -287,4 +287,5 @@ def main(argv: list[str] | None = None) -> int:
         worker.run_forever()
     finally:
         worker.drop_runner()
+        worker.store.release_tmp()
     return 0
