@@ -14,7 +14,7 @@ from numdiff.service import auth, crud, db
 from numdiff.service.server import prepare
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
-from tests.service._server import EXAMPLE, running
+from tests.service._server import EXAMPLE, Server, running
 from tests.service.conftest import data_files
 
 
@@ -158,3 +158,38 @@ def test_only_stale_temporaries_are_swept(tmp_path: Path) -> None:
     finally:
         live.kill()
         live.wait(30)
+
+
+# --- 8. ids and names are checked before the database sees them -----------------------------------
+
+HUGE_IDS = ["99999999999999999999", str(2**63), str(2**31), "-1", "0"]
+
+
+def test_huge_ids_and_nul_names_are_404_or_422_without_a_traceback(server: Server) -> None:
+    token = server.token("ids")
+    assert server.log is not None
+    logged = len(server.log.read_text(errors="replace"))
+    answers: dict[str, int] = {}
+    with httpx.Client(base_url=server.url, headers=_auth(token), cookies={"numdiff_token": token}, timeout=30) as client:
+        for rid in HUGE_IDS:
+            for route in ("/api/v1/runs/{}", "/api/v1/runs/{}?wait=1", "/api/v1/runs/{}/result",
+                          "/api/v1/runs/{}/analysis.json", "/api/v1/runs/{}/report.html", "/api/v1/runs/{}/gap.csv",
+                          "/api/v1/runs/{}/jobs/gap", "/ui/runs/{}", "/ui/runs/{}/report"):
+                url = route.format(rid)
+                answers[url] = client.get(url).status_code
+            answers[f"compare {rid}"] = client.post("/api/v1/compare", json={"new_run": int(rid)}).status_code
+            answers[f"compare base {rid}"] = client.post("/api/v1/compare",
+                                                         json={"new_run": 1, "base_run": int(rid)}).status_code
+            answers[f"baseline {rid}"] = client.put("/api/v1/models/m/baseline", json={"run_id": int(rid)}).status_code
+        for url in ("/api/v1/runs?model=a%00b", "/api/v1/runs?status=%00", "/api/v1/runs?label=k%3Dv%00",
+                    "/ui/models/a%00b", "/ui/models/a%00b/compare", "/ui/models/m/compare?by=%00"):
+            answers[url] = client.get(url).status_code
+        files = {"etrecord": ("e", b"e"), "etdump": ("d", b"d")}
+        for fields in ({"model": "a\x00b"}, {"model": "m", "label": "k=v\x00"}, {"model": "m", "label": "k\x00=v"}):
+            answers[f"upload {fields!r}"] = client.post("/api/v1/runs", data=fields, files=files).status_code
+    wrong = {k: v for k, v in answers.items() if v not in (404, 422)}
+    assert not wrong, wrong
+    assert httpx.get(server.url + "/healthz", timeout=10).json() == {"status": "ok"}
+    time.sleep(0.5)
+    new_log = server.log.read_text(errors="replace")[logged:]
+    assert "Traceback" not in new_log and "Exception in ASGI application" not in new_log, new_log[-3000:]

@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from numdiff.service import crud, db
 from numdiff.service.api.deps import (
     COOKIE,
+    RunId,
     ServiceDep,
     SessionDep,
     StoreDep,
@@ -148,7 +149,7 @@ def compare_page(name: str, project: PageProject, session: SessionDep, store: St
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
-def run_page(run_id: int, project: PageProject, session: SessionDep) -> Response:
+def run_page(run_id: RunId, project: PageProject, session: SessionDep) -> Response:
     if project is None:
         return _to_login()
     run = owned_run(session, project, run_id)
@@ -157,7 +158,7 @@ def run_page(run_id: int, project: PageProject, session: SessionDep) -> Response
 
 
 @router.get("/ui/runs/{run_id}/report")
-def run_report(run_id: int, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
+def run_report(run_id: RunId, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
     if project is None:
         return _to_login()
     run = owned_run(session, project, run_id)

@@ -10,7 +10,7 @@ from fastapi.responses import FileResponse, Response
 
 from numdiff.analysis.stages import STAGES
 from numdiff.service import crud, schemas
-from numdiff.service.api.deps import ProjectDep, SessionDep, StoreDep, load_analysis, owned_run, require_done
+from numdiff.service.api.deps import ProjectDep, SessionDep, StoreDep, RunId, load_analysis, owned_run, require_done
 from numdiff.service.api.out import json_response, run_result
 from numdiff.service.status import Status
 
@@ -20,13 +20,13 @@ router = APIRouter(prefix="/api/v1/runs/{run_id}", tags=["results"])
 
 
 @router.get("/result", response_model=schemas.RunResult)
-def show_result(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
+def show_result(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
     """The run with its SNR gap rows and culprits (only ``status`` etc. until the job is done)."""
     return json_response(run_result(store, session, owned_run(session, project, run_id)))
 
 
 @router.get("/analysis.json")
-def analysis_file(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
+def analysis_file(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
     """The saved analysis (``numdiff.report.Analysis.load`` reads it)."""
     run = owned_run(session, project, run_id)
     return FileResponse(store.path(require_done(run, run.analysis_sha256)), media_type="application/json",
@@ -34,14 +34,14 @@ def analysis_file(run_id: int, project: ProjectDep, session: SessionDep, store: 
 
 
 @router.get("/report.html")
-def report_file(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
+def report_file(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
     """The HTML report (self-contained: no CDN)."""
     run = owned_run(session, project, run_id)
     return FileResponse(store.path(require_done(run, run.report_sha256)), media_type="text/html; charset=utf-8")
 
 
 @router.get("/jobs/{kind}")
-def stage_result(run_id: int, kind: str, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
+def stage_result(run_id: RunId, kind: str, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
     """One stage's result as JSON once its job is done: ``profile`` (latency per event), ``gap``
     (SNR/MSE/L1 rows), ``culprits``, or ``report`` (the saved analysis). 409 until it is done."""
     if kind not in STAGES:
@@ -59,7 +59,7 @@ def stage_result(run_id: int, kind: str, project: ProjectDep, session: SessionDe
 
 
 @router.get("/gap.csv")
-def gap_csv(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
+def gap_csv(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
     """The gap rows as CSV: one row per aligned pair with its lowest SNR, MSE and L1."""
     a = load_analysis(store, owned_run(session, project, run_id))
     buf = io.StringIO()
