@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from numdiff.service import auth, crud, db
 from numdiff.service.server import prepare
@@ -193,3 +194,45 @@ def test_huge_ids_and_nul_names_are_404_or_422_without_a_traceback(server: Serve
     time.sleep(0.5)
     new_log = server.log.read_text(errors="replace")[logged:]
     assert "Traceback" not in new_log and "Exception in ASGI application" not in new_log, new_log[-3000:]
+
+
+# --- 7. run reasons carry no traceback and no server path; the log has the whole story --------------
+
+def test_a_failed_runs_reason_shows_no_server_path_and_the_log_has_it(sqlite_server: Server, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.etdp"
+    junk.write_bytes(b"not an etdump" * 50)
+    token = sqlite_server.token("reasons")
+    with httpx.Client(base_url=sqlite_server.url, headers=_auth(token), timeout=60) as client:
+        r = client.post("/api/v1/runs", data={"model": "junk"},
+                        files={"etrecord": ("e", EXAMPLE.etrecord.read_bytes()), "etdump": ("d", junk.read_bytes())})
+        run = client.get(f"/api/v1/runs/{r.json()['id']}?wait=30").json()
+        client.cookies.set("numdiff_token", token)
+        page = client.get(f"/ui/runs/{run['id']}").text
+    assert run["status"] == "failed"
+    reasons = [run["reason"], *(j["reason"] or "" for j in run["jobs"]), page]
+    data = str(sqlite_server.data)
+    assert all(data not in text and "/objects/" not in text and "Traceback" not in text for text in reasons)
+    assert run["reason"].startswith("bad input: ETDump <etdump>: not an ETDump")
+    assert sqlite_server.log is not None
+    time.sleep(0.5)
+    assert f"ETDump '{data}/objects/" in sqlite_server.log.read_text(errors="replace")
+
+
+def test_an_internal_errors_reason_has_no_traceback_which_goes_to_the_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from numdiff.service.worker import runner
+
+    secret = "/srv/numdiff-data/objects/ab/" + "c" * 62
+
+    def broken(*_args: object) -> None:
+        raise KeyError(f"cannot open {secret} from /usr/lib/python3/dist-packages/x.py")
+
+    monkeypatch.setattr(runner, "run_stage", broken)
+    code = runner.analyse("gap", {"etdump": secret, "etrecord": None, "debug_buffer": None}, {}, tmp_path, {}, 1 << 30)
+    assert code == runner.INTERNAL
+    reason = (tmp_path / "reason.txt").read_text()
+    assert reason.startswith("internal error in numdiff: KeyError") and "<etdump>" in reason
+    assert "Traceback" not in reason and "/srv" not in reason and "/usr/lib" not in reason
+    assert "server's log" in reason
+    err = capsys.readouterr().err
+    assert "Traceback" in err and secret in err
