@@ -236,3 +236,43 @@ def test_an_internal_errors_reason_has_no_traceback_which_goes_to_the_log(
     assert "server's log" in reason
     err = capsys.readouterr().err
     assert "Traceback" in err and secret in err
+
+
+# --- 11. gap.csv: cells a spreadsheet would run as formulas are neutralised -------------------------
+
+def _with_module_path(source: Path, target: Path, module: str) -> Path:
+    """A copy of ``source`` (an ETRecord) whose every node claims to come from module ``module``."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename in ("exported_program", "edge_dialect_exported_program/forward"):
+                program = json.loads(data)
+                for node in program["graph_module"]["graph"]["nodes"]:
+                    if "nn_module_stack" in node.get("metadata", {}):
+                        node["metadata"]["nn_module_stack"] = f"L__self___fc1,{module},torch.nn.modules.linear.Linear"
+                data = json.dumps(program).encode()
+            zout.writestr(info, data)
+    return target
+
+
+def test_gap_csv_cells_starting_like_a_formula_are_neutralised(sqlite_server: Server, tmp_path: Path) -> None:
+    import csv
+
+    formula = '=HYPERLINK("http://127.0.0.1/x")'
+    evil = _with_module_path(EXAMPLE.etrecord, tmp_path / "evil.etrecord", formula)
+    token = sqlite_server.token("csv")
+    with httpx.Client(base_url=sqlite_server.url, headers=_auth(token), timeout=60) as client:
+        r = client.post("/api/v1/runs", data={"model": "csv"},
+                        files={"etrecord": ("e", evil.read_bytes()), "etdump": ("d", EXAMPLE.etdump.read_bytes()),
+                               "debug_buffer": ("b", EXAMPLE.debug_buffer.read_bytes())})
+        assert client.get(f"/api/v1/runs/{r.json()['id']}?wait=30").json()["status"] == "done"
+        text = client.get(f"/api/v1/runs/{r.json()['id']}/gap.csv").text
+    rows = list(csv.DictReader(text.splitlines()))
+    assert rows and {row["module"] for row in rows} == {"'" + formula}
+    risky = [cell for row in rows for key, cell in row.items()
+             if key in ("aot_ops", "runtime_ops", "match", "module") and cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert not risky
+    assert all(float(row["snr_db"]) == float(row["snr_db"]) or row["snr_db"] == "nan" for row in rows if row["snr_db"])

@@ -60,15 +60,27 @@ def stage_result(run_id: RunId, kind: str, project: ProjectDep, session: Session
 
 @router.get("/gap.csv")
 def gap_csv(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
-    """The gap rows as CSV: one row per aligned pair with its lowest SNR, MSE and L1."""
+    """The gap rows as CSV: one row per aligned pair with its lowest SNR, MSE and L1.
+
+    Text cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR)
+    get a leading ``'``: op names and module paths come from uploaded files.
+    """
     a = load_analysis(store, owned_run(session, project, run_id))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["index", "aot_ops", "runtime_ops", "snr_db", "mse", "l1", "matched", "match", "module"])
     for r in (a.gap.rows if a.gap else []):
-        w.writerow([r.index, " ".join(r.aot_ops), " ".join(r.runtime_ops), _low(r.snr), _high(r.mse), _high(r.l1),
-                    r.matched, r.match or "", r.module or ""])
+        w.writerow([r.index, _text(" ".join(r.aot_ops)), _text(" ".join(r.runtime_ops)), _low(r.snr), _high(r.mse),
+                    _high(r.l1), r.matched, _text(r.match or ""), _text(r.module or "")])
     return Response(buf.getvalue(), media_type="text/csv")
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(cell: str) -> str:
+    """A text cell a spreadsheet shows as text: a formula's first character gets a ``'`` before it (OWASP)."""
+    return "'" + cell if cell.startswith(_FORMULA_START) else cell
 
 
 def _low(values: list[float]) -> str:
