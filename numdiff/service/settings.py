@@ -57,7 +57,11 @@ class Settings:
         from numdiff.service.db import default_url
 
         root = Path(data).resolve()
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:  # private to the service's user: it holds project names, labels, token hashes and uploads
+            root.chmod(0o700)
+        except OSError:  # not ours to change (another user's directory): leave it as its owner set it
+            pass
         return cls(data=root, db_url=db_url or default_url(root),
                    max_upload_bytes=int(_env_float("NUMDIFF_SERVICE_MAX_UPLOAD_MB", 1024) * (1 << 20)),
                    job_memory_bytes=int(_env_float("NUMDIFF_SERVICE_JOB_MEMORY_MB", 8192) * (1 << 20)),

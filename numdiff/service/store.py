@@ -133,8 +133,8 @@ class Store:
         self.quota = quota
         self.objects = self.root / "objects"
         self.tmp_root = self.root / "tmp"
-        self.objects.mkdir(parents=True, exist_ok=True)
-        self.tmp_root.mkdir(parents=True, exist_ok=True)
+        self.objects.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.tmp_root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     @property
     def tmp(self) -> Path:
@@ -212,7 +212,8 @@ class Store:
             os.utime(target)
             source.unlink(missing_ok=True)
         except FileNotFoundError:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(source, 0o600)  # results a runner wrote got the umask's mode: blobs are private
             os.replace(source, target)
             self.sync_dir(target.parent)
 

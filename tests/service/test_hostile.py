@@ -276,3 +276,30 @@ def test_gap_csv_cells_starting_like_a_formula_are_neutralised(sqlite_server: Se
              if key in ("aot_ops", "runtime_ops", "match", "module") and cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert not risky
     assert all(float(row["snr_db"]) == float(row["snr_db"]) or row["snr_db"] == "nan" for row in rows if row["snr_db"])
+
+
+# --- 12. the data directory is private: 0700, the database and its WAL 0600 -------------------------
+
+def test_the_data_directory_database_and_wal_are_private(tmp_path: Path) -> None:
+    import stat
+
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)  # as an older numdiff (or a plain mkdir) left it
+    os.chmod(data, 0o755)
+    with running(data, None, workers=1) as server:
+        token = server.token("private")
+        files = {"etrecord": ("e", EXAMPLE.etrecord.read_bytes()), "etdump": ("d", EXAMPLE.etdump.read_bytes()),
+                 "debug_buffer": ("b", EXAMPLE.debug_buffer.read_bytes())}
+        r = httpx.post(server.url + "/api/v1/runs", headers=_auth(token), data={"model": "m"}, files=files, timeout=30)
+        assert httpx.get(f"{server.url}/api/v1/runs/{r.json()['id']}?wait=30", headers=_auth(token),
+                         timeout=40).json()["status"] == "done"
+
+        def mode(p: Path) -> int:
+            return stat.S_IMODE(p.stat().st_mode)
+
+        assert mode(data) == 0o700
+        db_files = [data / f"numdiff.sqlite3{s}" for s in ("", "-wal", "-shm")]
+        assert all(p.exists() for p in db_files[:2])
+        assert {p.name: oct(mode(p)) for p in db_files if p.exists()} == {p.name: "0o600" for p in db_files if p.exists()}
+        store = [p for p in (data / "objects").rglob("*")] + [data / "objects", data / "tmp", data / "wake"]
+        assert store and not [p for p in store if mode(p) & 0o077], [(p, oct(mode(p))) for p in store if mode(p) & 0o077]
