@@ -61,9 +61,15 @@ class _Workers:
         self._thread = threading.Thread(target=self._watch, name="numdiff-workers", daemon=True)
 
     def _start(self, i: int) -> None:
-        cmd = [sys.executable, "-m", "numdiff.service.worker", "--data", str(self.settings.data),
-               "--db", self.settings.db_url, "--name", f"w{i}"]
-        self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        import os
+
+        from numdiff.service.settings import DB_URL_ENV
+
+        # the database URL (maybe with a password) goes by environment, readable by this user only:
+        # a command line is world-readable in /proc and ps
+        cmd = [sys.executable, "-m", "numdiff.service.worker", "--data", str(self.settings.data), "--name", f"w{i}"]
+        self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                         env={**os.environ, DB_URL_ENV: self.settings.db_url})
 
     def start(self) -> None:
         for i in range(self.count):

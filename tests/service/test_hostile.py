@@ -303,3 +303,33 @@ def test_the_data_directory_database_and_wal_are_private(tmp_path: Path) -> None
         assert {p.name: oct(mode(p)) for p in db_files if p.exists()} == {p.name: "0o600" for p in db_files if p.exists()}
         store = [p for p in (data / "objects").rglob("*")] + [data / "objects", data / "tmp", data / "wake"]
         assert store and not [p for p in store if mode(p) & 0o077], [(p, oct(mode(p))) for p in store if mode(p) & 0o077]
+
+
+# --- 13. the database password never reaches a command line ----------------------------------------
+
+def test_the_database_password_is_not_on_any_workers_command_line(pg_server: Server, tmp_path: Path) -> None:
+    from sqlalchemy import create_engine, make_url, text
+
+    assert pg_server.db_url is not None
+    admin = create_engine(make_url(pg_server.db_url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as c:
+            c.execute(text("CREATE DATABASE numdiff_secret"))
+    finally:
+        admin.dispose()
+    secret = "s3cret-Passw0rd"
+    url = make_url(pg_server.db_url).set(database="numdiff_secret", password=secret)
+    with running(tmp_path / "data", url.render_as_string(hide_password=False), workers=2) as server:
+        token = server.token("secret")
+        files = {"etrecord": ("e", EXAMPLE.etrecord.read_bytes()), "etdump": ("d", EXAMPLE.etdump.read_bytes()),
+                 "debug_buffer": ("b", EXAMPLE.debug_buffer.read_bytes())}
+        r = httpx.post(server.url + "/api/v1/runs", headers=_auth(token), data={"model": "m"}, files=files, timeout=30)
+        assert httpx.get(f"{server.url}/api/v1/runs/{r.json()['id']}?wait=30", headers=_auth(token),
+                         timeout=40).json()["status"] == "done"  # the workers reached the database
+        pids = server.worker_pids()
+        assert len(pids) == 2
+        for pid in pids:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            assert "numdiff.service.worker" in argv and secret not in argv and "postgresql" not in argv, argv
+            environ = Path(f"/proc/{pid}/environ")
+            assert os.stat(environ).st_mode & 0o077 == 0  # only the service's user can read the environment
