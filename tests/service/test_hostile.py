@@ -333,3 +333,24 @@ def test_the_database_password_is_not_on_any_workers_command_line(pg_server: Ser
             assert "numdiff.service.worker" in argv and secret not in argv and "postgresql" not in argv, argv
             environ = Path(f"/proc/{pid}/environ")
             assert os.stat(environ).st_mode & 0o077 == 0  # only the service's user can read the environment
+
+
+# --- 4. login CSRF: another origin's page cannot sign a visitor in ----------------------------------
+
+def test_a_login_posted_from_another_origin_is_refused(sqlite_server: Server) -> None:
+    token = sqlite_server.token("csrf")
+    url = sqlite_server.url + "/ui/login"
+    forged = [{"Origin": "http://evil.example"}, {"Origin": "null"},
+              {"Referer": "http://evil.example/page.html"}, {"Sec-Fetch-Site": "cross-site"},
+              {"Origin": sqlite_server.url.replace("127.0.0.1", "127.0.0.1.evil.example")},
+              {"Origin": "http://127.0.0.1:1", "Sec-Fetch-Site": "same-site"}]
+    for headers in forged:
+        r = httpx.post(url, data={"token": token}, headers=headers, timeout=10)
+        assert r.status_code == 403, (headers, r.status_code)
+        assert "set-cookie" not in r.headers, headers
+    for headers in ({"Origin": sqlite_server.url, "Sec-Fetch-Site": "same-origin"},
+                    {"Referer": sqlite_server.url + "/ui/login"}, {}):
+        r = httpx.post(url, data={"token": token}, headers=headers, timeout=10)
+        assert r.status_code == 303, (headers, r.status_code)
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/ui" in cookie
