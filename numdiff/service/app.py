@@ -6,6 +6,7 @@ from fastapi import Depends, FastAPI
 
 from numdiff.service.api.deps import Service, refuse_nul
 from numdiff.service.api.errors import add_error_handlers
+from numdiff.service.api.headers import SecurityHeaders
 from numdiff.service.api.main import api_router
 from numdiff.service.settings import Settings
 from numdiff.service.web.pages import router as pages_router
@@ -22,6 +23,7 @@ def create_app(settings: Settings) -> FastAPI:
                   dependencies=[Depends(refuse_nul)])
     app.state.service = Service(settings)
     add_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
     app.include_router(api_router)
     app.include_router(pages_router)
     return app

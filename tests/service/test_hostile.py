@@ -354,3 +354,26 @@ def test_a_login_posted_from_another_origin_is_refused(sqlite_server: Server) ->
         assert r.status_code == 303, (headers, r.status_code)
         cookie = r.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/ui" in cookie
+
+
+# --- 14 (part). security headers; reports served in a sandbox --------------------------------------
+
+def test_security_headers_and_reports_in_a_sandbox(sqlite_server: Server) -> None:
+    token = sqlite_server.token("headers")
+    with httpx.Client(base_url=sqlite_server.url, headers=_auth(token), cookies={"numdiff_token": token},
+                      timeout=60) as client:
+        files = {"etrecord": ("e", EXAMPLE.etrecord.read_bytes()), "etdump": ("d", EXAMPLE.etdump.read_bytes()),
+                 "debug_buffer": ("b", EXAMPLE.debug_buffer.read_bytes())}
+        rid = client.post("/api/v1/runs", data={"model": "m"}, files=files).json()["id"]
+        assert client.get(f"/api/v1/runs/{rid}?wait=30").json()["status"] == "done"
+        for url in ("/healthz", "/ui", "/ui/login", f"/ui/runs/{rid}", "/api/v1/runs", "/api/v1/runs/99"):
+            r = client.get(url)
+            assert r.headers["x-content-type-options"] == "nosniff", url
+            assert r.headers["x-frame-options"] == "DENY", url
+            assert "content-security-policy" not in r.headers or "sandbox" not in r.headers["content-security-policy"]
+        for url in (f"/ui/runs/{rid}/report", f"/api/v1/runs/{rid}/report.html"):
+            r = client.get(url)
+            assert r.status_code == 200 and r.text.startswith("<!DOCTYPE html>"), url
+            assert r.headers["content-security-policy"].startswith("sandbox allow-scripts"), url
+            assert "allow-same-origin" not in r.headers["content-security-policy"]
+            assert r.headers["x-frame-options"] == "SAMEORIGIN" and r.headers["x-content-type-options"] == "nosniff"
