@@ -222,6 +222,7 @@ class Worker:
             return run_id
         finally:
             shutil.rmtree(out, ignore_errors=True)
+            self.store.tidy_tmp()  # an idle worker leaves no folder in tmp/
 
     def _supervise(self, runner: Runner, out: Path, job_id: int, attempt: int,
                    started: float) -> tuple[str, str | None]:
