@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
-from numdiff.service.api.deps import Service
+from numdiff.service.api.deps import Service, refuse_nul
 from numdiff.service.api.errors import add_error_handlers
+from numdiff.service.api.headers import SecurityHeaders
 from numdiff.service.api.main import api_router
 from numdiff.service.settings import Settings
 from numdiff.service.web.pages import router as pages_router
@@ -18,9 +19,11 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="numdiff service", version="1",
                   description="Numerical debugging of ExecuTorch runs for device labs and CI: upload a run "
                               "(ETRecord, ETDump, debug buffer), get its per-layer SNR, culprits and HTML report, "
-                              "compare runs.")
+                              "compare runs.",
+                  dependencies=[Depends(refuse_nul)])
     app.state.service = Service(settings)
     add_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
     app.include_router(api_router)
     app.include_router(pages_router)
     return app

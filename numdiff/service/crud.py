@@ -19,7 +19,7 @@ from numdiff.service import db
 from numdiff.service.status import Status
 
 __all__ = ["count_models", "count_runs", "create_run", "get_model", "get_project", "jobs_of_run", "latest_job",
-           "list_runs", "model_by_name", "models_with_runs", "ping", "run_of_project", "runs_of_model"]
+           "list_runs", "model_by_name", "models_with_runs", "ping", "referenced_blobs", "run_of_project", "runs_of_model"]
 
 
 def ping(session: Session) -> None:
@@ -134,3 +134,12 @@ def create_run(session: Session, project: int, model_name: str, labels: Mapping[
                     for stage, kind in enumerate(STAGES))
     session.commit()
     return run
+
+
+def referenced_blobs(session: Session) -> set[str]:
+    """Every store hash a run or a job refers to (what the orphan collector keeps)."""
+    keep: set[str] = set()
+    for column in (db.Run.etrecord_sha256, db.Run.etdump_sha256, db.Run.debug_buffer_sha256, db.Run.analysis_sha256,
+                   db.Run.report_sha256, db.Job.result_sha256):
+        keep.update(d for d in session.execute(select(column).where(column.is_not(None)).distinct()).scalars() if d)
+    return keep

@@ -120,11 +120,32 @@ def default_url(data: str | os.PathLike[str]) -> str:
     return "sqlite:///" + str(Path(data).resolve() / "numdiff.sqlite3")
 
 
+def _private_sqlite_files(url: str) -> None:
+    """Create the SQLite file 0600 (and make an existing one and its WAL and shared memory 0600).
+
+    SQLite gives the ``-wal`` and ``-shm`` files the database file's mode, so a private database
+    keeps its journal private too.
+    """
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    try:
+        os.close(os.open(database, os.O_CREAT | os.O_RDWR, 0o600))
+        for path in (database, database + "-wal", database + "-shm"):
+            if os.path.exists(path):
+                os.chmod(path, 0o600)
+    except OSError:  # not ours (another user's file) or not creatable: SQLite will say what is wrong
+        pass
+
+
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL mode and a busy timeout (several processes share it)."""
+    """An engine for ``url``; SQLite gets WAL mode and a busy timeout (several processes share it), and private files."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     if url.startswith("sqlite"):
+        _private_sqlite_files(url)
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -87,12 +87,18 @@ class RunResult(RunOut):
     culprits_unavailable: str | None = None
 
 
+#: The largest id a row can have (PostgreSQL's INTEGER): larger ids are answered 422, never sent to the database.
+MAX_ID = 2**31 - 1
+#: A run id in a request body.
+RunRef = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
 class CompareRequest(BaseModel):
     """Compare ``new_run`` with ``base_run``, or with its model's baseline when ``base_run`` is omitted."""
 
     model_config = ConfigDict(extra="forbid")
-    new_run: int
-    base_run: int | None = None
+    new_run: RunRef
+    base_run: RunRef | None = None
     max_snr_drop_db: float = Field(default=3.0, ge=0)
     max_latency_increase_pct: float = Field(default=10.0, ge=0)
     min_latency_increase_us: float = Field(default=5.0, ge=0)
@@ -111,4 +117,4 @@ class CompareResult(_Out):
 
 class BaselineRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    run_id: int
+    run_id: RunRef

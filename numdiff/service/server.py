@@ -16,11 +16,30 @@ from types import FrameType
 from numdiff._core.files import atomic_write
 from numdiff.service.settings import Settings
 
-__all__ = ["prepare", "serve"]
+__all__ = ["ORPHAN_GRACE_S", "collect_orphans", "prepare", "serve"]
+
+#: A blob no run or job refers to is removed once it is this old (commits reach the database within it).
+ORPHAN_GRACE_S = 600.0
+#: How often ``numdiff serve`` collects orphan blobs (besides at start-up).
+ORPHAN_SWEEP_S = 3600.0
+
+
+def collect_orphans(settings: Settings, older_than_s: float = ORPHAN_GRACE_S) -> int:
+    """Remove blobs that no run or job refers to (a crash between storing and recording); how many."""
+    from numdiff.service import crud, db
+    from numdiff.service.store import Store
+
+    engine = db.make_engine(settings.db_url)
+    try:
+        with db.session_factory(engine)() as session:
+            keep = crud.referenced_blobs(session)
+    finally:
+        engine.dispose()
+    return Store(settings.data).collect_orphans(keep, older_than_s)
 
 
 def prepare(settings: Settings) -> None:
-    """Create or upgrade the schema and remove uploads a crash left half-written."""
+    """Create or upgrade the schema, remove uploads a crash left half-written, collect orphan blobs."""
     from numdiff.service import db
     from numdiff.service.store import Store
 
@@ -30,6 +49,7 @@ def prepare(settings: Settings) -> None:
     finally:
         engine.dispose()
     Store(settings.data).clean_tmp()
+    collect_orphans(settings)
 
 
 class _Workers:
@@ -41,9 +61,15 @@ class _Workers:
         self._thread = threading.Thread(target=self._watch, name="numdiff-workers", daemon=True)
 
     def _start(self, i: int) -> None:
-        cmd = [sys.executable, "-m", "numdiff.service.worker", "--data", str(self.settings.data),
-               "--db", self.settings.db_url, "--name", f"w{i}"]
-        self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        import os
+
+        from numdiff.service.settings import DB_URL_ENV
+
+        # the database URL (maybe with a password) goes by environment, readable by this user only:
+        # a command line is world-readable in /proc and ps
+        cmd = [sys.executable, "-m", "numdiff.service.worker", "--data", str(self.settings.data), "--name", f"w{i}"]
+        self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                         env={**os.environ, DB_URL_ENV: self.settings.db_url})
 
     def start(self) -> None:
         for i in range(self.count):
@@ -56,7 +82,16 @@ class _Workers:
         atomic_write(self.settings.data / "workers.pid", "".join(f"{p.pid}\n" for p in self.procs if p is not None))
 
     def _watch(self) -> None:
+        import time
+
+        last_sweep = time.monotonic()
         while not self.stopping.wait(1.0):
+            if time.monotonic() - last_sweep > ORPHAN_SWEEP_S:
+                last_sweep = time.monotonic()
+                try:
+                    collect_orphans(self.settings)
+                except Exception as e:  # noqa: BLE001 - collecting is housekeeping: say so and go on
+                    print(f"numdiff serve: collecting orphan blobs failed: {e}", file=sys.stderr, flush=True)
             changed = False
             for i, p in enumerate(self.procs):
                 if p is not None and p.poll() is not None and not self.stopping.is_set():
@@ -110,3 +145,6 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
         server.run()
     finally:
         pool.stop()
+        from numdiff.service.store import Store
+
+        Store(settings.data).release_tmp()

@@ -11,7 +11,11 @@ variable                                       meaning                    defaul
 ``NUMDIFF_SERVICE_LEASE_S``                    a worker's lease on a job  30
 ``NUMDIFF_SERVICE_MAX_ATTEMPTS``               tries before a job fails   3
 ``NUMDIFF_SERVICE_STORE_QUOTA_MB``             bytes the store may hold   no quota
+``NUMDIFF_SERVICE_DB_URL``                     database when no ``--db``  SQLite in DATA
 =============================================  =========================  =========
+
+``NUMDIFF_SERVICE_DB_URL`` keeps a database password out of the process list: ``numdiff serve``
+hands the URL to its workers this way (never on their command line), and operators can too.
 
 A worker renews its lease every third of ``LEASE_S``; a job whose worker died (lease run out) is
 picked up again by another worker, up to ``MAX_ATTEMPTS`` times.
@@ -25,7 +29,10 @@ from pathlib import Path
 
 from numdiff.errors import UsageError
 
-__all__ = ["Settings"]
+__all__ = ["DB_URL_ENV", "Settings"]
+
+#: The environment variable that carries the database URL (to the workers, and from operators who prefer it to --db).
+DB_URL_ENV = "NUMDIFF_SERVICE_DB_URL"
 
 
 def _env_float(name: str, default: float) -> float:
@@ -57,8 +64,12 @@ class Settings:
         from numdiff.service.db import default_url
 
         root = Path(data).resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        return cls(data=root, db_url=db_url or default_url(root),
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:  # private to the service's user: it holds project names, labels, token hashes and uploads
+            root.chmod(0o700)
+        except OSError:  # not ours to change (another user's directory): leave it as its owner set it
+            pass
+        return cls(data=root, db_url=db_url or os.environ.get(DB_URL_ENV) or default_url(root),
                    max_upload_bytes=int(_env_float("NUMDIFF_SERVICE_MAX_UPLOAD_MB", 1024) * (1 << 20)),
                    job_memory_bytes=int(_env_float("NUMDIFF_SERVICE_JOB_MEMORY_MB", 8192) * (1 << 20)),
                    job_timeout_s=_env_float("NUMDIFF_SERVICE_JOB_TIMEOUT_S", 600),

@@ -1,10 +1,12 @@
-"""Streaming ``multipart/form-data``: each file part goes chunk by chunk into the store.
+"""Streaming ``multipart/form-data``: each file part goes chunk by chunk into the store's temporaries.
 
 Nothing is held in memory beyond one chunk: file parts are written to the store's temporary
-file as they arrive (:class:`numdiff.service.store.BlobWriter`), hashed, and committed under
-their SHA-256 at the end. A part larger than the limit aborts the upload (the temporary file is
-removed; the API answers 413). File names sent by the client are ignored except as a label:
-they never become paths.
+files as they arrive (:class:`numdiff.service.store.BlobWriter`) and hashed. Nothing is committed
+while parsing: the route validates the whole form first, then :meth:`Form.commit` makes the files
+blobs under their SHA-256 (or :meth:`Form.abort` removes them), so a rejected form leaves nothing
+in the store. A part larger than the limit aborts the upload (the temporary files are removed;
+the API answers 413). File names sent by the client are ignored except as a label: they never
+become paths.
 """
 
 from __future__ import annotations
@@ -29,14 +31,34 @@ class BadForm(InputError):
 
 @dataclass
 class Form:
+    """A parsed form: its text fields, and its file parts written but not yet committed to the store."""
+
     fields: dict[str, list[str]] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)  # field name -> sha256
+    files: dict[str, BlobWriter] = field(default_factory=dict)  # field name -> its finished, uncommitted file
     sizes: dict[str, int] = field(default_factory=dict)
+
+    def commit(self) -> dict[str, str]:
+        """Make every file part a blob; their hashes by field name (on an error, the rest is removed)."""
+        digests: dict[str, str] = {}
+        try:
+            for name, writer in self.files.items():
+                digests[name] = writer.commit()
+        except BaseException:
+            self.abort()
+            raise
+        return digests
+
+    def abort(self) -> None:
+        """Remove the file parts' temporary files (a rejected form leaves nothing behind)."""
+        for writer in self.files.values():
+            writer.abort()
 
 
 async def parse_form(chunks: AsyncIterator[bytes], content_type: str, store: Store, file_fields: set[str],
                      limit: int) -> Form:
-    """Parse the body; returns the fields and the hashes of the committed file parts.
+    """Parse the body; returns the fields and the file parts, written but not committed.
+
+    The caller validates the form, then calls :meth:`Form.commit` or :meth:`Form.abort`.
 
     Raises:
         BadForm: not multipart, a part without a name, an unknown or repeated file field, too many parts.
@@ -101,9 +123,9 @@ async def parse_form(chunks: AsyncIterator[bytes], content_type: str, store: Sto
         name = str(state["name"])
         w = state["writer"]
         if isinstance(w, BlobWriter):
+            w.finish()
             form.sizes[name] = w.size
-            form.files[name] = w.commit()
-            writers.remove(w)
+            form.files[name] = w
         else:
             buf = state["buf"]
             assert isinstance(buf, bytearray)
@@ -117,12 +139,10 @@ async def parse_form(chunks: AsyncIterator[bytes], content_type: str, store: Sto
         async for chunk in chunks:
             parser.write(chunk)
         parser.finalize()
+        if any(not w.finished for w in writers):  # the body ended inside a file part
+            raise BadForm("the body ended in the middle of a file")
     except BaseException:
         for w in writers:
             w.abort()
         raise
-    if writers:  # the body ended inside a file part
-        for w in writers:
-            w.abort()
-        raise BadForm("the body ended in the middle of a file")
     return form

@@ -97,7 +97,7 @@ def test_server_killed_mid_upload_leaves_nothing_half_visible_and_restart_loses_
             queued = [submit_files(client, device=f"d{i}")["id"] for i in range(2)]
         sock = _partial_upload(server, token)
         deadline = time.monotonic() + 20
-        while not [p for p in (data / "tmp").iterdir() if p.name.startswith("upload-")]:
+        while not list((data / "tmp").rglob("upload-*")):  # in the server's own folder, tmp/<host>-<pid>
             assert time.monotonic() < deadline, "the server never started writing the upload"
             time.sleep(0.05)
         objects_before = sorted((data / "objects").rglob("*"))

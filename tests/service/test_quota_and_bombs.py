@@ -53,6 +53,7 @@ def test_store_quota_full_is_507_nothing_half_visible_and_a_restart_with_room_re
                 if r["status"] == "failed":
                     assert "could not store the results" in r["reason"] or "quota" in r["reason"]
         assert not [p for p in (data / "tmp").iterdir() if p.is_file()]
+        assert not [p for p in (data / "tmp").rglob("*") if p.is_file()]  # per-process folders included
         assert _store_bytes(data) <= quota_mb * (1 << 20) + upload
         assert httpx.get(server.url + "/healthz").json() == {"status": "ok"}
     with running(data, None, workers=1) as server:  # restarted with room

@@ -106,6 +106,7 @@ def test_oversized_upload_is_413_and_leaves_nothing(sqlite_server: Server) -> No
     assert "limit of 1048576 bytes" in r.json()["detail"]
     assert httpx.get(sqlite_server.url + "/api/v1/runs", headers=_auth(token)).json() == {"runs": []}
     assert not [p for p in (sqlite_server.data / "tmp").iterdir() if p.name.startswith("upload-")]
+    assert not list((sqlite_server.data / "tmp").rglob("upload-*"))  # temporaries live in per-process folders
     with Client(sqlite_server.url, token) as client:
         huge = Path(sqlite_server.data.parent / "huge.etdp")
         huge.write_bytes(big)

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Path, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from numdiff.service import crud, db
+from numdiff.service.schemas import MAX_ID
 from numdiff.service.auth import project_for_token
 from numdiff.service.status import Status
 from numdiff.service.settings import Settings
@@ -20,11 +21,28 @@ from numdiff.service.store import Store
 if TYPE_CHECKING:
     from numdiff.report import Analysis
 
-__all__ = ["COOKIE", "ProjectDep", "Service", "ServiceDep", "SessionDep", "SettingsDep", "StoreDep", "current_project",
+__all__ = ["COOKIE", "ProjectDep", "RunId", "refuse_nul", "Service", "ServiceDep", "SessionDep", "SettingsDep", "StoreDep", "current_project",
            "get_service", "get_session", "load_analysis", "optional_project", "owned_model", "owned_run"]
 
 #: The cookie the web pages keep the token in (``/ui`` only).
 COOKIE = "numdiff_token"
+
+
+#: A run id in a URL: 1 to MAX_ID, else 422 before any query (a 20-digit id used to be a 500 and a traceback).
+RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="the run's id")]
+
+
+def refuse_nul(request: Request) -> None:
+    """422 for a NUL character in the path or the query (PostgreSQL refuses them in text: a 500 before)."""
+    if "\x00" in request.url.path or "%00" in request.url.query or "\x00" in request.url.query:
+        raise HTTPException(422, "the URL holds a NUL character")
+
+
+def refuse_nul_in(what: str, value: str) -> str:
+    """``value`` when it holds no NUL character; 422 otherwise."""
+    if "\x00" in value:
+        raise HTTPException(422, f"{what} holds a NUL character")
+    return value
 
 
 class Service:

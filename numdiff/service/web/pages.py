@@ -1,7 +1,9 @@
 """Server-rendered pages (Jinja2, no JavaScript build, no CDN): projects, models, runs, reports, comparison.
 
 A browser signs in once with its project token (``/ui/login`` stores it in an HttpOnly,
-SameSite=Strict cookie); every page then shows that project only.
+SameSite=Strict cookie); every page then shows that project only. Forms that change state
+(signing in) accept only same-origin posts: a page on another origin cannot sign a visitor in to
+the attacker's project (login CSRF), see :func:`same_origin`.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import APIRouter, Depends, Form, HTTPException
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from urllib.parse import urlsplit
+
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from numdiff.service import crud, db
 from numdiff.service.api.deps import (
     COOKIE,
+    RunId,
     ServiceDep,
     SessionDep,
     StoreDep,
@@ -84,7 +89,25 @@ def login_form() -> HTMLResponse:
     return _page("login.html", title="Sign in")
 
 
-@router.post("/ui/login")
+def same_origin(request: Request) -> None:
+    """403 for a form posted from another origin (CSRF): ``Sec-Fetch-Site``, then ``Origin``, then ``Referer``.
+
+    Browsers send ``Origin`` (and ``Sec-Fetch-Site``) with every cross-origin POST, so a forged form
+    always carries one; a request with none of them comes from a program, not from a page, and is
+    let through (it has the token anyway). The origin's host and port must be this server's ``Host``.
+    """
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        raise HTTPException(403, "a form from another site cannot post here (cross-site request refused)")
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    if origin is None:
+        return
+    host = request.headers.get("host", "")
+    if origin == "null" or not host or urlsplit(origin).netloc.lower() != host.lower():
+        raise HTTPException(403, "a form from another origin cannot post here (cross-origin request refused)")
+
+
+@router.post("/ui/login", dependencies=[Depends(same_origin)])
 def login(service: ServiceDep, token: str = Form(...)) -> Response:
     with service.sessions() as session:
         if project_for_token(session, token.strip()) is None:
@@ -148,7 +171,7 @@ def compare_page(name: str, project: PageProject, session: SessionDep, store: St
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
-def run_page(run_id: int, project: PageProject, session: SessionDep) -> Response:
+def run_page(run_id: RunId, project: PageProject, session: SessionDep) -> Response:
     if project is None:
         return _to_login()
     run = owned_run(session, project, run_id)
@@ -157,7 +180,7 @@ def run_page(run_id: int, project: PageProject, session: SessionDep) -> Response
 
 
 @router.get("/ui/runs/{run_id}/report")
-def run_report(run_id: int, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
+def run_report(run_id: RunId, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
     if project is None:
         return _to_login()
     run = owned_run(session, project, run_id)

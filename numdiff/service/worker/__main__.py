@@ -1,4 +1,5 @@
-"""``python -m numdiff.service.worker --data DIR --db URL``: one worker process (``numdiff serve`` starts them)."""
+"""``python -m numdiff.service.worker --data DIR``: one worker process (``numdiff serve`` starts them; the
+database URL comes in ``NUMDIFF_SERVICE_DB_URL``, never on the command line)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Persisted analysis jobs and the worker processes that run them.
 
-A worker (``python -m numdiff.service.worker --data DIR --db URL``, started by ``numdiff serve
+A worker (``python -m numdiff.service.worker --data DIR``, the database URL in ``NUMDIFF_SERVICE_DB_URL``; started by ``numdiff serve
 --workers N``) claims one job at a time with an atomic ``UPDATE ... WHERE id = ? AND attempts = ?``
 (a compare-and-set that works the same on SQLite and PostgreSQL), holds a lease on it that it
 renews while the job runs, and has the job's stage run by its runner (:mod:`numdiff.service.worker.runner`):
@@ -222,6 +222,7 @@ class Worker:
             return run_id
         finally:
             shutil.rmtree(out, ignore_errors=True)
+            self.store.tidy_tmp()  # an idle worker leaves no folder in tmp/
 
     def _supervise(self, runner: Runner, out: Path, job_id: int, attempt: int,
                    started: float) -> tuple[str, str | None]:
@@ -263,7 +264,7 @@ class Worker:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numdiff.service.worker", description="a numdiff service worker")
     parser.add_argument("--data", required=True)
-    parser.add_argument("--db", default=None)
+    parser.add_argument("--db", default=None, help="database URL (default: $NUMDIFF_SERVICE_DB_URL, else SQLite in --data)")
     parser.add_argument("--name", default=f"worker-{os.getpid()}")
     args = parser.parse_args(argv)
     settings = Settings.create(args.data, args.db)
@@ -287,4 +288,5 @@ def main(argv: list[str] | None = None) -> int:
         worker.run_forever()
     finally:
         worker.drop_runner()
+        worker.store.release_tmp()
     return 0

@@ -15,8 +15,10 @@ hardened readers: never in the web process, never in the worker itself.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
+import sys
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 #: An earlier stage's result, as the next stage reads it.
 Part = TypeVar("Part", "ProfilePart", "GapPart", "CulpritSection")
 
-__all__ = ["BAD_INPUT", "INTERNAL", "MEMORY", "OK", "RECYCLE_AFTER", "Runner", "die_with_parent"]
+__all__ = ["BAD_INPUT", "INTERNAL", "MEMORY", "OK", "RECYCLE_AFTER", "Runner", "die_with_parent", "public_reason"]
 
 #: Outcome codes of a job (the runner's answer, or its exit status when it dies).
 OK, BAD_INPUT, INTERNAL, MEMORY = 0, 3, 4, 7
@@ -87,6 +89,27 @@ def _part(model: type[Part], kind: str, paths: dict[str, str | None], parts: dic
     return part
 
 
+#: An absolute path of two or more parts (what is left after the uploads' own paths are named).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w/.~])/(?:[^\s'\"/:]+/)+[^\s'\":,;)]*")
+
+
+def public_reason(text: str, paths: dict[str, str | None]) -> str:
+    """``text`` fit for the API and the pages: the uploads' store paths named by their field, other paths hidden.
+
+    A reason is shown to everyone in the project; where the server keeps its files is not theirs
+    to know (the full text goes to the server's log).
+    """
+    for kind, path in sorted(paths.items(), key=lambda kv: -len(kv[1] or "")):
+        if path:
+            text = text.replace(repr(path), f"<{kind}>").replace(path, f"<{kind}>")
+    return _ABSOLUTE_PATH.sub("<path>", text)
+
+
+def _log(kind: str, out: Path, detail: str) -> None:
+    """The full story of a failed job, for the operator (the worker's stderr is the server's log)."""
+    print(f"numdiff worker: the {kind} stage ({out.name}) failed: {detail}", file=sys.stderr, flush=True)
+
+
 def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str]) -> None:
     """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``)."""
     from numdiff.analysis.models import CulpritSection
@@ -128,21 +151,24 @@ def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out
             run_stage(kind, paths, labels, out, parts)
         except InternalError as e:
             _last.clear()
-            (out / "reason.txt").write_text(f"internal error in numdiff: {e}")
+            _log(kind, out, f"internal error: {e}\n{traceback.format_exc()}")
+            (out / "reason.txt").write_text(public_reason(f"internal error in numdiff: {e}", paths))
             return INTERNAL
         except NumdiffError as e:
             _last.clear()
-            (out / "reason.txt").write_text(f"bad input: {e}")
+            _log(kind, out, f"bad input: {e}")
+            (out / "reason.txt").write_text(public_reason(f"bad input: {e}", paths))
             return BAD_INPUT
     except MemoryError:
         _last.clear()
         (out / "reason.txt").write_text(f"the analysis needed more than the job memory limit of "
                                         f"{memory >> 20} MiB (NUMDIFF_SERVICE_JOB_MEMORY_MB)")
         return MEMORY
-    except Exception as e:  # noqa: BLE001 - a bug: say which
+    except Exception as e:  # noqa: BLE001 - a bug: say which (the traceback goes to the log only)
         _last.clear()
-        (out / "reason.txt").write_text(f"internal error in numdiff: {type(e).__name__}: {e}\n"
-                                        + traceback.format_exc(limit=8))
+        _log(kind, out, traceback.format_exc())
+        (out / "reason.txt").write_text(public_reason(f"internal error in numdiff: {type(e).__name__}: {e} "
+                                                      "(the details are in the server's log)", paths))
         return INTERNAL
     return OK
 

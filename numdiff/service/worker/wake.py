@@ -33,7 +33,7 @@ class Waker:
         if len(os.fsencode(self.path)) > _MAX_PATH:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.path.unlink(missing_ok=True)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             sock.bind(os.fspath(self.path))

@@ -10,7 +10,7 @@ from fastapi.responses import FileResponse, Response
 
 from numdiff.analysis.stages import STAGES
 from numdiff.service import crud, schemas
-from numdiff.service.api.deps import ProjectDep, SessionDep, StoreDep, load_analysis, owned_run, require_done
+from numdiff.service.api.deps import ProjectDep, SessionDep, StoreDep, RunId, load_analysis, owned_run, require_done
 from numdiff.service.api.out import json_response, run_result
 from numdiff.service.status import Status
 
@@ -20,13 +20,13 @@ router = APIRouter(prefix="/api/v1/runs/{run_id}", tags=["results"])
 
 
 @router.get("/result", response_model=schemas.RunResult)
-def show_result(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
+def show_result(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
     """The run with its SNR gap rows and culprits (only ``status`` etc. until the job is done)."""
     return json_response(run_result(store, session, owned_run(session, project, run_id)))
 
 
 @router.get("/analysis.json")
-def analysis_file(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
+def analysis_file(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
     """The saved analysis (``numdiff.report.Analysis.load`` reads it)."""
     run = owned_run(session, project, run_id)
     return FileResponse(store.path(require_done(run, run.analysis_sha256)), media_type="application/json",
@@ -34,14 +34,14 @@ def analysis_file(run_id: int, project: ProjectDep, session: SessionDep, store: 
 
 
 @router.get("/report.html")
-def report_file(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
+def report_file(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
     """The HTML report (self-contained: no CDN)."""
     run = owned_run(session, project, run_id)
     return FileResponse(store.path(require_done(run, run.report_sha256)), media_type="text/html; charset=utf-8")
 
 
 @router.get("/jobs/{kind}")
-def stage_result(run_id: int, kind: str, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
+def stage_result(run_id: RunId, kind: str, project: ProjectDep, session: SessionDep, store: StoreDep) -> FileResponse:
     """One stage's result as JSON once its job is done: ``profile`` (latency per event), ``gap``
     (SNR/MSE/L1 rows), ``culprits``, or ``report`` (the saved analysis). 409 until it is done."""
     if kind not in STAGES:
@@ -59,16 +59,28 @@ def stage_result(run_id: int, kind: str, project: ProjectDep, session: SessionDe
 
 
 @router.get("/gap.csv")
-def gap_csv(run_id: int, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
-    """The gap rows as CSV: one row per aligned pair with its lowest SNR, MSE and L1."""
+def gap_csv(run_id: RunId, project: ProjectDep, session: SessionDep, store: StoreDep) -> Response:
+    """The gap rows as CSV: one row per aligned pair with its lowest SNR, MSE and L1.
+
+    Text cells that a spreadsheet would run as a formula (starting with ``= + - @``, tab or CR)
+    get a leading ``'``: op names and module paths come from uploaded files.
+    """
     a = load_analysis(store, owned_run(session, project, run_id))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["index", "aot_ops", "runtime_ops", "snr_db", "mse", "l1", "matched", "match", "module"])
     for r in (a.gap.rows if a.gap else []):
-        w.writerow([r.index, " ".join(r.aot_ops), " ".join(r.runtime_ops), _low(r.snr), _high(r.mse), _high(r.l1),
-                    r.matched, r.match or "", r.module or ""])
+        w.writerow([r.index, _text(" ".join(r.aot_ops)), _text(" ".join(r.runtime_ops)), _low(r.snr), _high(r.mse),
+                    _high(r.l1), r.matched, _text(r.match or ""), _text(r.module or "")])
     return Response(buf.getvalue(), media_type="text/csv")
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(cell: str) -> str:
+    """A text cell a spreadsheet shows as text: a formula's first character gets a ``'`` before it (OWASP)."""
+    return "'" + cell if cell.startswith(_FORMULA_START) else cell
 
 
 def _low(values: list[float]) -> str:

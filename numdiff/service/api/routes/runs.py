@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from numdiff.service import crud, schemas
-from numdiff.service.api.deps import ProjectDep, Service, ServiceDep, SessionDep, owned_run
+from numdiff.service.api.deps import ProjectDep, RunId, Service, ServiceDep, SessionDep, owned_run, refuse_nul_in
 from numdiff.service.api.out import json_response, run_out
 from numdiff.service.status import Status
 from numdiff.service.upload import Form, parse_form
@@ -44,7 +44,7 @@ def labels_from(items: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` items as a mapping (422 for one that is not)."""
     labels: dict[str, str] = {}
     for item in items:
-        key, sep, value = item.partition("=")
+        key, sep, value = refuse_nul_in("a label", item).partition("=")
         if not sep or not key.strip() or len(key) > 100 or len(value) > 500:
             raise HTTPException(422, f"label {item[:120]!r} is not KEY=VALUE (key ≤ 100, value ≤ 500 characters)")
         labels[key.strip()] = value.strip()
@@ -65,7 +65,7 @@ def _full_store_is_507() -> Iterator[None]:
 
 def _run_fields(form: Form) -> tuple[str, dict[str, str]]:
     """The model name and labels of an upload (422 when the form lacks something)."""
-    model_name = (form.fields.get("model") or [""])[0].strip()
+    model_name = refuse_nul_in("the model name", (form.fields.get("model") or [""])[0].strip())
     if not model_name or len(model_name) > 200:
         raise HTTPException(422, "the form needs a model name (field 'model', at most 200 characters)")
     missing = [f for f in ("etrecord", "etdump") if f not in form.files]
@@ -97,8 +97,14 @@ async def upload_run(request: Request, project: ProjectDep, service: ServiceDep)
     with _full_store_is_507():  # TooLarge and BadForm are answered by the app's handlers (413, 422)
         form = await parse_form(request.stream(), request.headers.get("content-type", ""), service.store,
                                 FILE_FIELDS, limit)
-    model_name, labels = _run_fields(form)
-    return await run_in_threadpool(_create_run, service, project, model_name, labels, form.files)
+    try:  # the whole form is checked before anything is committed: a rejected form leaves no blob
+        model_name, labels = _run_fields(form)
+        with _full_store_is_507():
+            files = await run_in_threadpool(form.commit)
+    except BaseException:
+        form.abort()
+        raise
+    return await run_in_threadpool(_create_run, service, project, model_name, labels, files)
 
 
 @router.get("", response_model=schemas.RunList)
@@ -110,7 +116,7 @@ def list_runs(project: ProjectDep, session: SessionDep, model: str | None = None
 
 
 @router.get("/{run_id}", response_model=schemas.RunOut)
-async def show_run(run_id: int, project: ProjectDep, service: ServiceDep,
+async def show_run(run_id: RunId, project: ProjectDep, service: ServiceDep,
                    wait: float = Query(0.0, ge=0.0, le=30.0, description=(
                        "seconds to wait for the run to finish (done or failed) before answering: a long poll, "
                        "so clients learn of the result within about 50 ms without polling"))) -> Response:
