@@ -2,7 +2,7 @@
 
 There is one pipeline (:func:`numdiff.analysis._build.build_parts`); this module is its face for
 callers that run the stages one at a time. :meth:`Analysis.from_inspector` runs them one after
-another; the service runs each as its own persisted job (``numdiff.service.jobs``), so a run's
+another; the service runs each as its own persisted job (``numdiff.service.worker``), so a run's
 profile is stored and shown while its gap is still being computed, and a failure names the stage
 it happened in. Each stage's result is a small pydantic model that round-trips through JSON
 (:func:`dump_part` / :func:`load_part`), and :func:`assemble` puts the parts together into exactly

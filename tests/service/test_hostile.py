@@ -220,7 +220,7 @@ def test_a_failed_runs_reason_shows_no_server_path_and_the_log_has_it(sqlite_ser
 
 def test_an_internal_errors_reason_has_no_traceback_which_goes_to_the_log(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from numdiff.service.worker import runner
+    from numdiff.service.worker import child as runner
 
     secret = "/srv/numdiff-data/objects/ab/" + "c" * 62
 

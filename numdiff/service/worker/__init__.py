@@ -1,3 +1,3 @@
 """The analysis workers: the persisted job queue, the worker processes that claim its jobs, and the
-limited runner processes that run each stage (``python -m numdiff.service.worker`` starts one worker).
+limited runner processes (``child``) that run each stage (``python -m numdiff.service.worker`` starts one worker).
 """

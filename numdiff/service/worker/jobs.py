@@ -3,7 +3,7 @@
 A worker (``python -m numdiff.service.worker --data DIR``, the database URL in ``NUMDIFF_SERVICE_DB_URL``; started by ``numdiff serve
 --workers N``) claims one job at a time with an atomic ``UPDATE ... WHERE id = ? AND attempts = ?``
 (a compare-and-set that works the same on SQLite and PostgreSQL), holds a lease on it that it
-renews while the job runs, and has the job's stage run by its runner (:mod:`numdiff.service.worker.runner`):
+renews while the job runs, and has the job's stage run by its runner (:mod:`numdiff.service.worker.child`):
 a process forked from the warmed-up worker, limited in address space (``RLIMIT_AS``), killed when
 a job passes its wall-time limit, and reused across jobs while healthy. The runner reads the uploads
 with numdiff's hardened readers (``numdiff.analysis.stages``): the web process never parses an
@@ -39,7 +39,7 @@ from numdiff.service import db
 from numdiff.service.status import Status
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
-from numdiff.service.worker.runner import OK, Runner, die_with_parent
+from numdiff.service.worker.child import OK, Runner, die_with_parent
 from numdiff.service.worker.wake import Waker
 
 __all__ = ["Worker", "claim", "main"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from numdiff.report import Analysis
-from numdiff.service.worker import runner
+from numdiff.service.worker import child as runner
 from tests.service._server import EXAMPLE
 
 
