@@ -5,7 +5,7 @@ Run with the oracle python (it imports ExecuTorch; numdiff never does)::
     /root/.cache/numdiff-oracle/bin/python scripts/record_align_oracle.py
 
 It writes ``tests/data/align_oracle.json``: hand-built and seeded-random cases with the
-reference's exact answers (or the exception type it raised). ``tests/test_align.py`` and
+reference's exact answers (or the exception type it raised). ``tests/align/test_pairing.py`` and
 ``tests/comparators/`` replay the cases against numdiff without the oracle. Never edit the JSON
 by hand; re-run this script.
 """

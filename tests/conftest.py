@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from numdiff.report import Analysis
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -38,3 +41,43 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Output must not depend on the terminal the tests run in."""
     for var in ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
+
+
+# --- saved analyses shared by the analysis and report tests (built once per session: each runs a reference graph) ---
+
+#: Committed analysis files (an old format version, for migration and reading tests).
+SAVED_ANALYSES = Path(__file__).parent / "analysis" / "data"
+
+
+def artifact_args(name: str) -> list[str]:
+    """CLI flags for a fixture folder (``example`` = the bundled example)."""
+    if name == "example":
+        from numdiff.examples import example_files
+
+        f = example_files()
+        paths = [f.etdump, f.etrecord, f.debug_buffer]
+    else:
+        paths = [FIXTURES / name / "etdump.etdp", FIXTURES / name / "etrecord.bin", FIXTURES / name / "debug_buffer.bin"]
+    return ["--etdump", str(paths[0]), "--etrecord", str(paths[1]), "--debug-buffer", str(paths[2])]
+
+
+def _analyse(name: str, **labels: str) -> Analysis:
+    from numdiff.report import Analysis
+
+    args = artifact_args(name)
+    return Analysis.from_files(args[1], args[3], args[5], labels=labels)
+
+
+@pytest.fixture(scope="session")
+def example_analysis() -> Analysis:
+    return _analyse("example", device="host", build="1")
+
+
+@pytest.fixture(scope="session")
+def xnnpack_analysis() -> Analysis:
+    return _analyse("xnnpack", device="host")
+
+
+@pytest.fixture(scope="session")
+def quant_analysis() -> Analysis:
+    return _analyse("pt2e_quant", device="host")

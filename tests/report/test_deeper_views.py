@@ -21,7 +21,7 @@ from numdiff.cli import main
 from numdiff.report import Analysis, render_html
 from tests.conftest import FIXTURES
 from tests.report._browser import browser, need_browser
-from tests.report.conftest import artifact_args
+from tests.conftest import artifact_args
 
 
 def _truth(name: str) -> dict[str, Any]:

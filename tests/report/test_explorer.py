@@ -42,7 +42,7 @@ def test_files_load_with_model_explorer_classes(example_analysis: Analysis, tmp_
 
 def test_cli_writes_overlays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from numdiff.cli import main
-    from tests.report.conftest import DATA
+    from tests.conftest import SAVED_ANALYSES as DATA
 
     assert main(["explore", str(DATA / "analysis_v1.json"), "-o", str(tmp_path / "o")]) == 0
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["accumulated_error.json", "latency.json"]
@@ -51,7 +51,7 @@ def test_cli_writes_overlays(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_cli_open_needs_the_etrecord(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from numdiff.cli import main
-    from tests.report.conftest import DATA
+    from tests.conftest import SAVED_ANALYSES as DATA
 
     assert main(["explore", str(DATA / "analysis_v1.json"), "-o", str(tmp_path / "o"), "--open"]) == 2
     assert "--open needs --etrecord" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 from numdiff.cli import main
 from numdiff.examples import example_files
 from numdiff.report import Analysis, render_html, write_html
-from tests.report.conftest import DATA, artifact_args
+from tests.conftest import SAVED_ANALYSES as DATA, artifact_args
 
 
 def _data(html: str) -> dict:  # type: ignore[type-arg]

@@ -23,7 +23,7 @@ from numdiff.cli import main
 from numdiff.report import Analysis
 from numdiff.report.trace import trace_events
 from tests.conftest import FIXTURES
-from tests.report.conftest import DATA
+from tests.conftest import SAVED_ANALYSES as DATA
 
 _PHASES = {"X", "C", "M", "B", "E", "i", "I"}
 

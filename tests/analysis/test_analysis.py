@@ -18,7 +18,7 @@ from numdiff.inspector import Inspector
 from numdiff.report import FORMAT_VERSION, Analysis
 from numdiff.analysis.migrations import migrate
 from numdiff.analysis.storage import load_analysis
-from tests.report.conftest import DATA, artifact_args
+from tests.conftest import SAVED_ANALYSES as DATA, artifact_args
 
 
 def test_gap_rows_hold_the_library_numbers(example_analysis: Analysis) -> None:

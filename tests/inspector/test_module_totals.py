@@ -18,7 +18,7 @@ import pytest
 from numdiff import Inspector
 from tests.conftest import FIXTURES
 
-ORACLE = json.loads((Path(__file__).parent / "data" / "module_totals_oracle.json").read_text())["fixtures"]
+ORACLE = json.loads((Path(__file__).parents[1] / "data" / "module_totals_oracle.json").read_text())["fixtures"]
 #: Fixtures committed with the suite: their recording must be current (realistic ones are checked when current).
 CORE = ("attention_view", "cnn_nested", "many_runs", "mlp_fp32", "multi_output", "pt2e_quant",
         "pt2e_quant_portable", "xnnpack")

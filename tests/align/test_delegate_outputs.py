@@ -29,7 +29,7 @@ from numdiff.align import (
     partition_output_ids,
 )
 
-REALISTIC = Path(__file__).parent / "fixtures" / "realistic"
+REALISTIC = Path(__file__).parents[1] / "fixtures" / "realistic"
 
 
 def _graph() -> torch.fx.GraphModule:

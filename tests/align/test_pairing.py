@@ -31,7 +31,7 @@ from numdiff.align import (
 def _codec() -> ModuleType:
     name = "numdiff_tests_oracle_codec"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "comparators" / "oracle_codec.py")
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "comparators" / "oracle_codec.py")
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -257,7 +257,7 @@ def test_find_op_names_subset_semantics() -> None:
 
 
 # ----------------------------------------------------------------------------- real artifacts
-REAL = torch.load(Path(__file__).parent / "data" / "align_real.pt", weights_only=True)
+REAL = torch.load(Path(__file__).parents[1] / "data" / "align_real.pt", weights_only=True)
 
 
 @pytest.mark.parametrize("fixture", sorted(REAL))
