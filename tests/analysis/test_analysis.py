@@ -7,7 +7,6 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
