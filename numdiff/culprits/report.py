@@ -317,8 +317,8 @@ def headline(report: CulpritReport) -> str:
 
     It names the culprits (a delegate by backend and call index), then counts ``broken`` rows,
     replay problems and rows not judged, the first non-finite runtime output, the first divergent
-    decode step and its culprit ops, the culprits inside delegates (taps) and runs whose culprits
-    differ. It says "every local error is within its expected noise" only when no view found
+    decode step and its culprit ops, the layers the quantization view keeps in higher precision,
+    the culprits inside delegates (taps) and runs whose culprits differ. It says "every local error is within its expected noise" only when no view found
     anything beyond noise. The first line of ``str(report)`` and of ``numdiff culprits``.
     """
     culprits = report.culprits
@@ -351,6 +351,11 @@ def headline(report: CulpritReport) -> str:
             ops = "; ".join(", ".join(o) for o in step.culprit_ops)
             facts.append(f"decode diverges at step {step.step} (culprit {ops})")
             alarm = True
+    if report.quantization is not None:
+        quant, keep = report.quantization, report.quantization.suggested_keep
+        facts.append(f"quantization: estimated output SNR {quant.estimated_snr_db:.3g} dB (target "
+                     f"{quant.target_snr_db:.3g} dB), " + (f"keep {', '.join(keep)} in higher precision" if keep
+                                                         else "no layer needs higher precision"))
     if report.inside_delegates is not None:
         inside = report.inside_delegates.culprits
         if inside:

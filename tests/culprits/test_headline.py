@@ -4,7 +4,8 @@
 Real oracle fixtures: ``culprit_two`` (two planted linears), ``culprit_xnnpack`` (a delegate
 culprit), ``culprit_clean_fp32`` (clean), ``deeper_taps`` (the culprit inside the delegate is
 fc2; before, the first line said only "1 culprit" while the taps view named linear_1),
-``deeper_decode`` (step 0 is clean, step 4 diverges; before, the first line said "0 culprits").
+``deeper_decode`` (step 0 is clean, step 4 diverges; before, the first line said "0 culprits"),
+``deeper_quant`` (the quantization view's suggestion).
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ def test_taps_headline_names_the_op_inside_the_delegate(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert out.splitlines()[0] == TAPS
     assert "culprit(s): linear_1 (fc2)" in out  # the view below says the same
+
+
+def test_quantization_headline_says_what_to_keep(capsys: pytest.CaptureFixture[str]) -> None:
+    d = folder("deeper_quant")
+    assert main(_cli("deeper_quant", "--float-program", str(d / "float_etrecord.bin"))) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "find_culprits (SNRComparator on exported_program): 10 rows, 0 culprits: every local error is within its "
+        "expected noise; quantization: estimated output SNR 9.07 dB (target 30 dB), keep fc2/linear in higher precision")
 
 
 def test_json_carries_the_headline(capsys: pytest.CaptureFixture[str]) -> None:
