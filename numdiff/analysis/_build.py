@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from numdiff.errors import InternalError, MissingDataError, NumdiffError
+from numdiff.errors import InternalError, MismatchedArtifactsError, MissingDataError, NumdiffError
 from numdiff.analysis.records import (
     ArtifactInfo,
     CulpritRow,
@@ -107,7 +107,12 @@ def gap_part(inspector: Inspector, etdump_path: object = None, progress: Progres
 
 
 def culprit_part(inspector: Inspector, gap: GapPart, options: Mapping[str, Any] | None = None) -> CulpritSection:
-    """Culprit localization; not available (with the gap's reason) when there is no gap."""
+    """Culprit localization; not available (with the gap's reason) when there is no gap.
+
+    Raises:
+        MismatchedArtifactsError: the files do not belong together (the culprit finder's replay
+            check): bad input is an error, never a section that says "not available".
+    """
     if gap.gap is None:
         return CulpritSection(available=False, reason="not available: no numerical gap (" + (gap.gap_unavailable or "") + ")")
     return culprit_section(inspector, options or {})
@@ -296,6 +301,8 @@ def _value_stats(aot: object, runtime: object) -> tuple[TensorStats | None, Tens
 # --- culprits (issue 9; optional) ---------------------------------------------------------------
 
 def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> CulpritSection:
+    """The saved form of ``inspector.find_culprits(**options)``; not available (with the reason) when
+    it cannot be computed. Files that do not belong together raise ``MismatchedArtifactsError``."""
     try:
         importlib.import_module("numdiff.culprits")
     except ImportError as e:
@@ -303,12 +310,15 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
     try:
         report = inspector.find_culprits(**options)
         frame = report.to_dataframe()
+    except MismatchedArtifactsError:
+        raise
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
     from numdiff._core.stack import user_frame
+    from numdiff.culprits.report import headline
 
     rows = []
-    for rec in frame.to_dict(orient="records"):
+    for rec, row in zip(frame.to_dict(orient="records"), report.rows):
         traces = rec.get("stack_traces") or {}
         trace = next((t for t in reversed(list(traces.values())) if t), None) if isinstance(traces, Mapping) else None
         rows.append(CulpritRow(
@@ -317,8 +327,14 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
             amplification=_num(rec.get("amplification")),
             verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
             is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
-            noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace)))
-    return CulpritSection(available=True, rows=rows, quantization=_quantization(report.quantization),
+            noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace),
+            input_sources=list(row.input_sources), delegate=row.delegate))
+    verdicts = [r.verdict for r in report.rows]
+    return CulpritSection(available=True, rows=rows, headline=headline(report),
+                          broken=sum(v.value == "broken" for v in verdicts),
+                          replay_mismatches=sum(v.value == "replay-mismatch" for v in verdicts),
+                          not_judged=sum(v.value == "not-judged" for v in verdicts),
+                          quantization=_quantization(report.quantization),
                           decode=_decode(report.decode), inside_delegates=_taps(report.inside_delegates))
 
 

@@ -1,5 +1,10 @@
 """``numdiff doctor``: do the files belong together, what did the runtime log, and what to change.
 
+The files are opened with the same checks as any analysis (a debug buffer that is a zip, an ETDump
+or a ``.pte`` is refused), and with an ETRecord and a debug buffer the culprit finder's replay check
+runs too: logged values that do not come from the program the ETRecord describes (another model's
+or another run's debug buffer) are a ``fail``.
+
 Each check gives a :class:`Finding` (``ok``, ``warn`` or ``fail``) with what was seen and, when
 something is missing, what to change in the export or runtime settings to get it.
 """
@@ -14,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from numdiff._core.events import DELEGATE_CALL, EXECUTE, OPERATOR_CALL, is_runtime_step
 from numdiff._core.time_units import seconds_per_unit
-from numdiff.errors import InputError
+from numdiff.errors import InputError, MismatchedArtifactsError, NumdiffError
 
 if TYPE_CHECKING:
     from numdiff.inspector import Inspector
@@ -90,6 +95,8 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
         out.append(Finding("ok" if share >= 0.9 else "warn", "intermediate outputs",
                            f"{len(logged)} of {len(top)} runtime ops logged their outputs ({share:.0%})",
                            "" if share >= 0.9 else _HOW_TO_LOG))
+    if has_debug_buffer and has_etrecord and logged:
+        out.append(_belong_together(inspector))
     inside = [e for e in ops if e.is_delegated_op]
     if inside:
         out.append(Finding("ok", "inside delegates", f"{len(inside)} delegate-internal events are timed; their tensors "
@@ -114,6 +121,27 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
                                "" if sane else "implausible: the runtime's timestamps are probably in another unit; "
                                "pass --source-time-scale (ns, us, ms, s or cycles)"))
     return out
+
+
+_BELONG = "files belong together"
+
+
+def _belong_together(inspector: Inspector) -> Finding:
+    """The culprit finder's check that the logged values come from the program the ETRecord describes:
+    every op is replayed on the runtime's logged inputs, and (nearly) every op disagreeing with its
+    own replay from the first op on means another model's or another run's debug buffer or ETDump."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = inspector.find_culprits("SNR")
+    except MismatchedArtifactsError as e:
+        lines = str(e).splitlines()
+        return Finding("fail", _BELONG, lines[0], " ".join(lines[1:]))
+    except NumdiffError as e:
+        return Finding("warn", _BELONG, "not checked: the ops could not be replayed on the logged values: "
+                       + " — ".join(str(e).splitlines()), "")
+    return Finding("ok", _BELONG, f"{len(report.rows)} compared ops replayed on the runtime's logged inputs: the "
+                   "logged values come from the program the ETRecord describes")
 
 
 def diagnose_files(etdump: str | os.PathLike[str], etrecord: str | os.PathLike[str] | None = None,

@@ -164,6 +164,11 @@ class CulpritRow(_Model):
     local_noise_units: float | None = Field(default=None, description="local error in units of the expected noise")
     noise: str | None = Field(default=None, description="how the expected noise was estimated")
     source_line: str | None = None
+    input_sources: list[str] = Field(default_factory=list,
+                                     description="where each replayed input came from (a producer's runtime output, "
+                                     "a delegate call's logged argument, step_inputs or the representative input)")
+    delegate: str | None = Field(default=None, description="for a delegate call's row: its backend, call index and "
+                                 "the compute ops inside with module paths and source lines")
 
 
 class QuantLayerModel(_Model):
@@ -224,6 +229,13 @@ class CulpritSection(_Model):
     available: bool
     reason: str | None = None
     rows: list[CulpritRow] = Field(default_factory=list)
+    headline: str | None = Field(default=None, description="one line that summarises every view that ran "
+                                 "(numdiff.culprits.report.headline)")
+    broken: int = Field(default=0, ge=0, description="rows whose verdict is broken (culprits or not)")
+    replay_mismatches: int = Field(default=0, ge=0, description="rows with a replay problem (verdict "
+                                   "replay-mismatch): not judged, never culprits")
+    not_judged: int = Field(default=0, ge=0, description="rows with no verdict (verdict not-judged: a graph input "
+                            "the runtime did not log, in a run whose inputs are unknown)")
     quantization: QuantizationSection | None = None
     decode: DecodeSection | None = None
     inside_delegates: list[TapRowModel] | None = None

@@ -6,6 +6,9 @@ is run on the values the runtime logged for its inputs and compared with the run
 A culprit is an op whose local error is beyond its noise (quantization step, float epsilon x
 reduction length) while the ops it consumes are fine.
 
+The first line of the table output sums up every view that ran (culprits, broken rows, replay
+problems, non-finite values, the first divergent decode step, the culprit inside a delegate).
+
 exit status: 0 no culprit, 1 at least one culprit (in any decode step with --decode-steps), 2 bad arguments,
 3 bad or missing input.
 
@@ -123,8 +126,10 @@ def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | N
     """The report as JSON: numbers as numbers, null where there is none (a NaN amplification, an infinite SNR)."""
     from numdiff.cli._json import write_json
 
+    from numdiff.culprits.report import headline
+
     data: dict[str, object] = {
-        "metric": report.metric, "graph": report.graph_name,
+        "headline": headline(report), "metric": report.metric, "graph": report.graph_name,
         "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
         "culprits": [r.index for r in report.culprits], "rows": df.to_dict(orient="records")}
     if quant is not None and report.quantization is not None:
@@ -156,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
     quant = None if report.quantization is None else _ranked_from_1(report.quantization.to_dataframe())
     df = report.to_dataframe()
     if args.format == "table":
+        summary = str(report).splitlines()  # the first line sums up every view: it goes first (issue 20, item 6)
+        print(summary[0])
+        print()
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
             print(report.first_nonfinite)
             print()
@@ -180,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
                             for row in steps.itertuples(index=False)], headers=list(steps.columns), tablefmt="simple",
                            maxcolwidths=40))
             print()
-        print(report)
+        print("\n".join(summary[1:]))
     elif args.format == "csv":
         out = df.drop(columns=["stack_traces"]).copy()
         for col in ("aot_ops", "runtime_ops", "replayed_ops"):

@@ -1,7 +1,10 @@
 """Check that the files belong together and say what to change to get what is missing.
 
-Checks: runs per block; ETRecord present and linked (debug handles, delegate map,
-representative inputs); share of runtime ops that logged intermediate outputs; timing sanity
+Checks: the files open (a debug buffer that is a zip, an ETDump or a .pte fails); runs per block;
+ETRecord present and linked (debug handles, delegate map, representative inputs); share of
+runtime ops that logged intermediate outputs; with an ETRecord and a debug buffer, that the
+logged values come from the program the ETRecord describes (each op replayed on its logged
+inputs, as numdiff culprits does: another model's debug buffer fails); timing sanity
 (zero durations, plausible time scale). Each line is ok, warn or fail, with the fix for the
 export or runtime settings. Exit status 1 when a check fails, 0 otherwise (warnings included).
 

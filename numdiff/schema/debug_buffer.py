@@ -24,17 +24,20 @@ import functools
 import math
 import mmap
 import os
+import re
+import zipfile
 from dataclasses import dataclass
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeAlias, Union
 
 from numdiff.errors import DebugBufferError, ETDumpError, MissingDataError
-from numdiff.schema.etdump import ScalarType, Tensor, Value, ValueType
+from numdiff.schema.etdump import FILE_IDENTIFIER, ScalarType, Tensor, Value, ValueType
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DTYPES", "MAX_DIMS", "DebugBuffer", "Layout", "MissingTensor", "inflate_value", "tensor_layout", "torch_dtype"]
+__all__ = ["DTYPES", "MAX_DIMS", "DebugBuffer", "Layout", "MissingTensor", "foreign_format", "inflate_value", "tensor_layout",
+           "torch_dtype"]
 
 #: ScalarType → (torch dtype attribute name, bytes per element). Quantized types are given as
 #: their integer representation (the dump carries no scale or zero point); the packed
@@ -196,7 +199,8 @@ class DebugBuffer:
         path: The debug buffer file the runtime wrote next to the ETDump.
 
     Raises:
-        DebugBufferError: The file cannot be opened.
+        DebugBufferError: The file cannot be opened, or it is another kind of file (a zip such as an
+            ETRecord, an ETDump, a ``.pte`` program: see :func:`foreign_format`).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -211,6 +215,11 @@ class DebugBuffer:
             raise DebugBufferError(self.path, f"cannot be opened: {e.strerror or e}",
                                    "Pass the debug buffer file the runtime wrote with this ETDump.") from e
 
+        found = foreign_format(self._map[:16], self.size, self.path)
+        if found is not None:
+            if isinstance(self._map, mmap.mmap):
+                self._map.close()
+            raise DebugBufferError(self.path, f"is not a debug buffer: it is {found}", _foreign_hint(found))
         self._base = _address_of(self._map) if self.size else 0
         self._can_release = self._base != 0
         self._pagemap = _open_pagemap() if self._can_release else None
@@ -338,6 +347,53 @@ class DebugBuffer:
             return False
         la, lb = self.layout(a), self.layout(b)
         return la.nbytes == 0 or self.view(la.offset, la.nbytes) == self.view(lb.offset, lb.nbytes)
+
+
+#: A ``.pte`` program's FlatBuffer file identifier: ``ET`` and a two-digit schema version (``ET12``).
+_PTE_IDENTIFIER = re.compile(rb"ET[0-9]{2}\Z")
+_ZIP_LOCAL_HEADER = b"PK\x03\x04"
+
+
+def foreign_format(head: bytes, size: int, path: str | None = None) -> str | None:
+    """What another kind of file passed as a debug buffer is, from its first 16 bytes, or None.
+
+    A debug buffer has no header (it is raw tensor bytes), so only formats with a magic of their
+    own are recognised, each with a second sign so that tensor bytes cannot pass for one: a zip
+    (local header ``PK\\x03\\x04`` and an end-of-central-directory record, which ``zipfile``
+    finds; an ETRecord or a ``.pt2`` archive), an ETDump (FlatBuffer identifier ``ED00``, plain or
+    size-prefixed, whose root offset lies inside the file) and a ``.pte`` program (identifier
+    ``ET`` + two digits, root offset inside the file).
+
+    Args:
+        head: The file's first bytes (at least 12 for the FlatBuffer checks).
+        size: The file's size in bytes.
+        path: The file, for the zip check (reads its end); None skips it.
+    """
+    head = bytes(head[:16])
+
+    def root_inside(at: int) -> bool:
+        return len(head) >= at + 4 and 8 <= int.from_bytes(head[at:at + 4], "little") < size
+
+    if head.startswith(_ZIP_LOCAL_HEADER) and path is not None and zipfile.is_zipfile(path):
+        return "a zip archive (an ETRecord or a .pt2 archive)"
+    if (head[4:8] == FILE_IDENTIFIER and root_inside(0)) or (head[8:12] == FILE_IDENTIFIER and root_inside(4)):
+        return f"an ETDump (FlatBuffer identifier {FILE_IDENTIFIER.decode()})"
+    if _PTE_IDENTIFIER.match(head[4:8]) and root_inside(0):
+        return f"an ExecuTorch program (.pte, FlatBuffer identifier {head[4:8].decode()})"
+    return None
+
+
+def _foreign_hint(found: str) -> str:
+    """Which file to pass where, for :func:`foreign_format`'s answer."""
+    if found.startswith("a zip"):
+        other = "The ETRecord goes to --etrecord (Inspector(etrecord=...))"
+    elif found.startswith("an ETDump"):
+        other = "The ETDump goes to --etdump (Inspector(etdump_path=...))"
+    else:
+        other = "The .pte program is not an input of numdiff"
+    return (f"{other}; as the debug buffer pass the file the runtime wrote with the ETDump "
+            "(program.write_etdump_result_to_file(etdump_path, debug_buffer_path), or the buffer given to "
+            "ETDumpGen::set_debug_buffer).")
 
 
 def _describe(span: tuple[int, int, int, str]) -> str:

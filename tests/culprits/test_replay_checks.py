@@ -4,7 +4,7 @@
   replay cannot reproduce (-2.5 and -2.1 dB local) while the runtime matches the reference run
   from the start (143.6 and 142.1 dB accumulated): a replay problem, not a broken op.
 * Files that do not belong together: the ETRecord of one model with the ETDump and debug buffer
-  of another (same architecture, other weights), and an ETRecord zip passed as the debug buffer.
+  of another (same architecture, other weights), and another model's debug buffer.
   Every weighted op disagrees with its own replay from the first op on: no culprit is named.
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from numdiff import Inspector
 from numdiff.cli import main
-from numdiff.errors import MismatchedArtifactsError
+from numdiff.errors import DebugBufferError, MismatchedArtifactsError
 from tests.culprits.helpers import FIXTURES
 
 
@@ -53,13 +53,17 @@ def test_another_models_etdump_is_mismatched_artifacts_not_culprits() -> None:
         ins.find_culprits("SNR")
 
 
-def test_an_etrecord_as_debug_buffer_is_mismatched_artifacts(capsys: pytest.CaptureFixture[str]) -> None:
-    d = FIXTURES / "culprit_mlp"
+def test_another_models_debug_buffer_is_mismatched_artifacts(capsys: pytest.CaptureFixture[str]) -> None:
+    # An ETRecord zip as the debug buffer used to reach this check; it is now refused when the buffer
+    # is opened (tests/schema/test_debug_buffer_foreign.py). A real buffer of another model still does.
+    d, other = FIXTURES / "culprit_mlp", FIXTURES / "mlp_fp32" / "debug_buffer.bin"
     with pytest.raises(MismatchedArtifactsError, match=r"5 of 5 compared ops disagree"):
-        _inspector(d / "etrecord.bin", d / "etdump.etdp", d / "etrecord.bin").find_culprits("SNR")
+        _inspector(d / "etrecord.bin", d / "etdump.etdp", other).find_culprits("SNR")
     code = main(["culprits", "--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
-                 "--debug-buffer", str(d / "etrecord.bin")])
+                 "--debug-buffer", str(other)])
     assert code == 3 and "do not come from the program the ETRecord describes" in capsys.readouterr().err
+    with pytest.raises(DebugBufferError, match="is not a debug buffer: it is a zip archive"):
+        _inspector(d / "etrecord.bin", d / "etdump.etdp", d / "etrecord.bin")
 
 
 def test_planted_and_clean_fixtures_are_judged_as_before() -> None:

@@ -51,3 +51,31 @@ def test_cli_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("OK    runs:") and "note: to compare ops inside a delegate" in out
     assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == 1
     assert "FAIL  debug handles" in capsys.readouterr().out
+
+
+# Issue 20, item 3: files that do not belong are a failure, with the file to check (real fixtures).
+_MLP = FIXTURES / "culprit_mlp"
+
+
+@pytest.mark.parametrize(("buffer", "check", "says"), [
+    (_MLP / "etrecord.bin", "DebugBufferError", "is not a debug buffer: it is a zip archive"),
+    (_MLP / "etdump.etdp", "DebugBufferError", "is not a debug buffer: it is an ETDump"),
+    (FIXTURES / "culprit_clean_fp32" / "debug_buffer.bin", "files belong together",
+     "disagree with their own replay on the runtime's inputs from the first op on"),
+    (FIXTURES / "mlp_fp32" / "debug_buffer.bin", "files belong together", "5 of 5 compared ops disagree"),
+], ids=["etrecord-zip", "etdump", "same-architecture-other-weights", "other-model"])
+def test_a_debug_buffer_that_does_not_belong_fails(buffer: Path, check: str, says: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    found = diagnose_files(_MLP / "etdump.etdp", _MLP / "etrecord.bin", buffer)
+    failed = [f for f in found if f.level == "fail"]
+    assert [f.check for f in failed] == [check] and says in failed[0].detail
+    assert "debug buffer" in failed[0].fix
+    assert main(["doctor", "--etdump", str(_MLP / "etdump.etdp"), "--etrecord", str(_MLP / "etrecord.bin"),
+                 "--debug-buffer", str(buffer)]) == 1
+    assert f"FAIL  {check}: " in capsys.readouterr().out
+
+
+def test_the_files_that_belong_together_pass_the_replay_check() -> None:
+    found = _by_check(diagnose_files(_MLP / "etdump.etdp", _MLP / "etrecord.bin", _MLP / "debug_buffer.bin"))
+    assert found["files belong together"].level == "ok"
+    assert {c: x.level for c, x in found.items() if x.level == "fail"} == {}
