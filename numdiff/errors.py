@@ -5,7 +5,8 @@
     NumdiffError                      root: catch this to catch anything numdiff raises on purpose
     ├── InputError (ValueError)       a file the user gave is wrong or does not fit the others
     │   ├── ETDumpError               truncated, corrupt or wrong-identifier ETDump
-    │   ├── DebugBufferError          tensor points past the end of the debug buffer, unreadable buffer
+    │   ├── DebugBufferError          tensor points past the end of the debug buffer, unreadable buffer,
+    │   │                             or a file that is not a debug buffer (a zip, an ETDump, a .pte)
     │   ├── ETRecordError             not a zip, missing or unreadable entry, program that will not load
     │   ├── ProgramArchiveError       a .pt2 archive (torch.export.save) numdiff cannot read safely
     │   ├── MismatchedArtifactsError  ETRecord and ETDump come from different models

@@ -5,7 +5,7 @@ through ``MIGRATIONS[v]`` for every version ``v`` from the file's up to the curr
 function turns a version-``v`` object into a version ``v + 1`` object) and is then validated
 (:meth:`numdiff.analysis.models.Analysis.load`). To change the layout: bump ``FORMAT_VERSION``, add
 the function that upgrades the previous version to ``MIGRATIONS``, and commit a file of the
-previous version under ``tests/report/data/``.
+previous version under ``tests/analysis/data/``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,15 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "format_version": 2}
 
 
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 adds the optional ``culprits.headline``, its counts (``broken``, ``replay_mismatches``,
+    ``not_judged``) and each culprit row's ``input_sources`` and ``delegate`` (absent in version 2:
+    nothing to fill; a version-2 reader refuses a version-3 file as too new instead of as invalid)."""
+    return {**data, "format_version": 3}
+
+
 #: ``{v: function turning a version-v object into a version v+1 object}``.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(data: dict[str, Any], path: str | None = None,

@@ -40,7 +40,7 @@ __all__ = [
 
 #: Version of the file layout this numdiff writes. Older versions are migrated on load
 #: (``numdiff.analysis.migrations.MIGRATIONS``); newer ones are refused.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class _Model(BaseModel):

@@ -105,6 +105,16 @@ def test_committed_v1_file_still_loads() -> None:
     assert a.gap is not None and {r.aot_ops[-1] for r in a.gap.rows} >= {"cumsum"}
 
 
+def test_committed_v2_file_still_loads() -> None:
+    """Written by numdiff's version-2 code (before the culprit headline and row provenance)."""
+    raw = json.loads((DATA / "analysis_v2.json").read_text())
+    assert raw["format_version"] == 2 and "headline" not in raw["culprits"]
+    a = Analysis.load(DATA / "analysis_v2.json")
+    assert a.format_version == FORMAT_VERSION
+    assert a.labels == {"device": "host", "build": "1"}
+    assert a.culprits.headline is None and all(not r.input_sources for r in a.culprits.rows)
+
+
 def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     from numdiff.analysis import migrations
 
