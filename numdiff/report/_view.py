@@ -86,6 +86,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "graph": None if analysis.gap is None else analysis.gap.graph_name,
             "gap_unavailable": analysis.gap_unavailable,
             "culprits_available": analysis.culprits.available, "culprits_reason": analysis.culprits.reason,
+            "culprits_headline": analysis.culprits.headline,
             "match_counts": {} if analysis.gap is None else analysis.gap.match_counts,
             "match_explanation": {} if analysis.gap is None else analysis.gap.match_explanation,
             "notes": analysis.notes + ([] if analysis.gap is None else analysis.gap.notes),

@@ -69,3 +69,22 @@ def test_version_chip_is_readable_on_the_dark_header(driver: Any, tmp_path: Path
 
     hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
     assert (hi + 0.05) / (lo + 0.05) >= 4.5, (fg, bg)  # WCAG AA for normal text
+
+
+@pytest.mark.parametrize(("headline", "cls"), [
+    ("0 culprits in step 0; decode diverges at step 4 (culprit index_select; index_select_1)", "warn"),
+    ("no culprit: every local error is within its expected noise", "ok"),
+])
+def test_the_culprit_headline_leads_and_nothing_says_otherwise(driver: Any, tmp_path: Path, headline: str,
+                                                                cls: str) -> None:
+    """Issue 20: the first screen says what every culprit view found (a decode divergence is never
+    hidden under "no culprit")."""
+    analysis = synthetic_analysis(n=8)
+    rows = [r.model_copy(update={"is_culprit": False}) for r in analysis.culprits.rows]
+    culprits = analysis.culprits.model_copy(update={"available": True, "rows": rows, "headline": headline})
+    page = tmp_path / "report.html"
+    write_html(analysis.model_copy(update={"culprits": culprits}), page)
+    driver.get(page.as_uri())
+    shown = driver.find_element("id", "culprit-headline")
+    assert shown.text == headline and shown.get_attribute("class") == cls
+    assert "no culprit: every local error" not in driver.find_element("id", "worst-title").text

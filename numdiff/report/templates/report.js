@@ -49,8 +49,12 @@
   const finiteWorst = worstFirst.filter((r) => num(r.snr) !== Infinity);
   const shown = culprits.length ? culprits : finiteWorst.slice(0, 5);
   if (culprits.length) $("worst-title").textContent = "Culprits (local error beyond the expected noise)";
-  else if (META.culprits_available && ROWS.length) $("worst-title").append(el("span", { class: "ok" }, " · no culprit: every local error is within its expected noise"));
-  else if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
+  // one headline over every culprit view that ran (decode steps, inside delegates, broken rows...): never a
+  // "no culprit" above a view that names one (analyses written before version 3 have none)
+  if (META.culprits_headline) $("worst-title").after(el("p", { id: "culprit-headline",
+    class: /within its expected noise/.test(META.culprits_headline) ? "ok" : "warn" }, META.culprits_headline));
+  else if (!culprits.length && META.culprits_available && ROWS.length) $("worst-title").append(el("span", { class: "ok" }, " · no culprit: every local error is within its expected noise"));
+  if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
     worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
       el("b", {}, "#" + (r.i + 1) + " " + r.op), " ", el("span", { class: "muted" }, r.module || ""),
