@@ -70,8 +70,8 @@ def figure_svg(fig: Figure, salt: str) -> Chart:
     import matplotlib
     from matplotlib.text import Text
 
-    for text in fig.findobj(Text):
-        text.set_parse_math(False)
+    for artist in fig.findobj(Text):
+        artist.set_parse_math(False)
     ax = fig.axes[0]
     box = ax.get_position()
     lo, hi = ax.get_xlim()
