@@ -12,6 +12,10 @@ one bad run never stops the batch.
 * ``ray``: ``ray.remote`` tasks, at most ``workers`` in flight (default: the cluster's CPUs). Uses
   the Ray already initialised in this process, else connects to ``address`` (a cluster, e.g.
   ``ray://head:10001`` or ``auto``), else starts a local Ray. Needs ``pip install 'numdiff[ray]'``.
+  A local Ray started by ``numdiff batch --backend ray`` listens on loopback only: Ray would
+  otherwise take the machine's external address and open its ports to the network. Set
+  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1`` to let it (a process that imported Ray before keeps its
+  own setting).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -27,7 +32,7 @@ from typing import Any, TypeVar
 
 from numdiff.errors import MissingDependencyError, NumdiffError, UsageError
 
-__all__ = ["BACKENDS", "WorkerDied", "run_pool", "run_ray", "run_tasks"]
+__all__ = ["BACKENDS", "WorkerDied", "local_ray_on_loopback", "run_pool", "run_ray", "run_tasks"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -114,9 +119,25 @@ def _ray() -> ModuleType:
     return ray
 
 
+#: Ray reads it when imported: "0" makes a local Ray take 127.0.0.1 for its node (and so bind there).
+_RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def local_ray_on_loopback(address: str | None) -> bool:
+    """Before Ray is imported to start a local Ray (no ``address``): keep it on loopback unless told otherwise.
+
+    Returns whether the environment now says loopback (``False`` when Ray was imported already, a
+    cluster is to be reached, or ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` is set to something else).
+    """
+    if address is None and "ray" not in sys.modules:
+        os.environ.setdefault(_RAY_LOOPBACK_ENV, "0")
+    return os.environ.get(_RAY_LOOPBACK_ENV) == "0"
+
+
 def run_ray(fn: Callable[[T], R], tasks: Sequence[T], *, workers: int | None = None, address: str | None = None
             ) -> Iterator[tuple[T, R | BaseException]]:
-    """Ray tasks: on the Ray already initialised here, else on ``address``, else on a new local Ray."""
+    """Ray tasks: on the Ray already initialised here, else on ``address``, else on a new local Ray (on loopback)."""
+    local_ray_on_loopback(address)
     ray = _ray()
     started = False
     if not ray.is_initialized():

@@ -180,26 +180,28 @@ def _heatmap(s: FleetSummary, value: Callable[[Cell | None], float], note: Calla
              title: str, cmap: str, salt: str) -> str:
     import numpy as np
 
-    from numdiff.report.charts import figure_svg, pyplot
+    from numdiff.report.charts import figure_svg, plain_text, pyplot
 
     plt = pyplot()
     grid = np.array([[value(s.cells.get((op, g))) for g in s.groups] for op in s.ops], dtype=float)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 1.1 * len(s.groups)), max(2.2, 0.9 + 0.42 * len(s.ops))), dpi=96)
-    masked = np.ma.masked_invalid(grid)
-    image = ax.imshow(masked, cmap=cmap, aspect="auto", vmin=0.0 if salt.endswith("div") else None,
-                      vmax=1.0 if salt.endswith("div") else None)
-    ax.set_xticks(range(len(s.groups)), s.groups, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(len(s.ops)), [o if len(o) <= 40 else o[:39] + "…" for o in s.ops], fontsize=8)
-    for i, op in enumerate(s.ops):
-        for j, g in enumerate(s.groups):
-            text = note(s.cells.get((op, g)))
-            if text:
-                dark = bool(np.isfinite(grid[i, j])) and float(image.norm(grid[i, j])) > 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="#fff" if dark else "#111")
-    fig.colorbar(image, ax=ax, label=title, fraction=0.04, pad=0.02)
-    ax.set_xlabel(s.by)
-    fig.tight_layout()
-    return figure_svg(fig, "numdiff-fleet-" + salt).svg
+    with plain_text():  # op names and label values come from the fleet's files: a `$` there is no math text
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 1.1 * len(s.groups)), max(2.2, 0.9 + 0.42 * len(s.ops))),
+                               dpi=96)
+        masked = np.ma.masked_invalid(grid)
+        image = ax.imshow(masked, cmap=cmap, aspect="auto", vmin=0.0 if salt.endswith("div") else None,
+                          vmax=1.0 if salt.endswith("div") else None)
+        ax.set_xticks(range(len(s.groups)), s.groups, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(s.ops)), [o if len(o) <= 40 else o[:39] + "…" for o in s.ops], fontsize=8)
+        for i, op in enumerate(s.ops):
+            for j, g in enumerate(s.groups):
+                text = note(s.cells.get((op, g)))
+                if text:
+                    dark = bool(np.isfinite(grid[i, j])) and float(image.norm(grid[i, j])) > 0.6
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color="#fff" if dark else "#111")
+        fig.colorbar(image, ax=ax, label=title, fraction=0.04, pad=0.02)
+        ax.set_xlabel(s.by)
+        fig.tight_layout()
+        return figure_svg(fig, "numdiff-fleet-" + salt).svg
 
 
 def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
@@ -229,7 +231,7 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
 
 
 def write_fleet_html(s: FleetSummary, path: str | os.PathLike[str], title: str = "fleet") -> None:
-    """Write the fleet report to ``path`` (UTF-8)."""
-    text = render_fleet_html(s, title)
-    with open(os.fspath(path), "w", encoding="utf-8") as f:
-        f.write(text)
+    """Write the fleet report to ``path`` (UTF-8; through a private temporary file, replaced at the end)."""
+    from numdiff._core.files import atomic_write
+
+    atomic_write(path, render_fleet_html(s, title))

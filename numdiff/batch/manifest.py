@@ -1,8 +1,11 @@
 """Manifests: which runs a batch analyses, read from CSV, JSON, YAML or a directory layout.
 
 Every form gives the same validated :class:`RunSpec` list. Paths are relative to the manifest's
-folder (absolute paths are kept as they are); a missing artifact file is *not* a manifest error: the
-run is recorded as failed with that reason and the batch goes on.
+folder and must stay inside it: a path with ``..``, an absolute path, ``~`` or a symlink that leads
+out of the folder is refused (``allow_outside=True``, ``numdiff batch --allow-outside``, lifts that for
+a manifest you trust); no file is opened to check it, so an error never quotes a file's bytes. A
+missing artifact file is *not* a manifest error: the run is recorded as failed with that reason and
+the batch goes on. A CSV is read as a stream, row by row; a manifest holds at most :data:`MAX_RUNS` runs.
 
 * **CSV**: a header with ``run``, ``etdump``, ``etrecord``, ``debug_buffer`` and any label columns
   (``device``, ``build``, ``input_set`` ...). Empty ``etrecord``/``debug_buffer`` cells mean "none".
@@ -19,13 +22,12 @@ A malformed manifest raises :class:`ManifestError` naming the file, the row and 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,7 +47,9 @@ RESERVED_COLUMNS = frozenset({
 })
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_MANIFEST_BYTES = 256 << 20
-MAX_RUNS = 1_000_000
+#: Runs in one manifest: 100,000 load in a few seconds and about 150 MiB (a run's spec is ~1.4 KiB);
+#: past that, one driver is the bottleneck anyway, so a larger fleet is split into several manifests.
+MAX_RUNS = 100_000
 MAX_CELL_CHARS = 4096
 
 
@@ -69,27 +73,38 @@ class RunSpec(BaseModel):
     labels: dict[str, str] = {}
 
 
-def load_manifest(path: str | os.PathLike[str]) -> list[RunSpec]:
+def load_manifest(path: str | os.PathLike[str], *, allow_outside: bool = False) -> list[RunSpec]:
     """The runs a manifest (CSV, JSON, YAML file, or a directory) names, validated.
 
+    Args:
+        path: The manifest file, or a directory with one folder per run.
+        allow_outside: Accept artifact paths outside the manifest's folder (``..``, absolute, ``~``,
+            symlinks out of it). Off by default: a manifest from elsewhere cannot make numdiff read
+            other files of this machine.
+
     Raises:
-        ManifestError: Unreadable, unknown format, or a bad row/column (the message names it).
+        ManifestError: Unreadable, unknown format, over :data:`MAX_RUNS` runs, a bad row/column or a
+            path outside the folder (the message names the row and column).
     """
     name = os.fspath(path)
     if os.path.isdir(name):
-        return _from_directory(Path(name))
-    text = _read(name)
+        return _from_directory(name, allow_outside)
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
-        rows = _csv_rows(name, text)
-    elif suffix == ".json":
-        rows = _object_rows(name, _json(name, text), "runs")
-    elif suffix in (".yaml", ".yml"):
-        rows = _object_rows(name, _yaml(name, text), "runs")
-    else:
+        with _open(name) as f:
+            return _validate(name, _csv_rows(name, f), allow_outside)
+    if suffix not in (".json", ".yaml", ".yml"):
         raise ManifestError(name, "", f"unknown manifest format {suffix or '(no extension)'!r}",
                             "Name it .csv, .json, .yaml or .yml, or give a directory of runs.")
-    return _validate(name, rows)
+    with _open(name) as f:
+        try:
+            text = f.read()
+        except UnicodeDecodeError as e:
+            raise ManifestError(name, f"byte {e.start}", "is not UTF-8 text", "Save the manifest as UTF-8.") from e
+        except OSError as e:
+            raise ManifestError(name, "", f"cannot be read: {e.strerror or e}", "Check the path.") from e
+    data = _json(name, text) if suffix == ".json" else _yaml(name, text)
+    return _validate(name, _object_rows(name, data, "runs"), allow_outside)
 
 
 def check_artifacts(specs: Sequence[RunSpec], analyses: Sequence[str], manifest: str | os.PathLike[str]) -> None:
@@ -116,28 +131,27 @@ def check_artifacts(specs: Sequence[RunSpec], analyses: Sequence[str], manifest:
 
 # --- reading ------------------------------------------------------------------------------------
 
-def _read(name: str) -> str:
+def _open(name: str) -> TextIO:
+    """The manifest opened as UTF-8 text (a BOM skipped), after checking its size."""
     try:
-        with open(name, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_MANIFEST_BYTES:
-                raise ManifestError(name, "", f"is {size} bytes, over the {MAX_MANIFEST_BYTES}-byte limit",
-                                    "Split the fleet into several manifests and batches.")
-            raw = f.read()
+        f = open(name, encoding="utf-8-sig", newline="")
     except OSError as e:
         raise ManifestError(name, "", f"cannot be read: {e.strerror or e}", "Check the path.") from e
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ManifestError(name, f"byte {e.start}", "is not UTF-8 text", "Save the manifest as UTF-8.") from e
+    size = os.fstat(f.fileno()).st_size
+    if size > MAX_MANIFEST_BYTES:
+        f.close()
+        raise ManifestError(name, "", f"is {size} bytes, over the {MAX_MANIFEST_BYTES}-byte limit",
+                            "Split the fleet into several manifests and batches.")
+    return f
 
 
 #: A row as read: (where it is, e.g. "row 3 (line 4)", {column: cell}).
 _Row = tuple[str, dict[str, Any]]
 
 
-def _csv_rows(name: str, text: str) -> list[_Row]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _csv_rows(name: str, lines: Iterable[str]) -> Iterator[_Row]:
+    """The rows of a CSV manifest, one at a time (the file is never held whole)."""
+    reader = csv.reader(lines)
     try:
         header = next(reader, None)
         if header is None:
@@ -149,7 +163,6 @@ def _csv_rows(name: str, text: str) -> list[_Row]:
                 raise ManifestError(name, f"line 1, column {col} {h!r}", "the column name appears twice",
                                     "Give every column a distinct name.")
             seen.add(h)
-        rows: list[_Row] = []
         for number, cells in enumerate(reader, 1):
             if not any(c.strip() for c in cells):
                 continue
@@ -157,13 +170,15 @@ def _csv_rows(name: str, text: str) -> list[_Row]:
             if len(cells) != len(header):
                 raise ManifestError(name, where, f"has {len(cells)} cells, the header has {len(header)} columns",
                                     "Every row needs one cell per header column (leave a cell empty for none).")
-            rows.append((where, dict(zip(header, cells))))
-            if len(rows) > MAX_RUNS:
-                raise ManifestError(name, where, f"more than {MAX_RUNS} runs", "Split the manifest.")
+            yield where, dict(zip(header, cells))
     except csv.Error as e:
         raise ManifestError(name, f"line {reader.line_num}", f"is not valid CSV ({e})",
                             "Quote cells that hold commas or quotes.") from e
-    return rows
+    except UnicodeDecodeError as e:
+        raise ManifestError(name, f"after line {reader.line_num}", "is not UTF-8 text",
+                            "Save the manifest as UTF-8.") from e
+    except OSError as e:
+        raise ManifestError(name, "", f"cannot be read: {e.strerror or e}", "Check the path.") from e
 
 
 def _json(name: str, text: str) -> object:
@@ -228,8 +243,8 @@ def _object_rows(name: str, data: object, key: str) -> list[_Row]:
     return rows
 
 
-def _from_directory(root: Path) -> list[RunSpec]:
-    name = str(root)
+def _from_directory(name: str, allow_outside: bool) -> list[RunSpec]:
+    root = Path(os.path.realpath(name))  # absolute: a relative name ("." or "../fleet") resolves from here
     rows: list[_Row] = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
@@ -254,12 +269,10 @@ def _from_directory(root: Path) -> list[RunSpec]:
                                "debug_buffer": str(here / "debug_buffer.bin") if "debug_buffer.bin" in files else None,
                                **labels}
         rows.append((where, row))
-        if len(rows) > MAX_RUNS:
-            raise ManifestError(name, where, f"more than {MAX_RUNS} runs", "Split the fleet.")
     if not rows:
         raise ManifestError(name, "", "holds no run (no folder with etdump.etdp or one *.etdp file)",
                             "Give a manifest file, or a directory with one folder per run.")
-    return _validate(os.path.join(name, "."), rows)
+    return _validate(name, rows, allow_outside, base=str(root))
 
 
 # --- validation ---------------------------------------------------------------------------------
@@ -277,11 +290,58 @@ def _cell(name: str, where: str, column: str, value: object) -> str | None:
     return text or None
 
 
-def _validate(name: str, rows: Sequence[_Row]) -> list[RunSpec]:
-    base = Path(name).resolve().parent
+class _Folder:
+    """Where a manifest's paths are resolved from, and the check that they stay inside it.
+
+    The check is lexical first (``..``, absolute, ``~``), then on the real path, so a symlink out of
+    the folder (of the file itself or of a folder on its way) is caught too. Only ``lstat`` is asked
+    of each file, never its content; the real path of each folder is looked up once.
+    """
+
+    def __init__(self, name: str, base: str, allow_outside: bool) -> None:
+        self.name = name
+        self.base = base
+        self.allow_outside = allow_outside
+        self._prefix = base if base.endswith(os.sep) else base + os.sep
+        self._real_folders: dict[str, str] = {}
+
+    def _inside(self, path: str) -> bool:
+        return path == self.base or path.startswith(self._prefix)
+
+    def _real(self, path: str) -> str:
+        """The real path of ``path`` (symlinks followed), one ``lstat`` per folder not seen before."""
+        folder, leaf = os.path.split(path)
+        real = self._real_folders.get(folder)
+        if real is None:
+            real = os.path.realpath(folder) if os.path.dirname(folder) == folder else self._real(folder)
+            self._real_folders[folder] = real
+        joined = path if real == folder else os.path.join(real, leaf)
+        return os.path.realpath(joined) if os.path.islink(joined) else joined
+
+    def resolve(self, where: str, column: str, value: str) -> str:
+        """``value`` as an absolute path; refused when it leads out of the folder (unless allowed)."""
+        path = os.path.normpath(os.path.join(self.base, os.path.expanduser(value)))
+        if self.allow_outside:
+            return path
+        if not self._inside(path):
+            problem = f"the path {value!r} points outside the manifest's folder"
+        elif not self._inside(self._real(path)):
+            problem = f"the path {value!r} goes through a symlink that leads outside the manifest's folder"
+        else:
+            return path
+        raise ManifestError(self.name, f"{where}, column {column!r}", problem,
+                            f"Keep the runs' files under {self.base} (or link nothing out of it), or pass "
+                            "--allow-outside (allow_outside=True) for a manifest you trust.")
+
+
+def _validate(name: str, rows: Iterable[_Row], allow_outside: bool, base: str | None = None) -> list[RunSpec]:
+    folder = _Folder(name, base if base is not None else os.path.dirname(os.path.realpath(name)), allow_outside)
     specs: list[RunSpec] = []
     first_row: dict[str, str] = {}
     for where, row in rows:
+        if len(specs) >= MAX_RUNS:
+            raise ManifestError(name, where, f"more than {MAX_RUNS} runs",
+                                "Split the fleet into several manifests (one batch, one driver each).")
         for column in row:
             if column not in ("run", *ARTIFACT_COLUMNS) and (column in RESERVED_COLUMNS or not _LABEL_NAME.match(column)):
                 why = ("is a column of numdiff's own tables" if column in RESERVED_COLUMNS
@@ -298,14 +358,10 @@ def _validate(name: str, rows: Sequence[_Row]) -> list[RunSpec]:
             raise ManifestError(name, f"{where}, column 'run'", f"the run name {run!r} is already used by {first_row[run]}",
                                 "Give every run a distinct name.")
         first_row[run] = where
-
-        def resolve(column: str) -> str | None:
-            value = cells.get(column)
-            return None if value is None else str(base / os.path.expanduser(value))
-
+        paths = {c: None if cells.get(c) is None else folder.resolve(where, c, str(cells[c])) for c in ARTIFACT_COLUMNS}
         labels = {c: v for c, v in cells.items() if c not in ("run", *ARTIFACT_COLUMNS) and v is not None}
-        specs.append(RunSpec(run=run, etdump=str(resolve("etdump")), etrecord=resolve("etrecord"),
-                             debug_buffer=resolve("debug_buffer"), labels=labels))
+        specs.append(RunSpec(run=run, etdump=str(paths["etdump"]), etrecord=paths["etrecord"],
+                             debug_buffer=paths["debug_buffer"], labels=labels))
     if not specs:
         raise ManifestError(name, "", "lists no run", "Add one row per run: run,etdump,etrecord,debug_buffer,...")
     return specs

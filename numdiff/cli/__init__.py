@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from importlib import import_module
 from types import ModuleType
 
+from numdiff._core.terminal import printable
 from numdiff.cli import _console, _exit, _extras
 from numdiff.errors import InternalError, NumdiffError
 
@@ -92,7 +93,8 @@ _MAX_DETAIL = 500  # characters of an unexpected exception's message shown on th
 
 
 def _one_line(text: str) -> str:
-    return " | ".join(line for line in text.splitlines() if line.strip())
+    """A message on one line, its control characters shown as escapes (a message may quote a file or a server)."""
+    return printable(" | ".join(line for line in text.splitlines() if line.strip()), newlines=False)
 
 
 def _short(error: BaseException) -> str:

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from numdiff._core.terminal import printable
+
 __all__ = ["cli_warnings", "is_quiet", "note", "one_line_warning", "set_quiet"]
 
 _quiet = False
@@ -46,7 +48,7 @@ def is_quiet() -> bool:
 def note(message: str, stream: TextIO | None = None) -> None:
     """A note for the person at the terminal (what was written, how many runs): stderr, unless quiet."""
     if not _quiet:
-        print(message, file=stream if stream is not None else sys.stderr)
+        print(printable(message), file=stream if stream is not None else sys.stderr)
 
 
 def _cli_terms(text: str) -> str:
@@ -56,12 +58,12 @@ def _cli_terms(text: str) -> str:
 
 
 def one_line_warning(message: str) -> str:
-    """A warning's text as one line in the CLI's terms.
+    """A warning's text as one line in the CLI's terms, its control characters shown as escapes.
 
     The first line is kept; a single extra line (the usual hint) is joined to it; longer tails (a list
     of notes) are counted, and ``--debug`` shows them.
     """
-    lines = [line.strip() for line in _cli_terms(message).splitlines() if line.strip()]
+    lines = [printable(line.strip(), newlines=False) for line in _cli_terms(message).splitlines() if line.strip()]
     if not lines:
         return ""
     first = lines[0].removeprefix("numdiff: ")
@@ -85,7 +87,7 @@ def cli_warnings(command: str, *, debug: bool) -> Iterator[None]:
             return
         text = str(message)
         if debug:
-            body = _cli_terms(text).replace("\n", "\n    ")
+            body = printable(_cli_terms(text)).replace("\n", "\n    ")
             print(f"{command}: warning: {body}", file=sys.stderr)
         else:
             print(f"{command}: warning: {one_line_warning(text)}", file=sys.stderr)

@@ -35,6 +35,8 @@ def status_code(run: dict[str, Any], waited: bool) -> int:
     from numdiff.service.status import Status
 
     if waited and run.get("status") == Status.FAILED:
-        print(f"numdiff: run {run.get('id')} failed: {run.get('reason')}", file=sys.stderr)
+        from numdiff._core.terminal import printable
+
+        print(printable(f"numdiff: run {run.get('id')} failed: {run.get('reason')}", newlines=False), file=sys.stderr)
         return 3
     return 0

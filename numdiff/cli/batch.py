@@ -1,7 +1,8 @@
 """Analyse many runs (a device lab's fleet) and write one table of them, in parallel.
 
 MANIFEST is a CSV, JSON or YAML file, or a directory. A CSV has the columns run, etdump, etrecord,
-debug_buffer (paths relative to the manifest) and any label columns (device, build, input_set ...).
+debug_buffer (paths relative to the manifest, and inside its folder unless --allow-outside is given)
+and any label columns (device, build, input_set ...).
 A directory: every folder with etdump.etdp is a run; debug_buffer.bin beside it, etrecord.bin beside
 it or in a parent folder; key=value folder names become labels.
 
@@ -40,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="processes (pool) or tasks in flight (ray); default: the CPU count")
     parser.add_argument("--address", default=None, metavar="ADDR",
                         help="Ray cluster to use (e.g. auto, ray://HEAD:10001); default: start a local Ray")
+    parser.add_argument("--allow-outside", action="store_true",
+                        help="accept artifact paths outside the manifest's folder (.., absolute, ~, symlinks out); "
+                             "only for a manifest you trust")
     parser.add_argument("--analyses", default="profile,gap,culprits", metavar="LIST",
                         help="what to compute per run: profile[,gap[,culprits]] (default: all three)")
 
@@ -54,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from numdiff.cli._progress import ProgressLine
 
     analyses = parse_analyses(args.analyses)
-    specs = load_manifest(args.manifest)
+    specs = load_manifest(args.manifest, allow_outside=args.allow_outside)
     check_artifacts(specs, analyses, args.manifest)
     bar = ProgressLine()
     try:

@@ -150,6 +150,7 @@ def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | N
 def run(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from numdiff._core.terminal import printable  # names and messages in the tables come from the files
     from numdiff.inspector import Inspector
 
     thresholds = parse_thresholds(args.threshold)
@@ -162,33 +163,33 @@ def run(args: argparse.Namespace) -> int:
     df = report.to_dataframe()
     if args.format == "table":
         summary = str(report).splitlines()  # the first line sums up every view: it goes first (issue 20, item 6)
-        print(summary[0])
+        print(printable(summary[0]))
         print()
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
-            print(report.first_nonfinite)
+            print(printable(report.first_nonfinite))
             print()
         shown = [[_cell(v) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
-        print(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40))
+        print(printable(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40)))
         print()
         if quant is not None:
             cols = ["rank", "layer", "snr_db", "keep_in_float", "deployed_node", "note"]
             shown = [[("keep" if v else "") if c == "keep_in_float" else _cell(v) for c, v in zip(cols, row)]
                      for row in quant[cols].itertuples(index=False)]
-            print(tabulate(shown, headers=cols, tablefmt="simple", maxcolwidths=40))
+            print(printable(tabulate(shown, headers=cols, tablefmt="simple", maxcolwidths=40)))
             print()
         if report.inside_delegates is not None:
             tapped = report.inside_delegates.to_dataframe()
             cols = ["node", "module_path", "local_gap", "local_noise_units", "verdict", "is_culprit"]
-            print(tabulate([[_cell(v) for v in row] for row in tapped[cols].itertuples(index=False)], headers=cols,
-                           tablefmt="simple", maxcolwidths=40))
+            print(printable(tabulate([[_cell(v) for v in row] for row in tapped[cols].itertuples(index=False)],
+                                     headers=cols, tablefmt="simple", maxcolwidths=40)))
             print()
         if report.decode is not None:
             steps = report.decode.to_dataframe()
-            print(tabulate([[_cell(v) if c != "diverges" else ("DIVERGES" if v else "") for c, v in zip(steps.columns, row)]
-                            for row in steps.itertuples(index=False)], headers=list(steps.columns), tablefmt="simple",
-                           maxcolwidths=40))
+            print(printable(tabulate([[_cell(v) if c != "diverges" else ("DIVERGES" if v else "")
+                                       for c, v in zip(steps.columns, row)] for row in steps.itertuples(index=False)],
+                                     headers=list(steps.columns), tablefmt="simple", maxcolwidths=40)))
             print()
-        print("\n".join(summary[1:]))
+        print(printable("\n".join(summary[1:])))
     elif args.format == "csv":
         out = df.drop(columns=["stack_traces"]).copy()
         for col in ("aot_ops", "runtime_ops", "replayed_ops"):

@@ -56,5 +56,10 @@ def run(args: argparse.Namespace) -> int:
     thresholds = GateThresholds(args.max_snr_drop_db, args.max_latency_increase_pct, args.min_latency_increase_us,
                             args.snr_cap_db)
     report = diff_analyses(Analysis.load(args.base), Analysis.load(args.new), thresholds)
-    print(render_diff(report, args.format), end="")
+    text = render_diff(report, args.format)
+    if args.format != "json":  # op names come from the files; JSON escapes control characters itself
+        from numdiff._core.terminal import printable
+
+        text = printable(text)
+    print(text, end="")
     return 0 if report else EXIT_REGRESSION

@@ -47,7 +47,13 @@ def run(args: argparse.Namespace) -> int:
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
     if args.full:
-        inspector.print_data_tabular(file=sys.stdout)
+        import io
+
+        from numdiff._core.terminal import printable
+
+        grid = io.StringIO()  # event and delegate names come from the file: their control characters are escaped
+        inspector.print_data_tabular(file=grid)
+        sys.stdout.write(printable(grid.getvalue()))
     elif args.format == "table":
         from numdiff.report.profile_table import render_profile_table
 
@@ -56,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         _write_rows(inspector, args.format)
     if args.tsv:
-        with open(args.tsv, "w", encoding="utf-8", newline="") as f:
+        from numdiff._core.files import atomic_path
+
+        with atomic_path(args.tsv) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
             inspector.save_data_to_tsv(f)
     return 0
 

@@ -3,12 +3,18 @@
 Each chart comes with its axes geometry (where the x axis starts and ends, as fractions of the
 image width, and the data range it spans) so the page's script can map the mouse to a layer or
 event for tooltips and clicks without a JavaScript plotting library.
+
+Labels come from the files (a module path, a delegate name, a manifest label): every chart is drawn
+under :func:`plain_text`, so a ``$...$`` in one is shown as written, never parsed as math text
+(``$\\nosuch{$`` would otherwise fail the whole report).
 """
 
 from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -17,7 +23,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "pyplot"]
+__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "plain_text", "pyplot"]
 
 BLUE, RED, ORANGE, GREY, PURPLE, TEAL = "#1976d2", "#c62828", "#ef6c00", "#888888", "#8e24aa", "#00897b"
 
@@ -43,15 +49,34 @@ def pyplot() -> ModuleType:
     return plt
 
 
-def figure_svg(fig: Figure, salt: str) -> Chart:
-    """``fig`` as inline SVG (ids salted with ``salt``, no date: the same figure gives the same text), then closed."""
+@contextmanager
+def plain_text() -> Iterator[None]:
+    """Inside, matplotlib draws every text as written: ``$`` never starts math text.
+
+    Use it around the whole of a chart's drawing (as a decorator, ``@plain_text()``): text artists
+    take the setting when they are made, and ``tight_layout`` already lays the labels out.
+    """
     import matplotlib
 
+    with matplotlib.rc_context({"text.parse_math": False}):
+        yield
+
+
+def figure_svg(fig: Figure, salt: str) -> Chart:
+    """``fig`` as inline SVG (ids salted with ``salt``, no date: the same figure gives the same text), then closed.
+
+    Every text of the figure is drawn as written (see :func:`plain_text`), even one made outside it.
+    """
+    import matplotlib
+    from matplotlib.text import Text
+
+    for artist in fig.findobj(Text):
+        artist.set_parse_math(False)
     ax = fig.axes[0]
     box = ax.get_position()
     lo, hi = ax.get_xlim()
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "text.parse_math": False}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     pyplot().close(fig)
     text = buf.getvalue()
@@ -79,6 +104,7 @@ def _snr(v: float | str | None, cap: float) -> float:
     return float(v)
 
 
+@plain_text()
 def error_chart(rows: list[dict[str, Any]]) -> Chart:
     """SNR along execution order: accumulated (runtime vs reference), local when known, noise floor."""
     plt = pyplot()
@@ -116,6 +142,7 @@ def error_chart(rows: list[dict[str, Any]]) -> Chart:
     return figure_svg(fig, "numdiff-error")
 
 
+@plain_text()
 def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
     """p50 of each given event in runtime order (one bar each; delegate-internal events in purple)."""
     plt = pyplot()
@@ -138,6 +165,7 @@ def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
     return figure_svg(fig, "numdiff-latency")
 
 
+@plain_text()
 def module_chart(modules: list[dict[str, Any]], unit: str, top: int = 20) -> Chart:
     """Sum of p50 per source module (a delegate call counts for its delegate), largest first."""
     plt = pyplot()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 from numdiff._core.stack import user_frame
+from numdiff._core.terminal import printable
 
 if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
@@ -87,13 +88,18 @@ def worst_rows(df: pd.DataFrame, metric: str | NumericalComparatorBase | type[Nu
 
 def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[str, str] | None = None,
                      columns: Sequence[str] | None = None) -> str:
-    """The gap as a text table (runtime order), for terminals and test failures."""
+    """The gap as a text table (runtime order), for terminals and test failures.
+
+    Op names, module paths and source lines come from the ETRecord and the ETDump: their control
+    characters are shown as escapes.
+    """
     from tabulate import tabulate
 
     summary = gap_summary(df, module_paths)
     if columns is not None and len(summary):
         summary = summary[[c for c in columns if c in summary.columns]]
-    title = f"{len(df)} layers compared" + (f" ({metric})" if metric else "")
+    title = f"{len(df)} layers compared" + (f" ({printable(metric, newlines=False)})" if metric else "")
     if not len(summary):
         return title
+    summary = summary.map(lambda v: printable(v, newlines=False) if isinstance(v, str) else v)
     return title + "\n" + str(tabulate(summary, headers="keys", tablefmt="simple", showindex=False, maxcolwidths=60))

@@ -10,6 +10,8 @@ One section per event block; one row per event in the order the runtime logged t
 - **share**: its average as a share of the block's ``Method::execute`` (blank when the block has none);
 - **delegate**: the backend of a delegate call and of the ops inside it.
 
+Names come from the ETDump: their control characters are shown as escapes (``numdiff._core.terminal``).
+
 Example:
     >>> from numdiff.report.profile_table import render_profile_table  # doctest: +SKIP
     >>> print(render_profile_table(inspector.to_dataframe(), "ms", width=80))  # doctest: +SKIP
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from numdiff._core.events import OPERATOR_CALL
+from numdiff._core.terminal import printable
 
 __all__ = ["MIN_DELEGATE_WIDTH", "MIN_OP_WIDTH", "render_profile_table", "shorten_middle"]
 
@@ -83,8 +86,9 @@ def _block_rows(block: pd.DataFrame, unit: str, decimals: int) -> tuple[list[lis
         if e["event_name"] == OPERATOR_CALL:
             continue
         backend = e.get("delegate_backend_name")
-        rows.append([str(e["event_name"]), _runs(e["raw"]), _duration(e[p50], decimals), _duration(e[avg], decimals),
-                     _share(e[avg], total), "" if backend is None or pd.isna(backend) else str(backend)])
+        delegate = "" if backend is None or pd.isna(backend) else printable(backend, newlines=False)
+        rows.append([printable(e["event_name"], newlines=False), _runs(e["raw"]), _duration(e[p50], decimals),
+                     _duration(e[avg], decimals), _share(e[avg], total), delegate])
     return rows, runs
 
 
@@ -129,7 +133,7 @@ def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100) -> str:
     decimals = _decimals(shown, [f"p50 ({unit})", f"avg ({unit})"])
     for name, block in df.groupby("event_block_name", sort=False):
         rows, runs = _block_rows(block, unit, decimals)
-        sections.append((f"{name} ({runs} run{'s' if runs != 1 else ''})", rows))
+        sections.append((f"{printable(name, newlines=False)} ({runs} run{'s' if runs != 1 else ''})", rows))
     widths = _layout(headers, [rows for _, rows in sections], width)
     out: list[str] = []
     for title, rows in sections:

@@ -25,11 +25,12 @@ from typing import Any
 
 import httpx
 
-from numdiff._core.files import atomic_write
+from numdiff._core.files import atomic_path
+from numdiff._core.terminal import printable
 from numdiff.errors import InputError, NumdiffError, UsageError
 from numdiff.service.status import Status
 
-__all__ = ["AuthError", "Client", "ServiceError", "ServiceInputError", "UnreachableError"]
+__all__ = ["MAX_REPORT_BYTES", "AuthError", "Client", "ServiceError", "ServiceInputError", "UnreachableError"]
 
 
 class AuthError(NumdiffError):
@@ -57,12 +58,63 @@ class ServiceError(NumdiffError):
 
 
 def _detail(response: httpx.Response) -> str:
+    """The server's error text, cut short and with its control characters shown as escapes (it is printed)."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:300]
+        return printable(response.text[:300], newlines=False)
     detail = body.get("detail", body) if isinstance(body, dict) else body
-    return str(detail)[:600]
+    return printable(str(detail)[:600], newlines=False)
+
+
+#: Failures of the connection itself (including a body cut short by the server): exit status 6.
+_TRANSPORT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
+                     httpx.WriteError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)
+#: How much of an error answer is read to quote it (the rest is never downloaded).
+_ERROR_BODY_BYTES = 64 << 10
+#: ``fetch_report``'s default cap on a report's size (``numdiff fetch-report --max-bytes``).
+MAX_REPORT_BYTES = 256 << 20
+
+
+def _raise_for_status(response: httpx.Response, what: str) -> None:
+    """Raise the client's error for an answer that is not a success (a redirect included: none is expected)."""
+    code = response.status_code
+    if 300 <= code < 400:
+        where = printable(response.headers.get("location", "(no Location)"), newlines=False)[:200]
+        raise ServiceError(f"{what}: the server answered a redirect (HTTP {code} to {where})\n"
+                           "The numdiff API never redirects: check --server / NUMDIFF_SERVER (scheme, host, port).")
+    if code == 401:
+        raise AuthError(f"{what}: the server refused the token ({_detail(response)})\n"
+                        "Check --token / NUMDIFF_TOKEN, or create a token with `numdiff admin create-token`.")
+    if code in (403, 404):
+        raise AuthError(f"{what}: not found in this token's project ({_detail(response)})\n"
+                        "Check the run id and that the token belongs to the run's project.")
+    if code in (413, 422):
+        raise ServiceInputError(f"{what}: the server refused the input (HTTP {code}: {_detail(response)})")
+    if code == 409:
+        raise ServiceInputError(f"{what}: {_detail(response)}")
+    if code == 507:
+        raise ServiceError(f"{what}: the server's store is full (HTTP 507: {_detail(response)})\n"
+                           "Nothing of this upload was kept. Ask the server's operator to free space or raise "
+                           "NUMDIFF_SERVICE_STORE_QUOTA_MB, then submit again.")
+    if code >= 400:
+        raise ServiceError(f"{what}: the server answered HTTP {code}: {_detail(response)}\n"
+                           "See the server's log; retry later if it is overloaded.")
+
+
+def _first_bytes(response: httpx.Response, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a streamed answer's body (the rest is never downloaded)."""
+    out = bytearray()
+    for chunk in response.iter_bytes():
+        out += chunk[: limit - len(out)]
+        if len(out) >= limit:
+            break
+    return bytes(out)
+
+
+def _quoting_headers(headers: httpx.Headers) -> dict[str, str]:
+    """The headers needed to quote an answer's body again (its type and where a redirect points)."""
+    return {k: headers[k] for k in ("content-type", "location") if k in headers}
 
 
 class Client:
@@ -93,31 +145,17 @@ class Client:
 
     # --- plumbing ------------------------------------------------------------------------------
 
+    def _unreachable(self, what: str, e: Exception) -> UnreachableError:
+        return UnreachableError(f"{what}: the numdiff server at {self.server} did not answer ({type(e).__name__}: "
+                                f"{printable(e, newlines=False)})\nCheck the URL and that `numdiff serve` is running "
+                                "there.")
+
     def _request(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self._http.request(method, url, **kwargs)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
-                httpx.WriteError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as e:
-            raise UnreachableError(f"{what}: the numdiff server at {self.server} did not answer ({type(e).__name__}: "
-                                   f"{e})\nCheck the URL and that `numdiff serve` is running there.") from None
-        code = response.status_code
-        if code == 401:
-            raise AuthError(f"{what}: the server refused the token ({_detail(response)})\n"
-                            "Check --token / NUMDIFF_TOKEN, or create a token with `numdiff admin create-token`.")
-        if code in (403, 404):
-            raise AuthError(f"{what}: not found in this token's project ({_detail(response)})\n"
-                            "Check the run id and that the token belongs to the run's project.")
-        if code in (413, 422):
-            raise ServiceInputError(f"{what}: the server refused the input (HTTP {code}: {_detail(response)})")
-        if code == 409:
-            raise ServiceInputError(f"{what}: {_detail(response)}")
-        if code == 507:
-            raise ServiceError(f"{what}: the server's store is full (HTTP 507: {_detail(response)})\n"
-                               "Nothing of this upload was kept. Ask the server's operator to free space or raise "
-                               "NUMDIFF_SERVICE_STORE_QUOTA_MB, then submit again.")
-        if code >= 400:
-            raise ServiceError(f"{what}: the server answered HTTP {code}: {_detail(response)}\n"
-                               "See the server's log; retry later if it is overloaded.")
+        except _TRANSPORT_ERRORS as e:
+            raise self._unreachable(what, e) from None
+        _raise_for_status(response, what)
         return response
 
     def _json(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
@@ -203,10 +241,55 @@ class Client:
         """The saved analysis document (``numdiff.report.Analysis.model_validate`` reads it)."""
         return self._json("GET", f"/api/v1/runs/{int(run_id)}/analysis.json", f"run {run_id}")
 
-    def fetch_report(self, run_id: int, path: str | os.PathLike[str]) -> Path:
-        """Write the run's HTML report to ``path`` (through a temporary file, replaced at the end)."""
-        response = self._request("GET", f"/api/v1/runs/{int(run_id)}/report.html", f"report of run {run_id}")
-        return atomic_write(path, response.content)
+    def fetch_report(self, run_id: int, path: str | os.PathLike[str], *,
+                     max_bytes: int = MAX_REPORT_BYTES) -> Path:
+        """Write the run's HTML report to ``path``, at most ``max_bytes`` bytes of it.
+
+        The report is streamed into a private temporary file beside ``path`` (a fresh name, never
+        followed through a symlink) that replaces ``path`` only once the whole body has arrived: a
+        redirect, a body over ``max_bytes``, shorter than its ``Content-Length`` or empty raises and
+        leaves ``path`` as it was.
+
+        Raises:
+            ServiceError: A redirect, an oversized, short or empty body (exit status 4), or what
+                any request raises (:class:`AuthError`, :class:`UnreachableError` ...).
+        """
+        what = f"report of run {run_id}"
+        url = f"/api/v1/runs/{int(run_id)}/report.html"
+        try:
+            with self._http.stream("GET", url) as response:
+                if response.status_code >= 300:
+                    head = _first_bytes(response, _ERROR_BODY_BYTES)
+                    _raise_for_status(httpx.Response(response.status_code, content=head,
+                                                     headers=_quoting_headers(response.headers)), what)
+                return self._save(response, path, max_bytes, what)
+        except _TRANSPORT_ERRORS as e:
+            raise self._unreachable(what, e) from None
+
+    @staticmethod
+    def _save(response: httpx.Response, path: str | os.PathLike[str], max_bytes: int, what: str) -> Path:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise ServiceError(f"{what}: the server announces {int(declared)} bytes, over the {max_bytes}-byte cap\n"
+                               "Nothing was written. Raise the cap (--max-bytes) if the report is really that big.")
+        size = 0
+        with atomic_path(path) as tmp:
+            fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "wb") as f:
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise ServiceError(f"{what}: the report is over the {max_bytes}-byte cap\nNothing was "
+                                           "written. Raise the cap (--max-bytes) if the report is really that big.")
+                    f.write(chunk)
+            received = response.num_bytes_downloaded if "content-encoding" in response.headers else size
+            if declared.isdigit() and received < int(declared):
+                raise ServiceError(f"{what}: the server sent {received} of the {int(declared)} bytes it announced\n"
+                                   "Nothing was written. Fetch the report again.")
+            if size == 0:
+                raise ServiceError(f"{what}: the server sent an empty report\nNothing was written. "
+                                   "See the server's log for the run's report stage.")
+        return Path(os.fspath(path))
 
     def compare(self, new_run: int, base_run: int | None = None, **thresholds: float) -> dict[str, Any]:
         """The CI gate: ``passed``, ``regressions`` and the diff of ``new_run`` against ``base_run`` or the baseline."""

@@ -42,3 +42,24 @@ def test_queryable_with_duckdb_and_pandas(fleet: dict[str, Any]) -> None:
         f"SELECT aot_ops, device, count(*) AS runs FROM '{path}' "
         "WHERE verdict IN ('suspicious', 'broken') GROUP BY aot_ops, device ORDER BY aot_ops, device").df()
     pd.testing.assert_frame_equal(by_duckdb, by_pandas, check_dtype=False)
+
+
+def test_numdiff_starts_a_local_ray_on_loopback(tmp_path: Path) -> None:
+    """Issue 22: a local Ray started by `numdiff batch --backend ray` listened on the external address."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    script = ("import operator, sys\n"
+              "from numdiff.batch.executors import run_tasks\n"
+              "for task, result in run_tasks(operator.neg, [1], backend='ray', workers=1):\n"
+              "    node = sys.modules['ray']._private.worker.global_worker.node\n"
+              "    print(result, node.node_ip_address, node.gcs_address)\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result, node_ip, gcs = done.stdout.split()
+    assert result == "-1" and node_ip == "127.0.0.1" and gcs.startswith("127.0.0.1:")

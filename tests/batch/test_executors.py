@@ -57,3 +57,16 @@ def test_parse_analyses() -> None:
     assert runner.parse_analyses("gap") == ("profile", "gap")
     with pytest.raises(UsageError, match=r"unknown analysis 'speed'"):
         runner.parse_analyses("profile,speed")
+
+
+def test_a_local_ray_is_kept_on_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: `numdiff batch --backend ray` started a local Ray listening on the external address."""
+    from numdiff.batch.executors import local_ray_on_loopback
+
+    monkeypatch.delitem(sys.modules, "ray", raising=False)  # not imported yet, as in `numdiff batch`
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    assert not local_ray_on_loopback("ray://head:10001")  # a cluster: Ray's own choice
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+    assert local_ray_on_loopback(None) and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "1")  # told otherwise
+    assert not local_ray_on_loopback(None) and os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "1"

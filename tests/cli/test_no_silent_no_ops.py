@@ -15,7 +15,7 @@ EXAMPLE = example_files("quantized_mlp")
 def test_manifest_without_the_gap_columns_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "fleet.csv"
     manifest.write_text(f"run,etdump,device\nr1,{EXAMPLE.etdump},pixel8\n")
-    assert main(["batch", str(manifest), "-o", str(tmp_path / "out")]) == _exit.BAD_INPUT
+    assert main(["batch", str(manifest), "-o", str(tmp_path / "out"), "--allow-outside"]) == _exit.BAD_INPUT
     assert capsys.readouterr().err == (
         f"numdiff batch: error: manifest {str(manifest)!r}: no run has the columns 'etrecord' and 'debug_buffer' "
         "that --analyses profile,gap,culprits needs | Add the ETRecord and debug buffer of each run, or ask for "
@@ -26,7 +26,8 @@ def test_manifest_without_the_gap_columns_is_an_error(tmp_path: Path, capsys: py
 def test_manifest_missing_one_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "fleet.csv"
     manifest.write_text(f"run,etdump,etrecord\nr1,{EXAMPLE.etdump},{EXAMPLE.etrecord}\n")
-    assert main(["batch", str(manifest), "-o", str(tmp_path / "out"), "--analyses", "profile,gap"]) == _exit.BAD_INPUT
+    assert main(["batch", str(manifest), "-o", str(tmp_path / "out"), "--analyses", "profile,gap",
+                 "--allow-outside"]) == _exit.BAD_INPUT
     assert "no run has the column 'debug_buffer' that --analyses profile,gap needs" in capsys.readouterr().err
 
 
@@ -34,7 +35,7 @@ def test_profile_only_manifest_runs_when_asked_for_the_profile(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "fleet.csv"
     manifest.write_text(f"run,etdump\nr1,{EXAMPLE.etdump}\n")
-    assert main(["batch", str(manifest), "-o", str(tmp_path / "out"), "--analyses", "profile", "--workers", "1",
+    assert main(["batch", str(manifest), "-o", str(tmp_path / "out"), "--allow-outside", "--analyses", "profile", "--workers", "1",
                  "-q"]) == _exit.OK
     assert (tmp_path / "out" / "runs.parquet").is_file()
 
