@@ -17,6 +17,7 @@ from numdiff.service.auth import project_for_token
 from numdiff.service.status import Status
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
+from numdiff.service.worker.wake import RunBell
 
 if TYPE_CHECKING:
     from numdiff.report import Analysis
@@ -46,13 +47,14 @@ def refuse_nul_in(what: str, value: str) -> str:
 
 
 class Service:
-    """What the routes share, built once per app: settings, the database and the store."""
+    """What the routes share, built once per app: settings, the database, the store and the long polls' bell."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.engine = db.make_engine(settings.db_url)
         self.sessions: sessionmaker[Session] = db.session_factory(self.engine)
         self.store = Store(settings.data, settings.store_quota_bytes)
+        self.bell = RunBell(settings.data)
 
 
 def get_service(request: Request) -> Service:
