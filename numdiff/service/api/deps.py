@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from numdiff.service import crud, db
 from numdiff.service.schemas import MAX_ID
-from numdiff.service.auth import project_for_token
+from numdiff.service.auth import project_for_session, project_for_token
 from numdiff.service.status import Status
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["COOKIE", "ProjectDep", "RunId", "refuse_nul", "Service", "ServiceDep", "SessionDep", "SettingsDep", "StoreDep", "current_project",
            "get_service", "get_session", "load_analysis", "optional_project", "owned_model", "owned_run"]
 
-#: The cookie the web pages keep the token in (``/ui`` only).
-COOKIE = "numdiff_token"
+#: The cookie the web pages keep their session id in (``/ui`` only; never the token itself).
+COOKIE = "numdiff_session"
 
 
 #: A run id in a URL: 1 to MAX_ID, else 422 before any query (a 20-digit id used to be a 500 and a traceback).
@@ -84,18 +84,24 @@ StoreDep = Annotated[Store, Depends(get_store)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def _token(request: Request) -> str | None:
+def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
-    return request.cookies.get(COOKIE) if request.url.path.startswith("/ui") else None
+    return None
 
 
 def optional_project(request: Request, service: ServiceDep) -> int | None:
-    """The caller's project id, or None without a valid token (the session is closed at once)."""
+    """The caller's project id (bearer token, or on ``/ui`` the session cookie), or None; the session is closed at once."""
+    token = _bearer(request)
     with service.sessions() as session:
-        project = project_for_token(session, _token(request))
+        if token is not None:
+            project = project_for_token(session, token)
+        elif request.url.path.startswith("/ui"):
+            project = project_for_session(session, request.cookies.get(COOKIE))
+        else:
+            project = None
     return None if project is None else project.id
 
 

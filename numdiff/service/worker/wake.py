@@ -84,7 +84,7 @@ class Waker:
 class RunBell:
     """A web process's wake-up socket for long polls, read in its event loop.
 
-    A poller takes :meth:`ticket` *before* it looks at its run, then :meth:`wait`\ s on it: a ring
+    A poller takes :meth:`ticket` *before* it looks at its run, then waits on it (:meth:`wait`): a ring
     between the look and the wait is not lost. The socket is bound on first use, in the event loop
     that then reads it; without one (path too long), waits simply time out, at the backstop.
     """
