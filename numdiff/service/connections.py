@@ -51,8 +51,8 @@ class _Guarded(H11Protocol):
     _body_bytes: int
     _peer: str | None
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
-        super().connection_made(transport)  # type: ignore[arg-type]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
         cls = type(self)
         self._phase, self._since, self._body_bytes, self._peer = h11.IDLE, time.monotonic(), 0, None
         peer = self.client[0] if self.client else None
