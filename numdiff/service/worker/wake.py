@@ -35,12 +35,13 @@ def _directory(data: str | os.PathLike[str], group: str = "") -> Path:
     return Path(data) / "wake" / group if group else Path(data) / "wake"
 
 
-def _bind(path: Path) -> socket.socket | None:
-    """A non-blocking datagram socket bound at ``path`` (a stale one there is replaced), or None."""
+def _bind(root: Path, path: Path) -> socket.socket | None:
+    """A non-blocking datagram socket bound at ``path`` under ``root`` (a stale one there is replaced), or None."""
     if len(os.fsencode(path)) > _MAX_PATH:
         return None
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)  # every folder of ours private, not only the last
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         path.unlink(missing_ok=True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(os.fspath(path))
@@ -63,7 +64,7 @@ class Waker:
 
     def __init__(self, data: str | os.PathLike[str], name: str) -> None:
         self.path = _directory(data) / f"{name}.sock"
-        self._sock = _bind(self.path)
+        self._sock = _bind(_directory(data), self.path)
 
     def wait(self, timeout: float) -> None:
         """Return after ``timeout`` seconds, or sooner when woken."""
@@ -90,6 +91,7 @@ class RunBell:
     """
 
     def __init__(self, data: str | os.PathLike[str]) -> None:
+        self._root = _directory(data)
         self.path = _directory(data, POLLERS) / f"web-{os.getpid()}.sock"
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -101,7 +103,7 @@ class RunBell:
         if self._loop is not loop:
             self.close()
             self._loop = loop
-            self._sock = _bind(self.path)
+            self._sock = _bind(self._root, self.path)
             if self._sock is not None:
                 loop.add_reader(self._sock.fileno(), self._ring)
         if self._event is None:
