@@ -20,8 +20,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from numdiff.service.status import Status
 
-__all__ = ["Base", "Job", "ModelRow", "Project", "Run", "RunLabel", "Token", "default_url", "make_engine", "migrate",
-           "now", "session_factory"]
+__all__ = ["Base", "Job", "ModelRow", "Project", "Run", "RunLabel", "Token", "WebSession", "default_url", "make_engine",
+           "migrate", "now", "session_factory"]
 
 
 def now() -> datetime.datetime:
@@ -40,7 +40,7 @@ class Project(Base):
 
 
 class Token(Base):
-    """A bearer token: only its SHA-256 is stored."""
+    """A bearer token: only its SHA-256 is stored; refused after ``expires`` (never, when None)."""
 
     __tablename__ = "tokens"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -49,6 +49,21 @@ class Token(Base):
     prefix: Mapped[str] = mapped_column(String(16))
     created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
     revoked: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
+    expires: Mapped[datetime.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class WebSession(Base):
+    """A browser's sign-in: the cookie holds a random id, only its SHA-256 is stored.
+
+    Valid until ``expires``, until signed out (the row is deleted), and only while its token is.
+    """
+
+    __tablename__ = "web_sessions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("tokens.id"), index=True)
+    created: Mapped[datetime.datetime] = mapped_column(DateTime, default=now)
+    expires: Mapped[datetime.datetime] = mapped_column(DateTime)
 
 
 class ModelRow(Base):

@@ -132,15 +132,19 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
                 self.should_exit = True
 
     from numdiff.service.app import create_app
+    from numdiff.service.connections import KEEP_ALIVE_S, guarded_protocol
 
     prepare(settings)
     pool = _Workers(settings, workers)
     pool.start()
     try:
+        # header and body timeouts and a cap per client address: numdiff.service.connections
         config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning",
-                                     timeout_graceful_shutdown=5, limit_concurrency=2000, backlog=2048)
+                                timeout_graceful_shutdown=5, limit_concurrency=2000, backlog=2048,
+                                timeout_keep_alive=KEEP_ALIVE_S,
+                                http=guarded_protocol(settings.request_timeout_s, settings.max_connections_per_client))
         server = _Server(config)
-        print(f"numdiff serve: http://{host}:{port}/ui (API docs at /docs), data in {settings.data}, "
+        print(f"numdiff serve: http://{host}:{port}/ui (API reference at /docs), data in {settings.data}, "
               f"{workers} worker(s)", file=sys.stderr, flush=True)
         server.run()
     finally:

@@ -12,7 +12,13 @@ variable                                       meaning                    defaul
 ``NUMDIFF_SERVICE_MAX_ATTEMPTS``               tries before a job fails   3
 ``NUMDIFF_SERVICE_STORE_QUOTA_MB``             bytes the store may hold   no quota
 ``NUMDIFF_SERVICE_DB_URL``                     database when no ``--db``  SQLite in DATA
+``NUMDIFF_SERVICE_REQUEST_TIMEOUT_S``          headers complete within;   10
+                                               a body's grace
+``NUMDIFF_SERVICE_MAX_CONNECTIONS_PER_CLIENT`` open connections from one  100
+                                               client address
 =============================================  =========================  =========
+
+A request's body must then average 1 KiB/s (see :mod:`numdiff.service.connections`).
 
 ``NUMDIFF_SERVICE_DB_URL`` keeps a database password out of the process list: ``numdiff serve``
 hands the URL to its workers this way (never on their command line), and operators can too.
@@ -58,6 +64,8 @@ class Settings:
     lease_s: float
     max_attempts: int
     store_quota_bytes: int | None = None
+    request_timeout_s: float = 10.0
+    max_connections_per_client: int = 100
 
     @classmethod
     def create(cls, data: str | os.PathLike[str], db_url: str | None = None) -> Settings:
@@ -76,4 +84,6 @@ class Settings:
                    lease_s=_env_float("NUMDIFF_SERVICE_LEASE_S", 30),
                    max_attempts=int(_env_float("NUMDIFF_SERVICE_MAX_ATTEMPTS", 3)),
                    store_quota_bytes=(int(_env_float("NUMDIFF_SERVICE_STORE_QUOTA_MB", 1.0) * (1 << 20))
-                                      if os.environ.get("NUMDIFF_SERVICE_STORE_QUOTA_MB") else None))
+                                      if os.environ.get("NUMDIFF_SERVICE_STORE_QUOTA_MB") else None),
+                   request_timeout_s=_env_float("NUMDIFF_SERVICE_REQUEST_TIMEOUT_S", 10),
+                   max_connections_per_client=max(1, int(_env_float("NUMDIFF_SERVICE_MAX_CONNECTIONS_PER_CLIENT", 100))))

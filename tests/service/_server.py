@@ -190,3 +190,10 @@ def postgres() -> Iterator[str]:
 def submit_files(client: Any, model: str = "mlp", **labels: str) -> dict[str, Any]:
     out: dict[str, Any] = client.submit(model, EXAMPLE.etrecord, EXAMPLE.etdump, EXAMPLE.debug_buffer, labels)
     return out
+
+
+def sign_in(url: str, token: str) -> dict[str, str]:
+    """The cookies of a browser session signed in with ``token`` (``POST /ui/login``, as the sign-in form does)."""
+    r = httpx.post(url + "/ui/login", data={"token": token}, timeout=30)
+    assert r.status_code == 303, r.text
+    return dict(r.cookies)

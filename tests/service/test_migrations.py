@@ -113,3 +113,22 @@ def test_an_unfinished_single_job_becomes_the_four_stage_jobs(database: tuple[st
     stages = [(k, i, "queued", 0, None) for i, k in enumerate(("profile", "gap", "culprits", "report"))]
     assert [tuple(r) for r in rows] == [(1, "analyze", 0, "done", 1, None)] \
         + [(2, *s) for s in stages] + [(3, *s) for s in stages]
+
+
+def test_tokens_of_0003_survive_0004_and_never_expire(database: tuple[str, str]) -> None:
+    data, url = database
+    engine = _at_revision(url, "0003")
+    token = auth.PREFIX + "old-token-from-0003"
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO tokens (project_id, sha256, prefix, created) VALUES (1, :h, :p, :t)"),
+                  {"h": auth.hash_token(token), "p": token[:12], "t": NOW})
+    db.migrate(engine)  # 0003 → head: web_sessions and tokens.expires
+    with db.session_factory(engine)() as s:
+        project = auth.project_for_token(s, token)
+        assert project is not None and project.name == "lab"
+        session_id = auth.start_session(s, token)
+        assert session_id is not None and token not in session_id
+        assert auth.project_for_session(s, session_id) is not None
+        auth.end_session(s, session_id)
+        assert auth.project_for_session(s, session_id) is None
+    engine.dispose()

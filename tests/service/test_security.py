@@ -12,7 +12,7 @@ import pytest
 from numdiff.cli import main
 from numdiff.client import AuthError, Client, ServiceInputError, UnreachableError
 from tests.security.hostile import ATEN, Program, canary_payload, craft, user_input_name
-from tests.service._server import EXAMPLE, Server, free_port, submit_files
+from tests.service._server import EXAMPLE, Server, free_port, sign_in, submit_files
 from tests.service.conftest import data_files
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -63,7 +63,7 @@ def test_another_projects_run_is_404_like_a_missing_one(sqlite_server: Server,
     assert r.status_code == 404
     assert httpx.get(sqlite_server.url + "/api/v1/runs", headers=_auth(b)).json() == {"runs": []}
     assert "secret-model" not in httpx.get(sqlite_server.url + "/api/v1/models", headers=_auth(b)).text
-    ui = httpx.get(f"{sqlite_server.url}/ui/runs/{run['id']}", cookies={"numdiff_token": b})
+    ui = httpx.get(f"{sqlite_server.url}/ui/runs/{run['id']}", cookies=sign_in(sqlite_server.url, b))
     assert ui.status_code == 404
     codes = []
     for rid in (run["id"], missing):

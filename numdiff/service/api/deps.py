@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from numdiff.service import crud, db
 from numdiff.service.schemas import MAX_ID
-from numdiff.service.auth import project_for_token
+from numdiff.service.auth import project_for_session, project_for_token
 from numdiff.service.status import Status
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
+from numdiff.service.worker.wake import RunBell
 
 if TYPE_CHECKING:
     from numdiff.report import Analysis
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["COOKIE", "ProjectDep", "RunId", "refuse_nul", "Service", "ServiceDep", "SessionDep", "SettingsDep", "StoreDep", "current_project",
            "get_service", "get_session", "load_analysis", "optional_project", "owned_model", "owned_run"]
 
-#: The cookie the web pages keep the token in (``/ui`` only).
-COOKIE = "numdiff_token"
+#: The cookie the web pages keep their session id in (``/ui`` only; never the token itself).
+COOKIE = "numdiff_session"
 
 
 #: A run id in a URL: 1 to MAX_ID, else 422 before any query (a 20-digit id used to be a 500 and a traceback).
@@ -46,13 +47,14 @@ def refuse_nul_in(what: str, value: str) -> str:
 
 
 class Service:
-    """What the routes share, built once per app: settings, the database and the store."""
+    """What the routes share, built once per app: settings, the database, the store and the long polls' bell."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.engine = db.make_engine(settings.db_url)
         self.sessions: sessionmaker[Session] = db.session_factory(self.engine)
         self.store = Store(settings.data, settings.store_quota_bytes)
+        self.bell = RunBell(settings.data)
 
 
 def get_service(request: Request) -> Service:
@@ -82,18 +84,24 @@ StoreDep = Annotated[Store, Depends(get_store)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def _token(request: Request) -> str | None:
+def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
-    return request.cookies.get(COOKIE) if request.url.path.startswith("/ui") else None
+    return None
 
 
 def optional_project(request: Request, service: ServiceDep) -> int | None:
-    """The caller's project id, or None without a valid token (the session is closed at once)."""
+    """The caller's project id (bearer token, or on ``/ui`` the session cookie), or None; the session is closed at once."""
+    token = _bearer(request)
     with service.sessions() as session:
-        project = project_for_token(session, _token(request))
+        if token is not None:
+            project = project_for_token(session, token)
+        elif request.url.path.startswith("/ui"):
+            project = project_for_session(session, request.cookies.get(COOKIE))
+        else:
+            project = None
     return None if project is None else project.id
 
 

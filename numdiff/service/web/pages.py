@@ -1,22 +1,21 @@
 """Server-rendered pages (Jinja2, no JavaScript build, no CDN): projects, models, runs, reports, comparison.
 
-A browser signs in once with its project token (``/ui/login`` stores it in an HttpOnly,
-SameSite=Strict cookie); every page then shows that project only. Forms that change state
-(signing in) accept only same-origin posts: a page on another origin cannot sign a visitor in to
-the attacker's project (login CSRF), see :func:`same_origin`.
+A browser signs in once with its project token: ``/ui/login`` starts a session
+(:func:`numdiff.service.auth.start_session`) and keeps its random id, never the token, in an
+HttpOnly, SameSite=Strict cookie with a ``Max-Age``; every page then shows that project only, until
+the session expires or ``POST /ui/logout`` ends it. Forms that change state (signing in and out)
+accept only same-origin posts: a page on another origin cannot sign a visitor in to the attacker's
+project (login CSRF) or out, see :func:`same_origin`.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi import APIRouter, Cookie, Depends, Form, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from urllib.parse import urlsplit
-
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from numdiff.service import crud, db
 from numdiff.service.api.deps import (
@@ -30,8 +29,9 @@ from numdiff.service.api.deps import (
     owned_model,
     owned_run,
 )
-from numdiff.service.auth import project_for_token
+from numdiff.service.auth import SESSION_MAX_AGE_S, end_session, start_session
 from numdiff.service.status import Status
+from numdiff.service.web.render import page
 
 if TYPE_CHECKING:
     from numdiff.report import Analysis
@@ -42,14 +42,6 @@ router = APIRouter(include_in_schema=False)
 
 #: The caller's project, or None: a page then sends the browser to the sign-in form.
 PageProject = Annotated[int | None, Depends(optional_project)]
-
-_env = Environment(loader=FileSystemLoader(Path(__file__).parent.parent / "templates"), autoescape=select_autoescape(),
-                   trim_blocks=True, lstrip_blocks=True)
-
-
-def _page(name: str, status_code: int = 200, **context: object) -> HTMLResponse:
-    return HTMLResponse(_env.get_template(name).render(**context), status_code=status_code)
-
 
 def _to_login() -> RedirectResponse:
     return RedirectResponse("/ui/login", status_code=303)
@@ -86,7 +78,7 @@ def favicon() -> Response:
 
 @router.get("/ui/login", response_class=HTMLResponse)
 def login_form() -> HTMLResponse:
-    return _page("login.html", title="Sign in")
+    return page("login.html", title="Sign in")
 
 
 def same_origin(request: Request) -> None:
@@ -110,34 +102,45 @@ def same_origin(request: Request) -> None:
 @router.post("/ui/login", dependencies=[Depends(same_origin)])
 def login(service: ServiceDep, token: str = Form(...)) -> Response:
     with service.sessions() as session:
-        if project_for_token(session, token.strip()) is None:
-            return _page("login.html", status_code=401, title="Sign in", error="That token is not valid.")
+        session_id = start_session(session, token.strip())
+    if session_id is None:
+        return page("login.html", status_code=401, title="Sign in", error="That token is not valid.")
     resp = RedirectResponse("/ui", status_code=303)
-    resp.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path="/ui")
+    resp.set_cookie(COOKIE, session_id, max_age=SESSION_MAX_AGE_S, httponly=True, samesite="strict", path="/ui")
+    return resp
+
+
+@router.post("/ui/logout", dependencies=[Depends(same_origin)])
+def logout(service: ServiceDep, session_id: Annotated[str | None, Cookie(alias=COOKIE)] = None) -> Response:
+    """End the browser's session (the id is worthless from now on) and clear its cookie."""
+    with service.sessions() as session:
+        end_session(session, session_id)
+    resp = RedirectResponse("/ui/login", status_code=303)
+    resp.delete_cookie(COOKIE, httponly=True, samesite="strict", path="/ui")
     return resp
 
 
 @router.get("/ui", response_class=HTMLResponse)
-def project_page(project: PageProject, session: SessionDep) -> Response:
+def projectpage(project: PageProject, session: SessionDep) -> Response:
     if project is None:
         return _to_login()
     p = crud.get_project(session, project)
-    return _page("project.html", title=p.name if p is not None else "", project=p,
+    return page("project.html", title=p.name if p is not None else "", project=p,
                  models=crud.models_with_runs(session, project))
 
 
 @router.get("/ui/models/{name}", response_class=HTMLResponse)
-def model_page(name: str, project: PageProject, session: SessionDep) -> Response:
+def modelpage(name: str, project: PageProject, session: SessionDep) -> Response:
     if project is None:
         return _to_login()
     model = owned_model(session, project, name)
     runs = crud.runs_of_model(session, model.id)
     keys = sorted({k for r in runs for k in (r.labels or {})})
-    return _page("model.html", title=name, model=model, runs=runs, keys=keys)
+    return page("model.html", title=name, model=model, runs=runs, keys=keys)
 
 
 @router.get("/ui/models/{name}/compare", response_class=HTMLResponse)
-def compare_page(name: str, project: PageProject, session: SessionDep, store: StoreDep, by: str = "device") -> Response:
+def comparepage(name: str, project: PageProject, session: SessionDep, store: StoreDep, by: str = "device") -> Response:
     """Lowest SNR of every op, one column per run (newest done run of each value of label ``by``)."""
     if project is None:
         return _to_login()
@@ -166,16 +169,16 @@ def compare_page(name: str, project: PageProject, session: SessionDep, store: St
     worst = {k: min((v for v in table[k].values() if v is not None), default=None) for k in order}
     spread = {k: (max(vs) - min(vs)) if len(vs := [v for v in table[k].values() if v is not None and math.isfinite(v)]) > 1
               else None for k in order}
-    return _page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
+    return page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
                  order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr)
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
-def run_page(run_id: RunId, project: PageProject, session: SessionDep) -> Response:
+def runpage(run_id: RunId, project: PageProject, session: SessionDep) -> Response:
     if project is None:
         return _to_login()
     run = owned_run(session, project, run_id)
-    return _page("run.html", title=f"run {run.id}", run=run, model=crud.get_model(session, run.model_id),
+    return page("run.html", title=f"run {run.id}", run=run, model=crud.get_model(session, run.model_id),
                  jobs=crud.jobs_of_run(session, run.id))
 
 

@@ -40,7 +40,7 @@ from numdiff.service.status import Status
 from numdiff.service.settings import Settings
 from numdiff.service.store import Store
 from numdiff.service.worker.child import OK, Runner, die_with_parent
-from numdiff.service.worker.wake import Waker
+from numdiff.service.worker.wake import POLLERS, Waker, wake_all
 
 __all__ = ["Worker", "claim", "main"]
 
@@ -159,6 +159,8 @@ class Worker:
                           .values(status=Status.DONE, reason=None, analysis_sha256=result, report_sha256=report,
                                   finished=db.now()))
             s.commit()
+        if status == Status.FAILED or kind == STAGES[-1]:  # the run is finished: wake its long polls
+            wake_all(self.settings.data, POLLERS)
 
     def _stored_parts(self, run_id: int) -> dict[str, str]:
         """Store paths of the run's finished stage results, by kind."""

@@ -5,7 +5,6 @@ Uploads are stored, never parsed, here: the workers read them with the hardened 
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import time
 from collections.abc import Iterator
@@ -21,16 +20,13 @@ from numdiff.service.api.deps import ProjectDep, RunId, Service, ServiceDep, Ses
 from numdiff.service.api.out import json_response, run_out
 from numdiff.service.status import Status
 from numdiff.service.upload import Form, parse_form
-from numdiff.service.worker.wake import wake_all
+from numdiff.service.worker.wake import POLL_BACKSTOP_S, wake_all
 
 __all__ = ["labels_from", "router"]
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
 FILE_FIELDS = {"etrecord", "etdump", "debug_buffer"}
-#: How often a long-polling ``GET /api/v1/runs/{id}?wait=S`` looks at the run again.
-LONG_POLL_S = 0.05
-
 _UPLOAD_SCHEMA = {"requestBody": {"content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["model", "etrecord", "etdump"],
     "properties": {"model": {"type": "string"},
@@ -119,15 +115,18 @@ def list_runs(project: ProjectDep, session: SessionDep, model: str | None = None
 async def show_run(run_id: RunId, project: ProjectDep, service: ServiceDep,
                    wait: float = Query(0.0, ge=0.0, le=30.0, description=(
                        "seconds to wait for the run to finish (done or failed) before answering: a long poll, "
-                       "so clients learn of the result within about 50 ms without polling"))) -> Response:
+                       "woken by the worker that finishes the run, so clients learn of the result at once "
+                       "without polling"))) -> Response:
     def look() -> tuple[str, Response]:
         with service.sessions() as session:  # one short session per look: no connection held while waiting
             run = owned_run(session, project, run_id)
             return run.status, json_response(run_out(session, run))
 
     deadline = time.monotonic() + wait
-    status, answer = await run_in_threadpool(look)
-    while status not in (Status.DONE, Status.FAILED) and time.monotonic() < deadline:
-        await asyncio.sleep(LONG_POLL_S)
+    while True:
+        ticket = service.bell.ticket() if wait > 0 else None  # before the look: a ring after it is not lost
         status, answer = await run_in_threadpool(look)
-    return answer
+        left = deadline - time.monotonic()
+        if ticket is None or status in (Status.DONE, Status.FAILED) or left <= 0:
+            return answer
+        await service.bell.wait(ticket, min(left, POLL_BACKSTOP_S))  # a worker's ring, or the backstop
