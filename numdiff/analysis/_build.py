@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from numdiff.analysis.signature import program_signature
 from numdiff.errors import InternalError, MismatchedArtifactsError, MissingDataError, NumdiffError
 from numdiff.analysis.records import (
     ArtifactInfo,
@@ -97,7 +98,8 @@ NOT_ASKED = "not asked"
 def profile_part(inspector: Inspector, artifact_paths: Mapping[str, object]) -> ProfilePart:
     """Hash the artifacts and summarise the Inspector's profile view."""
     return ProfilePart(artifacts=[file_info(role, path) for role, path in artifact_paths.items() if path is not None],
-                       profile=profile_summary(inspector.event_blocks), notes=list(inspector.notes))
+                       profile=profile_summary(inspector.event_blocks), notes=list(inspector.notes),
+                       program=program_signature(inspector.etrecord))
 
 
 def gap_part(inspector: Inspector, etdump_path: object = None, progress: Progress | None = None) -> GapPart:

@@ -9,6 +9,17 @@ A regression is an op whose SNR fell by more than ``max_snr_drop_db``, or an op 
 run) whose p50 grew by more than ``max_latency_increase_pct`` percent *and* by at least
 ``min_latency_increase_us`` (so that a 1 µs op taking 2 µs is not a 100 % regression).
 
+Before anything is compared, the two analyses must be of one program: when both carry a program
+signature (:mod:`numdiff.analysis.signature`) and they differ, :func:`diff_analyses` raises
+:class:`DifferentProgramsError` (``numdiff diff`` exits 3, the service answers 409). An analysis
+without a signature (written before format version 3, or without an ETRecord) is compared with a
+warning that its program could not be checked.
+
+A gate passes only what it compared: for each kind the base has (error rows, timed ops), at least
+``min_matched_share`` (default 50 %) of the base's ops must be found in the new analysis, and the
+base must have something to compare at all; otherwise the report fails (``numdiff diff`` exits 1)
+with :attr:`DiffReport.coverage_failures` saying what was not matched.
+
 Latencies are compared in microseconds. A profile timed in ``cycles`` has no fixed duration:
 when either analysis is in cycles (or in a unit numdiff does not know), its latencies are not
 compared at all and :attr:`DiffReport.notes` says why; the error rows still are.
@@ -18,16 +29,19 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, KeysView
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, is_wrapper
 from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis, EventStats, GapRowModel
+from numdiff.errors import MismatchedArtifactsError
 
-__all__ = ["CATEGORIES", "DiffReport", "GateThresholds", "OpDelta", "categorize", "diff_analyses"]
+__all__ = ["CATEGORIES", "DiffReport", "DifferentProgramsError", "GateThresholds", "OpDelta", "categorize",
+           "diff_analyses", "program_note"]
 
 #: Op categories and the words that put an op in them. Names are split into lower-case words
 #: ("aten.native_layer_norm.default" -> native, layer, norm, default; XNNPACK's "Fully Connected
@@ -70,7 +84,48 @@ class GateThresholds:
     max_latency_increase_pct: float = 10.0
     min_latency_increase_us: float = 5.0
     snr_cap_db: float = 140.0
+    min_matched_share: float = 0.5
 
+
+class DifferentProgramsError(MismatchedArtifactsError):
+    """Two analyses of different programs (their program signatures differ): there is nothing to compare.
+
+    ``numdiff diff`` exits 3 (bad input); ``POST /api/v1/compare`` answers 409.
+    """
+
+
+def _who(analysis: Analysis) -> str:
+    labels = ", ".join(f"{k}={v}" for k, v in analysis.labels.items()) or "(no labels)"
+    program = analysis.program
+    if program is None:
+        return labels
+    ops = ", ".join(f"{m}: {n} ops" for m, n in program.methods.items())
+    return f"{labels} [program {program.sha256[:12]}, {ops}]"
+
+
+def check_same_program(base: Analysis, new: Analysis) -> str | None:
+    """None when both analyses are of one program; the warning line when that could not be checked.
+
+    Raises:
+        DifferentProgramsError: Their program signatures differ.
+    """
+    if base.program is not None and new.program is not None:
+        if base.program.sha256 != new.program.sha256:
+            raise DifferentProgramsError(
+                f"base {_who(base)} and new {_who(new)} are analyses of different programs: their ops cannot be "
+                "compared\nCompare two analyses of one program (the same ETRecord's graph); if the model was "
+                "changed on purpose, analyse the old build again or make the new run the baseline.")
+        return None
+    return program_note(base, new)
+
+
+def program_note(base: Analysis, new: Analysis) -> str | None:
+    """The warning line for analyses whose programs cannot be checked (one has no signature), else None."""
+    missing = [side for side, a in (("base", base), ("new", new)) if a.program is None]
+    if not missing:
+        return None
+    return (f"program not checked: the {' and '.join(missing)} analysis has no program signature (written by numdiff "
+            f"before format version 3, or without an ETRecord); write it again with 'numdiff analyze' to have it checked")
 
 @dataclass(frozen=True, slots=True)
 class OpDelta:
@@ -99,6 +154,12 @@ class DiffReport:
     only_in_new: list[str] = field(default_factory=list)
     labels: tuple[dict[str, str], dict[str, str]] = ({}, {})
     notes: list[str] = field(default_factory=list)
+    #: ``{kind: (base ops matched in new, base ops)}`` for "error" (gap rows) and "latency" (timed ops).
+    coverage: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Why the gate fails although no op regressed: too few of the base's ops were matched.
+    coverage_failures: list[str] = field(default_factory=list)
+    #: "same" (both signatures equal) or "not checked" (one has none).
+    program_check: str = "same"
 
     @property
     def regressions(self) -> list[OpDelta]:
@@ -106,9 +167,14 @@ class DiffReport:
             [OpDelta("latency", "total (top-level events)", "all", self.totals["base_us"], self.totals["new_us"],
                      self.totals["delta_us"], self.totals["delta_pct"], True)] if self.totals["regression"] else [])
 
+    @property
+    def passed(self) -> bool:
+        """The gate: no regression, and enough of the base's ops were compared."""
+        return not self.regressions and not self.coverage_failures
+
     def __bool__(self) -> bool:
-        """True when there is no regression (as a check result)."""
-        return not self.regressions
+        """True when the gate passes (as a check result): see :attr:`passed`."""
+        return self.passed
 
 
 def _snr(row: GapRowModel, cap: float) -> float | None:
@@ -196,7 +262,11 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     Latencies are compared only when both analyses are timed in a unit of time (not cycles).
     """
     t = thresholds or GateThresholds()
+    unchecked = check_same_program(base, new)
     notes: list[str] = []
+    if unchecked is not None:
+        warnings.warn(unchecked, stacklevel=2)
+        notes.append(unchecked)
     b_scale, n_scale = _us_per_unit(base), _us_per_unit(new)
     if b_scale is None or n_scale is None:
         units = f"base in {base.profile.time_unit}, new in {new.profile.time_unit}"
@@ -249,7 +319,34 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
             and total_pct is not None and total_pct > t.max_latency_increase_pct}
     else:
         totals = {"base_us": None, "new_us": None, "delta_us": None, "delta_pct": None, "regression": False}
-    return DiffReport(t, ops, categories, delegates, totals,
+    coverage, failures = _coverage(base, new, base_rows.keys(), new_rows.keys(), base_ev.keys(), new_ev.keys(),
+                                   t.min_matched_share)
+    return DiffReport(t, ops, categories, delegates, totals, coverage=coverage, coverage_failures=failures,
+                      program_check="same" if unchecked is None else "not checked",
                       only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),
                       only_in_new=sorted(new_rows.keys() - base_rows.keys()) + sorted(new_ev.keys() - base_ev.keys()),
                       labels=(base.labels, new.labels), notes=notes)
+
+
+def _coverage(base: Analysis, new: Analysis, base_rows: KeysView[str], new_rows: KeysView[str],
+              base_ev: KeysView[str], new_ev: KeysView[str],
+              min_share: float) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """Per kind the base has, how many of its ops the new analysis matched; and the failures below ``min_share``."""
+    coverage: dict[str, tuple[int, int]] = {}
+    failures: list[str] = []
+    for kind, what, b, n in (("error", "layers (gap rows)", base_rows, new_rows), ("latency", "timed ops", base_ev, new_ev)):
+        if not b:
+            continue
+        matched = len(b & n)
+        coverage[kind] = (matched, len(b))
+        if matched < min_share * len(b) or not matched:
+            why = ""
+            if kind == "error" and new.gap is None:
+                why = f": the new analysis has no gap ({new.gap_unavailable or 'not computed'})"
+            failures.append(f"only {matched} of the base's {len(b)} {what} were found in the new analysis "
+                            f"(at least {min_share:.0%} needed){why}")
+    if not coverage:
+        reason = base.gap_unavailable or "no gap rows"
+        failures.append(f"nothing compared: the base analysis has neither gap rows ({reason}) nor timed ops "
+                        "comparable with the new one's")
+    return coverage, failures

@@ -35,8 +35,11 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     """Version 3 adds the optional ``culprits.headline``, its counts (``broken``, ``replay_mismatches``,
-    ``not_judged``) and each culprit row's ``input_sources`` and ``delegate`` (absent in version 2:
-    nothing to fill; a version-2 reader refuses a version-3 file as too new instead of as invalid)."""
+    ``not_judged``), each culprit row's ``input_sources`` and ``delegate``, and ``program`` (the
+    signature of the ETRecord's program, :mod:`numdiff.analysis.signature`). Absent in version 2:
+    nothing to fill (a version-2 file has no program signature; ``numdiff diff`` compares it with a
+    warning that the programs could not be checked). A version-2 reader refuses a version-3 file as
+    too new instead of as invalid."""
     return {**data, "format_version": 3}
 
 

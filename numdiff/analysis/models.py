@@ -35,6 +35,7 @@ from numdiff.analysis.records import (
     ProfileBlock,
     ProfilePart,
     ProfileSummary,
+    ProgramSignature,
     QuantizationSection,
     QuantLayerModel,
     TapRowModel,
@@ -64,6 +65,7 @@ __all__ = [
     "ProfileBlock",
     "ProfilePart",
     "ProfileSummary",
+    "ProgramSignature",
     "TensorStats",
 ]
 
@@ -77,6 +79,9 @@ class Analysis(_Model):
     created_utc: str
     labels: dict[str, str] = Field(default_factory=dict)
     artifacts: list[ArtifactInfo] = Field(default_factory=list)
+    program: ProgramSignature | None = Field(
+        default=None, description="signature of the ETRecord's Edge program(s): analyses of different programs "
+                                  "are not compared; None without an ETRecord or in files older than version 3")
     profile: ProfileSummary
     gap: GapSection | None = None
     gap_unavailable: str | None = Field(default=None, description="why there is no gap section")
@@ -94,7 +99,7 @@ class Analysis(_Model):
         return cls(
             numdiff_version=__version__,
             created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            labels=dict(labels), artifacts=profile.artifacts, profile=profile.profile, gap=gap.gap,
+            labels=dict(labels), artifacts=profile.artifacts, program=profile.program, profile=profile.profile, gap=gap.gap,
             gap_unavailable=gap.gap_unavailable, culprits=culprits, notes=profile.notes)
 
     @classmethod

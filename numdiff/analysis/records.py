@@ -35,6 +35,7 @@ __all__ = [
     "ProfileBlock",
     "ProfilePart",
     "ProfileSummary",
+    "ProgramSignature",
     "TensorStats",
 ]
 
@@ -54,6 +55,14 @@ class ArtifactInfo(_Model):
     name: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     size: int = Field(ge=0)
+
+
+class ProgramSignature(_Model):
+    """Which program was analysed (:mod:`numdiff.analysis.signature`): a SHA-256 over each Edge
+    method's op targets in graph order, and each method's op count (to say how two programs differ)."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    methods: dict[str, int] = Field(default_factory=dict, description="method -> number of op nodes")
 
 
 class EventStats(_Model):
@@ -247,6 +256,7 @@ class ProfilePart(_Model):
     artifacts: list[ArtifactInfo] = Field(default_factory=list)
     profile: ProfileSummary
     notes: list[str] = Field(default_factory=list)
+    program: ProgramSignature | None = Field(default=None, description="the ETRecord's program; None without one")
 
 
 class GapPart(_Model):

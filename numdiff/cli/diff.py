@@ -7,8 +7,14 @@ top-level ops and time inside the delegate).
 
 A regression: an op whose SNR fell by more than --max-snr-drop-db (default 3 dB), or an op or
 the whole run whose p50 grew by more than --max-latency-increase-pct (default 10 %) and by at
-least --min-latency-increase-us (default 5 µs). Exit status 1 when there is a regression,
-0 otherwise. --format markdown prints a pull-request comment.
+least --min-latency-increase-us (default 5 µs). --format markdown prints a pull-request comment.
+
+The gate passes only what it compared: the two analyses must be of one program (their ETRecords'
+program signatures agree; an older analysis without one is compared with a warning), and at least
+--min-matched-share (default 0.5) of the base's layers and of its timed ops must be found in NEW.
+
+exit status: 0 no regression; 1 a regression, or too little of the base matched in NEW (the gate
+fails); 3 the analyses are of different programs, or a file is unreadable.
 
 example:
   numdiff analyze ... -o base.json   # on the main branch
@@ -40,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"latency growth below this many µs is never a regression (default: {d.min_latency_increase_us:g})")
     g.add_argument("--snr-cap-db", type=float, default=d.snr_cap_db, metavar="DB",
                    help=f"SNR above this counts as this (rounding noise; identical is infinite) (default: {d.snr_cap_db:g})")
+    g.add_argument("--min-matched-share", type=float, default=d.min_matched_share, metavar="SHARE",
+                   help="fail when fewer than this share (0 to 1) of the base's layers or timed ops are found in NEW "
+                        f"(default: {d.min_matched_share:g})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,8 +62,11 @@ def run(args: argparse.Namespace) -> int:
         if not value >= 0 or value == float("inf"):
             raise UsageError(f"--{name.replace('_', '-')} is {value}, not a finite number >= 0\n"
                              "Give a threshold such as 3 (dB) or 10 (percent).")
+    if not 0 <= args.min_matched_share <= 1:
+        raise UsageError(f"--min-matched-share is {args.min_matched_share}, not a share between 0 and 1\n"
+                         "Give a share such as 0.5 (half of the base's ops must be compared).")
     thresholds = GateThresholds(args.max_snr_drop_db, args.max_latency_increase_pct, args.min_latency_increase_us,
-                            args.snr_cap_db)
+                                args.snr_cap_db, args.min_matched_share)
     report = diff_analyses(Analysis.load(args.base), Analysis.load(args.new), thresholds)
     text = render_diff(report, args.format)
     if args.format != "json":  # op names come from the files; JSON escapes control characters itself

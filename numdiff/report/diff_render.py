@@ -63,7 +63,11 @@ def _sections(report: DiffReport) -> list[tuple[str, list[str], list[list[str]]]
 
 def _headline(report: DiffReport) -> str:
     n = len(report.regressions)
-    return (f"{n} regression{'s' if n != 1 else ''}" if n else "no regression") + (
+    if report.coverage_failures:
+        verdict = "FAILED, too little compared" + (f" and {n} regression{'s' if n != 1 else ''}" if n else "")
+    else:
+        verdict = f"{n} regression{'s' if n != 1 else ''}" if n else "no regression"
+    return verdict + (
         f" ({sum(d.kind == 'error' for d in report.ops)} layers and {sum(d.kind == 'latency' for d in report.ops)} "
         "timed ops compared)")
 
@@ -71,7 +75,8 @@ def _headline(report: DiffReport) -> str:
 def _threshold_line(report: DiffReport) -> str:
     t = report.thresholds
     return (f"thresholds: SNR drop > {t.max_snr_drop_db:g} dB (SNR capped at {t.snr_cap_db:g} dB); latency "
-            f"+{t.max_latency_increase_pct:g}% and at least +{t.min_latency_increase_us:g} µs")
+            f"+{t.max_latency_increase_pct:g}% and at least +{t.min_latency_increase_us:g} µs; at least "
+            f"{t.min_matched_share:.0%} of the base's ops matched")
 
 
 def _labels(report: DiffReport) -> str:
@@ -98,7 +103,9 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
                 "totals": report.totals, "categories": report.categories, "delegates": report.delegates,
                 "ops": [dataclasses.asdict(d) for d in report.ops], "only_in_base": report.only_in_base,
                 "only_in_new": report.only_in_new, "labels": {"base": report.labels[0], "new": report.labels[1]},
-                "notes": report.notes}
+                "notes": report.notes, "passed": report.passed,
+                "coverage": {k: {"matched": m, "base": b} for k, (m, b) in report.coverage.items()},
+                "coverage_failures": report.coverage_failures, "program_check": report.program_check}
         return json.dumps(_jsonable(data), indent=1, allow_nan=False)
     unmatched = ([f"only in base: {', '.join(report.only_in_base[:20])}" + (" …" if len(report.only_in_base) > 20 else "")]
                  if report.only_in_base else []) + (
@@ -107,6 +114,7 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
     if fmt == "markdown":
         mark = "✅" if report else "❌"
         lines = [f"### numdiff diff: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report)]
+        lines += [f"- **{failure}**" for failure in report.coverage_failures]
         lines += [f"- {note}" for note in report.notes] + [""]
         for title, headers, rows in _sections(report):
             lines += [f"#### {title}", "", tabulate(rows, headers, tablefmt="github"), ""]
@@ -115,7 +123,8 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
                   "", "</details>"]
         lines += [""] + [f"- {u}" for u in unmatched] if unmatched else []
         return "\n".join(lines).rstrip() + "\n"
-    lines = [f"numdiff diff: {_headline(report)}", _labels(report), _threshold_line(report), *report.notes]
+    lines = [f"numdiff diff: {_headline(report)}", _labels(report), _threshold_line(report),
+             *(f"FAILED: {failure}" for failure in report.coverage_failures), *report.notes]
     for title, headers, rows in _sections(report):
         lines += ["", title, tabulate(rows, headers, tablefmt="simple")]
     lines += [""] + unmatched if unmatched else []

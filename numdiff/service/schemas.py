@@ -85,6 +85,11 @@ class RunResult(RunOut):
     gap_unavailable: str | None = None
     culprits: list[dict[str, Any]] | None = None
     culprits_unavailable: str | None = None
+    program: str | None = Field(default=None, description="SHA-256 signature of the ETRecord's program(s)")
+    baseline_program: str | None = Field(default=None, description="the model's baseline run's program signature")
+    program_differs_from_baseline: bool | None = Field(
+        default=None, description="true when this run's ETRecord is another program than its model's baseline "
+                                  "(comparing them is refused); null when there is no baseline or a signature is missing")
 
 
 #: The largest id a row can have (PostgreSQL's INTEGER): larger ids are answered 422, never sent to the database.
@@ -103,6 +108,8 @@ class CompareRequest(BaseModel):
     max_latency_increase_pct: float = Field(default=10.0, ge=0)
     min_latency_increase_us: float = Field(default=5.0, ge=0)
     snr_cap_db: float = Field(default=140.0, ge=0)
+    min_matched_share: float = Field(default=0.5, ge=0, le=1, description="share of the base's ops that must be "
+                                     "found in the new run's analysis (else the gate fails)")
 
 
 class CompareResult(_Out):

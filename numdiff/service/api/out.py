@@ -49,4 +49,20 @@ def run_result(store: Store, session: Session, run: db.Run) -> schemas.RunResult
         out.culprits = [r.model_dump() for r in a.culprits.rows]
     else:
         out.culprits_unavailable = a.culprits.reason
+    out.program = None if a.program is None else a.program.sha256
+    out.baseline_program = _baseline_program(store, session, run)
+    if out.program is not None and out.baseline_program is not None:
+        out.program_differs_from_baseline = out.program != out.baseline_program
     return out
+
+
+def _baseline_program(store: Store, session: Session, run: db.Run) -> str | None:
+    """The program signature of the run's model's baseline (None without a done baseline or a signature)."""
+    model = crud.get_model(session, run.model_id)
+    if model is None or model.baseline_run_id is None:
+        return None
+    base = crud.run_of_project(session, model.project_id, model.baseline_run_id)
+    if base is None or base.status != Status.DONE or base.analysis_sha256 is None:
+        return None
+    program = load_analysis(store, base).program
+    return None if program is None else program.sha256
