@@ -10,6 +10,7 @@
     │   ├── ETRecordError             not a zip, missing or unreadable entry, program that will not load
     │   ├── ProgramArchiveError       a .pt2 archive (torch.export.save) numdiff cannot read safely
     │   ├── MismatchedArtifactsError  ETRecord and ETDump come from different models
+    │   │   └── analysis.diff.DifferentProgramsError  two analyses of different programs (numdiff diff, compare)
     │   ├── MissingDataError          something needed is absent (debug buffer, ETRecord,
     │   │                             representative inputs, intermediate outputs)
     │   ├── AnalysisFileError         a saved analysis (numdiff analyze) is unreadable, invalid or too new

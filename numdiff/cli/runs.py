@@ -1,7 +1,8 @@
 """Runs on a numdiff service: show one (as `numdiff submit` prints it), list them, compare two, set a baseline.
 
 compare is the CI gate over HTTP: exit status 1 when NEW regressed against BASE (or the
-model's baseline). baseline makes a run the model's baseline (what compare uses without --base). Exit status 5 for a refused token or a run outside the token's project
+model's baseline) or too little of BASE was matched in NEW, 3 when the two runs are of different
+programs (their ETRecords' program signatures differ; the server answers 409). baseline makes a run the model's baseline (what compare uses without --base). Exit status 5 for a refused token or a run outside the token's project
 (an unknown run looks the same), 6 when the server cannot be reached.
 
 example:
@@ -36,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lst.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                      help="only runs with this label (as given to numdiff submit --label); repeatable, all must match")
     cmp = sub.add_parser("compare", help="compare a run with another or the baseline (CI gate)",
-                         description="compare a run with another or the model's baseline; exit 1 on a regression")
+                         description="compare a run with another or the model's baseline; exit 1 on a regression or when too "
+                                     "little was compared, 3 when the runs are of different programs")
     add_client_options(cmp)
     cmp.add_argument("new", type=int, metavar="NEW", help="the run to check")
     cmp.add_argument("--base", type=int, default=None, help="the run to compare with (default: the model's baseline)")
