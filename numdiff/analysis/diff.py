@@ -41,7 +41,7 @@ from numdiff.analysis.models import Analysis, EventStats, GapRowModel
 from numdiff.errors import MismatchedArtifactsError
 
 __all__ = ["CATEGORIES", "DiffReport", "DifferentProgramsError", "GateThresholds", "OpDelta", "categorize",
-           "diff_analyses", "program_note"]
+           "check_same_program", "diff_analyses", "program_note"]
 
 #: Op categories and the words that put an op in them. Names are split into lower-case words
 #: ("aten.native_layer_norm.default" -> native, layer, norm, default; XNNPACK's "Fully Connected
