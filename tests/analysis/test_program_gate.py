@@ -155,3 +155,14 @@ def test_an_analysis_without_a_signature_is_compared_with_a_warning(
     assert code == (0 if report.passed else 1)
     warning = [line for line in err.splitlines() if "warning" in line]
     assert len(warning) == 1 and "program not checked" in warning[0] and "base and new" in warning[0]
+
+
+def test_the_json_and_the_loaded_graph_give_one_signature() -> None:
+    """numdiff's reader hashes the Edge JSON; a record whose programs are loaded graphs (the reference's
+    ETRecord) is hashed from the graph: both give the same signature for one program."""
+    from numdiff.profile.symbolicate import op_nodes_from_graph
+
+    record = parse_etrecord(FIXTURES / "cnn_nested" / "etrecord.bin")
+    from_graph = signature_of_ops({m: [i.op_type for i in op_nodes_from_graph(p.graph_module)]
+                                   for m, p in record.edge_programs.items()})
+    assert program_signature(record) == from_graph
