@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step
 from numdiff.analysis.noise import noise_floor_db
 from numdiff.analysis.records import CulpritRow
+from numdiff.report.verdicts import CULPRIT_MEANS, INHERITED_MEANS, cause
 
 if TYPE_CHECKING:
     from numdiff.analysis.models import Analysis
@@ -52,7 +53,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "rt": None if r.runtime_stats is None else r.runtime_stats.model_dump(mode="json"),
             "hist": None if r.error_histogram is None else r.error_histogram.model_dump(mode="json"),
             "local": None if c is None else _num(c.local_gap), "accum": None if c is None else _num(c.accumulated_gap),
-            "culprit": bool(c is not None and c.is_culprit), "verdict": None if c is None else c.verdict,
+            "culprit": bool(c is not None and c.is_culprit), "cause": cause(r, c), "verdict": None if c is None else c.verdict,
             "noise_units": None if c is None else _num(c.local_noise_units), "noise": None if c is None else c.noise,
         })
     events: list[dict[str, Any]] = []
@@ -87,6 +88,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "gap_unavailable": analysis.gap_unavailable,
             "culprits_available": analysis.culprits.available, "culprits_reason": analysis.culprits.reason,
             "culprits_headline": analysis.culprits.headline,
+            "cause_means": {"culprit": CULPRIT_MEANS, "inherited": INHERITED_MEANS},
             "match_counts": {} if analysis.gap is None else analysis.gap.match_counts,
             "match_explanation": {} if analysis.gap is None else analysis.gap.match_explanation,
             "notes": analysis.notes + ([] if analysis.gap is None else analysis.gap.notes),

@@ -20,10 +20,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
-__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "plain_text", "pyplot"]
+__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "plain_text", "pyplot", "shorten"]
 
 BLUE, RED, ORANGE, GREY, PURPLE, TEAL = "#1976d2", "#c62828", "#ef6c00", "#888888", "#8e24aa", "#00897b"
 
@@ -84,10 +84,37 @@ def figure_svg(fig: Figure, salt: str) -> Chart:
     return Chart(svg=text, x0=float(box.x0), x1=float(box.x1), xmin=float(lo), xmax=float(hi))
 
 
-def _integer_ticks() -> MaxNLocator:
-    from matplotlib.ticker import MaxNLocator
+#: Every position gets its name on the axis up to this many; beyond, matplotlib picks integer positions.
+ALL_NAMES_UP_TO = 30
 
-    return MaxNLocator(integer=True)
+
+def shorten(name: str, width: int = 22) -> str:
+    """``name`` cut in the middle to at most ``width`` characters (both ends tell ops apart: ``aten.conv…_12``)."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[len(name) - (width - 1 - head):]
+
+
+def _name_axis(ax: Axes, names: dict[int, str], lo: int, hi: int) -> None:
+    """The x axis at positions ``lo..hi`` labelled with the (shortened) names, never bare or fractional indices.
+
+    One or two positions get a wider range (a lone point in the middle, not an axis from -0.5 to 0.5);
+    the page's tooltip gives the full name under the mouse.
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
+
+    pad = 1.0 if hi - lo < 2 else 0.5
+    ax.set_xlim(lo - pad, hi + pad)
+    if len(names) <= ALL_NAMES_UP_TO:
+        ax.xaxis.set_major_locator(FixedLocator(sorted(names)))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=ALL_NAMES_UP_TO // 2, integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: shorten(names.get(int(round(v)), ""))
+                                               if abs(v - round(v)) < 1e-9 else ""))
+    ax.tick_params(axis="x", labelrotation=35, labelsize=7)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
 
 
 def _finite(v: float | str | None) -> float | None:
@@ -128,14 +155,13 @@ def error_chart(rows: list[dict[str, Any]]) -> Chart:
     culprits = [(r["i"], v) for r, v in zip(rows, y) if r["culprit"] and not math.isnan(v)]
     if culprits:
         ax.scatter([c[0] for c in culprits], [c[1] for c in culprits], s=90, marker="X", color=RED, edgecolor="white",
-                   zorder=4, label="culprit")
+                   zorder=4, label="culprit (local error beyond noise)")
     if any(r["snr"] == "inf" for r in rows):
         ax.axhline(cap, color=GREY, lw=0.5)
         ax.annotate("identical (∞)", (x[0], cap), fontsize=8, color=GREY, va="bottom")
-    ax.set_xlabel("layer (execution order)")
+    ax.set_xlabel("op (execution order)")
     ax.set_ylabel("SNR dB (higher is better)")
-    ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
-    ax.xaxis.set_major_locator(_integer_ticks())
+    _name_axis(ax, {r["i"]: r["op"] or f"#{r['i'] + 1}" for r in rows}, min(x), max(x))
     ax.grid(alpha=0.25)
     ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5, frameon=False, borderaxespad=0.2)
     fig.tight_layout()
@@ -147,7 +173,7 @@ def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
     """p50 of each given event in runtime order (one bar each; delegate-internal events in purple)."""
     plt = pyplot()
     n = len(events)
-    fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=96)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=96)
     edges = [k - 0.5 for k in range(n + 1)]
     outside = [0.0 if e["delegated"] else float(e["p50"]) for e in events]
     inside = [float(e["p50"]) if e["delegated"] else 0.0 for e in events]
@@ -155,10 +181,9 @@ def latency_chart(events: list[dict[str, Any]], unit: str) -> Chart:
         ax.stairs(outside, edges, fill=True, color=BLUE, label="runtime op / delegate call")
         if any(inside):
             ax.stairs(inside, edges, fill=True, color=PURPLE, label="inside a delegate")
-        ax.set_xlim(-0.5, n - 0.5)
-        ax.xaxis.set_major_locator(_integer_ticks())
+        _name_axis(ax, {k: str(e["name"]) for k, e in enumerate(events)}, 0, n - 1)
         ax.legend(fontsize=8, frameon=False)
-    ax.set_xlabel("event (runtime order)")
+    ax.set_xlabel("op or delegate call (runtime order)")
     ax.set_ylabel(unit)
     ax.grid(alpha=0.25, axis="y")
     fig.tight_layout()

@@ -44,11 +44,13 @@
   }
   nums.append(stat("time in ops and delegate calls (p50 sum, " + UNIT + ")", fmt(totalP50)));
 
+  // the CLI's words: "culprit" (local error beyond noise), "inherited" (error that came from the inputs)
+  const causeTag = (r) => r.cause ? el("span", { class: "cause cause-" + r.cause, title: META.cause_means[r.cause] }, r.cause) : null;
   const worstList = $("worst-list");
   // an identical layer (∞ dB) is never among the worst: there is nothing wrong with it
   const finiteWorst = worstFirst.filter((r) => num(r.snr) !== Infinity);
   const shown = culprits.length ? culprits : finiteWorst.slice(0, 5);
-  if (culprits.length) $("worst-title").textContent = "Culprits (local error beyond the expected noise)";
+  if (culprits.length) $("worst-title").textContent = "Culprits (" + META.cause_means.culprit + ")";
   // one headline over every culprit view that ran (decode steps, inside delegates, broken rows...): never a
   // "no culprit" above a view that names one (analyses written before version 3 have none)
   if (META.culprits_headline) $("worst-title").after(el("p", { id: "culprit-headline",
@@ -57,7 +59,7 @@
   if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
     worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
-      el("b", {}, "#" + (r.i + 1) + " " + r.op), " ", el("span", { class: "muted" }, r.module || ""),
+      el("b", {}, "#" + (r.i + 1) + " " + r.op), " ", causeTag(r), " ", el("span", { class: "muted" }, r.module || ""),
       " · SNR ", el("span", { class: belowFloor(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
       r.local !== null ? " · local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
       el("div", {}, el("code", {}, r.src || "(no source line)"))));
@@ -89,7 +91,8 @@
   const rowByIndex = new Map(ROWS.map((r) => [r.i, r]));
   hoverChart("chart-error", (k) => rowByIndex.get(k),
     (r) => ["#" + (r.i + 1) + " " + r.op, (r.module || "") + (r.src ? " · " + r.src : ""), "SNR " + fmt(r.snr) + " dB · floor " + fmt(r.floor) + " dB",
-            r.local !== null ? "local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "", "click for details"].filter(Boolean),
+            r.local !== null ? "local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
+            r.cause ? r.cause + ": " + META.cause_means[r.cause] : "", "click for details"].filter(Boolean),
     (r) => showDetails(r));
   const timed = DATA.timed.map((k) => EVENTS[k]);
   hoverChart("chart-latency", (k) => timed[k],
@@ -170,6 +173,8 @@
     { key: "snr", label: "SNR dB", num: true, get: (r) => r.snr, fmt: (v) => fmt(v), title: "lowest over the row's outputs" },
     { key: "floor", label: "floor dB", num: true, get: (r) => r.floor, fmt: (v) => fmt(v), tip: (r) => r.floor_src },
     { key: "local", label: "local", num: true, get: (r) => r.local, fmt: (v) => fmt(v), title: "local error: the op replayed on the runtime's own inputs" },
+    { key: "cause", label: "culprit?", get: (r) => r.cause, tip: (r) => r.cause ? META.cause_means[r.cause] : "",
+      title: "culprit: " + META.cause_means.culprit + "; inherited: " + META.cause_means.inherited },
     { key: "verdict", label: "verdict", get: (r) => r.verdict },
     { key: "mse", label: "MSE", num: true, get: (r) => r.mse, fmt: (v) => fmt(v) },
     { key: "l1", label: "L1", num: true, get: (r) => r.l1, fmt: (v) => fmt(v) },
@@ -178,7 +183,7 @@
     { key: "note", label: "note", get: (r) => r.note },
     { key: "src", label: "source line", get: (r) => r.src },
     { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", ") },
-  ].filter((c) => !["local", "verdict"].includes(c.key) || ROWS.some((r) => r.local !== null)), ROWS, {
+  ].filter((c) => !["local", "cause", "verdict"].includes(c.key) || ROWS.some((r) => r.local !== null)), ROWS, {
     keep: (r) => {
       const q = filterBox.value.trim().toLowerCase();
       if (q && !rowText(r).includes(q)) return false;
@@ -226,7 +231,7 @@
       el("dl", {}, ...[["runtime ops", r.rops.join(", ")], ["module", r.module || ""], ["debug handle", r.handle.join(", ")],
         ["SNR dB", r.snr_all.map((v) => fmt(v)).join(", ")], ["MSE", fmt(r.mse)], ["L1", fmt(r.l1)], ["max |err|", fmt(r.maxabs)],
         ["noise floor", fmt(r.floor) + " dB (" + r.floor_src + ")"], ["matched by", (r.match || "unmatched") + (r.match_expl ? ": " + r.match_expl : "")],
-        ["note", r.note || ""], ["verdict", r.verdict ? r.verdict + (r.noise_units !== null ? " (local error " + fmt(r.noise_units) + " noise units" + (r.noise ? "; " + r.noise : "") + ")" : "") : "not available"], ["source", r.src || ""]].flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+        ["note", r.note || ""], ["culprit?", r.cause ? r.cause + ": " + META.cause_means[r.cause] : "no"], ["verdict", r.verdict ? r.verdict + (r.noise_units !== null ? " (local error " + fmt(r.noise_units) + " noise units" + (r.noise ? "; " + r.noise : "") + ")" : "") : "not available"], ["source", r.src || ""]].flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
       statsList("reference output", r.aot), statsList("runtime output", r.rt));
     $("details-trace").textContent = r.trace || "(no stack trace recorded for these ops)";
     $("chart-hist").replaceChildren(r.hist ? histogramSvg(r.hist)

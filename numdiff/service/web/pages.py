@@ -11,11 +11,11 @@ project (login CSRF) or out, see :func:`same_origin`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from fastapi import APIRouter, Cookie, Depends, Form, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from numdiff.service import crud, db
 from numdiff.service.api.deps import (
@@ -31,10 +31,9 @@ from numdiff.service.api.deps import (
 )
 from numdiff.service.auth import SESSION_MAX_AGE_S, end_session, start_session
 from numdiff.service.status import Status
+from numdiff.report.verdicts import CULPRIT, INHERITED, cause, lowest_snr, total_p50
 from numdiff.service.web.render import page
-
-if TYPE_CHECKING:
-    from numdiff.report import Analysis
+from numdiff.service.web.summary import run_rows
 
 __all__ = ["router"]
 
@@ -47,23 +46,22 @@ def _to_login() -> RedirectResponse:
     return RedirectResponse("/ui/login", status_code=303)
 
 
-def _min_snr(values: list[float]) -> float | None:
-    finite = [v for v in values if not math.isnan(v)]
-    return min(finite) if finite else None
-
-
 def _fmt_snr(v: float | None) -> str:
     if v is None:
         return "—"
     return "∞" if math.isinf(v) and v > 0 else f"{v:.1f}"
 
 
-def _total_p50(analysis: Analysis) -> float | None:
-    for block in analysis.profile.blocks:
-        vals = [e.p50 for e in block.events if e.p50 is not None and e.name.startswith("Method::execute")]
-        if vals:
-            return float(sum(vals))
-    return None
+def _home(session: SessionDep, project: int) -> tuple[str, str]:
+    """The breadcrumbs' first step: the project, linking to its models."""
+    p = crud.get_project(session, project)
+    return (f"project {p.name}" if p is not None else "project", "/ui")
+
+
+def _error_page(e: HTTPException, crumbs: list[tuple[str, str]], back: tuple[str, str]) -> HTMLResponse:
+    """A lookup's 404/409 as a page a person can leave: what is missing, and a link back (never raw JSON)."""
+    return page("error.html", status_code=e.status_code, title="Not found" if e.status_code == 404 else "Not ready",
+                message=str(e.detail), crumbs=crumbs, back=back)
 
 
 @router.get("/")
@@ -126,17 +124,26 @@ def projectpage(project: PageProject, session: SessionDep) -> Response:
         return _to_login()
     p = crud.get_project(session, project)
     return page("project.html", title=p.name if p is not None else "", project=p,
-                 models=crud.models_with_runs(session, project))
+                 models=crud.models_with_runs(session, project), crumbs=[])
 
 
 @router.get("/ui/models/{name}", response_class=HTMLResponse)
-def modelpage(name: str, project: PageProject, session: SessionDep) -> Response:
+def modelpage(name: str, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
+    """The model's runs, each with its verdict at a glance (culprit, lowest SNR, latency, change against the baseline)."""
     if project is None:
         return _to_login()
-    model = owned_model(session, project, name)
+    try:
+        model = owned_model(session, project, name)
+    except HTTPException as e:
+        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
     runs = crud.runs_of_model(session, model.id)
     keys = sorted({k for r in runs for k in (r.labels or {})})
-    return page("model.html", title=name, model=model, runs=runs, keys=keys)
+    baseline = None
+    if model.baseline_run_id is not None:
+        baseline = next((r for r in runs if r.id == model.baseline_run_id), None) or \
+            crud.run_of_project(session, project, model.baseline_run_id)
+    return page("model.html", title=name, model=model, runs=runs, keys=keys, rows=run_rows(store, runs, baseline),
+                fmt=_fmt_snr, crumbs=[_home(session, project), (f"model {name}", "")])
 
 
 @router.get("/ui/models/{name}/compare", response_class=HTMLResponse)
@@ -144,19 +151,24 @@ def comparepage(name: str, project: PageProject, session: SessionDep, store: Sto
     """Lowest SNR of every op, one column per run (newest done run of each value of label ``by``)."""
     if project is None:
         return _to_login()
-    model = owned_model(session, project, name)
+    try:
+        model = owned_model(session, project, name)
+    except HTTPException as e:
+        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
     chosen: dict[str, db.Run] = {}
     for run in crud.runs_of_model(session, model.id, Status.DONE):
         chosen.setdefault(str((run.labels or {}).get(by, f"run {run.id}")), run)
     columns = sorted(chosen.items())[:24]
     table: dict[str, dict[str, float | None]] = {}
+    causes: dict[str, dict[str, str]] = {}  # op -> column -> "culprit" / "inherited", in the CLI's words
     order: list[str] = []
     totals: dict[str, float | None] = {}
     unit = ""
     for value, run in columns:
         analysis = load_analysis(store, run)
-        totals[value] = _total_p50(analysis)
+        totals[value] = total_p50(analysis)
         unit = analysis.profile.time_unit
+        judged = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
         seen: dict[str, int] = {}
         for row in (analysis.gap.rows if analysis.gap else []):
             base = ", ".join(row.aot_ops) or "(no reference op)"
@@ -165,28 +177,46 @@ def comparepage(name: str, project: PageProject, session: SessionDep, store: Sto
             if key not in table:
                 table[key] = {}
                 order.append(key)
-            table[key][value] = _min_snr(row.snr)
+            table[key][value] = lowest_snr(row.snr)
+            said = cause(row, judged.get(tuple(row.aot_ops)))
+            if said is not None:
+                causes.setdefault(key, {})[value] = said
     worst = {k: min((v for v in table[k].values() if v is not None), default=None) for k in order}
     spread = {k: (max(vs) - min(vs)) if len(vs := [v for v in table[k].values() if v is not None and math.isfinite(v)]) > 1
               else None for k in order}
     return page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
-                 order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr)
+                order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr,
+                causes=causes, CULPRIT=CULPRIT, INHERITED=INHERITED,
+                crumbs=[_home(session, project), (f"model {name}", f"/ui/models/{quote(name, safe='')}"),
+                        (f"compare by {by}", "")])
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
 def runpage(run_id: RunId, project: PageProject, session: SessionDep) -> Response:
     if project is None:
         return _to_login()
-    run = owned_run(session, project, run_id)
-    return page("run.html", title=f"run {run.id}", run=run, model=crud.get_model(session, run.model_id),
-                 jobs=crud.jobs_of_run(session, run.id))
+    try:
+        run = owned_run(session, project, run_id)
+    except HTTPException as e:
+        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
+    model = crud.get_model(session, run.model_id)
+    crumbs = [_home(session, project)] + ([(f"model {model.name}", f"/ui/models/{quote(model.name, safe='')}")]
+                                     if model is not None else []) + [(f"run {run.id}", "")]
+    return page("run.html", title=f"run {run.id}", run=run, model=model, jobs=crud.jobs_of_run(session, run.id),
+                crumbs=crumbs)
 
 
 @router.get("/ui/runs/{run_id}/report")
 def run_report(run_id: RunId, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
     if project is None:
         return _to_login()
-    run = owned_run(session, project, run_id)
+    try:
+        run = owned_run(session, project, run_id)
+    except HTTPException as e:
+        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
     if run.report_sha256 is None:
-        raise HTTPException(409, f"run {run.id} is {run.status}: no report yet")
+        return _error_page(HTTPException(409, f"run {run.id} is {run.status}: it has no report yet (reload this "
+                                              "page when its stages are done)"),
+                           crumbs=[_home(session, project), (f"run {run.id}", f"/ui/runs/{run.id}")],
+                           back=(f"/ui/runs/{run.id}", f"Back to run {run.id}"))
     return FileResponse(store.path(run.report_sha256), media_type="text/html; charset=utf-8")
