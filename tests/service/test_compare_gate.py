@@ -11,7 +11,7 @@ import pytest
 from numdiff.cli import main
 from numdiff.client import Client, ServiceInputError
 from tests.conftest import FIXTURES
-from tests.service._server import Server, submit_files
+from tests.service._server import Server, sign_in, submit_files
 
 
 def test_compare_refuses_runs_of_different_programs(sqlite_server: Server,
@@ -39,6 +39,14 @@ def test_compare_refuses_runs_of_different_programs(sqlite_server: Server,
         assert flagged["program_differs_from_baseline"] is True
         assert flagged["program"] != flagged["baseline_program"] == fine["program"]
         assert fine["program_differs_from_baseline"] is False
+
+    # and on the run page
+    cookies = sign_in(server.url, token)
+    flagged_page = httpx.get(f"{server.url}/ui/runs/{other['id']}", cookies=cookies, timeout=30)
+    fine_page = httpx.get(f"{server.url}/ui/runs/{same['id']}", cookies=cookies, timeout=30)
+    assert flagged_page.status_code == fine_page.status_code == 200
+    assert 'id="program-differs"' in flagged_page.text and "differs from the model's baseline" in flagged_page.text
+    assert 'id="program-differs"' not in fine_page.text
 
     code = main(["runs", "compare", "--server", server.url, "--token", token, str(other["id"])])
     out, err = capsys.readouterr()

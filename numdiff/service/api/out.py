@@ -49,11 +49,19 @@ def run_result(store: Store, session: Session, run: db.Run) -> schemas.RunResult
         out.culprits = [r.model_dump() for r in a.culprits.rows]
     else:
         out.culprits_unavailable = a.culprits.reason
-    out.program = None if a.program is None else a.program.sha256
-    out.baseline_program = _baseline_program(store, session, run)
-    if out.program is not None and out.baseline_program is not None:
-        out.program_differs_from_baseline = out.program != out.baseline_program
+    out.program, out.baseline_program, out.program_differs_from_baseline = program_check(store, session, run)
     return out
+
+
+def program_check(store: Store, session: Session, run: db.Run) -> tuple[str | None, str | None, bool | None]:
+    """The run's program signature, its model's baseline's, and whether they differ (None where either is
+    unknown: a run not done, no baseline, or an analysis written before signatures)."""
+    if run.status != Status.DONE or run.analysis_sha256 is None:
+        return None, None, None
+    analysed = load_analysis(store, run).program
+    program = None if analysed is None else analysed.sha256
+    baseline = _baseline_program(store, session, run)
+    return program, baseline, None if program is None or baseline is None else program != baseline
 
 
 def _baseline_program(store: Store, session: Session, run: db.Run) -> str | None:

@@ -29,6 +29,7 @@ from numdiff.service.api.deps import (
     owned_model,
     owned_run,
 )
+from numdiff.service.api.out import program_check
 from numdiff.service.auth import SESSION_MAX_AGE_S, end_session, start_session
 from numdiff.service.status import Status
 from numdiff.report.verdicts import CULPRIT, INHERITED, cause, lowest_snr, total_p50
@@ -192,7 +193,7 @@ def comparepage(name: str, project: PageProject, session: SessionDep, store: Sto
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
-def runpage(run_id: RunId, project: PageProject, session: SessionDep) -> Response:
+def runpage(run_id: RunId, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
     if project is None:
         return _to_login()
     try:
@@ -202,8 +203,9 @@ def runpage(run_id: RunId, project: PageProject, session: SessionDep) -> Respons
     model = crud.get_model(session, run.model_id)
     crumbs = [_home(session, project)] + ([(f"model {model.name}", f"/ui/models/{quote(model.name, safe='')}")]
                                      if model is not None else []) + [(f"run {run.id}", "")]
+    differs = program_check(store, session, run)[2]
     return page("run.html", title=f"run {run.id}", run=run, model=model, jobs=crud.jobs_of_run(session, run.id),
-                crumbs=crumbs)
+                crumbs=crumbs, program_differs=differs)
 
 
 @router.get("/ui/runs/{run_id}/report")
