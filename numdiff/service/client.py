@@ -58,13 +58,22 @@ class ServiceError(NumdiffError):
 
 
 def _detail(response: httpx.Response) -> str:
-    """The server's error text, cut short and with its control characters shown as escapes (it is printed)."""
+    """The server's error text, cut short and with its control characters shown as escapes (it is printed).
+
+    Its lines are joined with `` | `` as the command line joins a local error's, so the what and the
+    what-to-do of a numdiff error read the same from the server (never a literal backslash-n).
+    """
     try:
         body = response.json()
     except ValueError:
-        return printable(response.text[:300], newlines=False)
+        return _lines(response.text[:300])
     detail = body.get("detail", body) if isinstance(body, dict) else body
-    return printable(str(detail)[:600], newlines=False)
+    return _lines(str(detail)[:600])
+
+
+def _lines(text: str) -> str:
+    """Lines split at newlines only: a carriage return or other control character stays visible as an escape."""
+    return " | ".join(printable(line, newlines=False) for line in text.split("\n") if line.strip())
 
 
 #: Failures of the connection itself (including a body cut short by the server): exit status 6.
