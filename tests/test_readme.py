@@ -71,7 +71,8 @@ def test_every_extra_a_command_needs_is_in_the_set_up_table() -> None:
             row = next(line for line in setup.splitlines() if f"'.[{extra}]'" in line)
             assert command in row, (command, extra)
     assert "'.[report]'" in _section("Reports, traces and the CI gate")
-    assert "numdiff[batch]" in _section("Fleet: many runs in one command")
+    assert "'.[batch]'" in _section("Fleet: many runs in one command")
+    assert not re.search(r"pip install (?!-q )(?!-c constraints.txt)", TEXT), "every install line uses constraints.txt"
 
 
 def test_client_keywords_are_documented() -> None:

@@ -94,5 +94,8 @@ def cli_warnings(command: str, *, debug: bool) -> Iterator[None]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
+        if not debug:  # addressed to the developers of the libraries numdiff uses, not to its users
+            for category in (DeprecationWarning, PendingDeprecationWarning):
+                warnings.simplefilter("ignore", category)
         warnings.showwarning = show
         yield

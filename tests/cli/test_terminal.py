@@ -232,3 +232,21 @@ def test_quiet_keeps_notes_off_stderr(tmp_path: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().err == "" and out.is_file()
     assert main(["analyze", "--etdump", str(EXAMPLE.etdump), "-o", str(out)]) == 0
     assert "wrote" in capsys.readouterr().err
+
+
+def test_a_librarys_deprecation_notice_is_not_shown_as_numdiffs_warning(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """python-multipart's "Please use `import python_multipart` instead" reached users of `numdiff serve`
+    as `numdiff serve: warning: ...`: notices for a library's developers stay hidden unless --debug."""
+    from numdiff.cli import profile
+
+    def notices(args: argparse.Namespace) -> int:
+        warnings.warn("Please use `import python_multipart` instead.", PendingDeprecationWarning, stacklevel=1)
+        warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(profile, "run", notices)
+    assert main(["profile", "--etdump", "x"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["profile", "--etdump", "x", "--debug"]) == 0
+    assert "python_multipart" in capsys.readouterr().err
