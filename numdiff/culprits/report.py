@@ -145,6 +145,19 @@ _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_han
                 "latency", "nonfinite", "note", "stack_traces")
 
 
+def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
+    """Why the worst row of the plain gap table is not a culprit, in words that match its numbers: its
+    replay is clearly better than the table's number (the error came from its inputs), or the two are
+    about the same and within the op's expected noise (nothing was inherited: there is little error)."""
+    local, accumulated = row.local_gap, row.accumulated_gap
+    if math.isnan(local):
+        return "not replayed (see its note)"
+    better = local > accumulated if higher_is_better else local < accumulated
+    if better and not math.isclose(local, accumulated, rel_tol=0.05):
+        return "its error is inherited from its inputs"
+    return "its local error is within its expected noise"
+
+
 @dataclass(frozen=True, slots=True)
 class CulpritReport:
     """Local vs inherited error for every aligned pair (``Inspector.find_culprits``).
@@ -294,7 +307,7 @@ class CulpritReport:
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
             lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "
-                         f"verdict {worst.verdict.value}: its error is inherited")
+                         f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:
             per_run = sorted({i for f in self.runs for i in f.culprits})
             lines.append(f"{len(self.runs)} runs logged different values; culprit rows per run: "

@@ -72,3 +72,23 @@ def test_json_carries_the_headline(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(_cli("culprit_two", "--format", "json")) == 1
     assert json.loads(capsys.readouterr().out)["headline"] == FIRST_LINES["culprit_two"]
+
+
+def test_the_worst_rows_reason_matches_its_numbers() -> None:
+    """A new user read "its error is inherited" under cumsum at 150.9 dB local and accumulated alike:
+    the reason says inherited only when the replay is clearly better than the table's number."""
+    import warnings
+
+    from numdiff import Inspector
+    from numdiff.examples import example_files
+
+    lines = {}
+    for name in ("planted_culprit", "quantized_mlp"):
+        files = example_files(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = Inspector(etdump_path=files.etdump, etrecord=files.etrecord,
+                               debug_buffer_path=files.debug_buffer).find_culprits("SNR")
+        lines[name] = next(line for line in str(report).splitlines() if line.startswith("worst accumulated row"))
+    assert lines["planted_culprit"].endswith("linear_2 (6.513), verdict ok: its error is inherited from its inputs")
+    assert lines["quantized_mlp"].endswith("verdict ok: its local error is within its expected noise")
