@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Any, SupportsInt, cast
+from typing import SupportsInt, cast
 
 import torch
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, SupportsInt, cast
+from typing import SupportsInt, cast
 
 import torch
 from torch.fx import Interpreter

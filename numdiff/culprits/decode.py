@@ -27,7 +27,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits.report import CulpritReport
