@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import pytest
 from numdiff.cli import main
 from numdiff.report import Analysis, render_html
 from tests.conftest import FIXTURES
-from tests.report._browser import browser, need_browser
 from tests.conftest import artifact_args
 
 
@@ -100,13 +98,6 @@ def test_analyze_rejects_target_snr_alone(tmp_path: Path, capsys: pytest.Capture
     code = main(["analyze", *artifact_args("deeper_quant"), "--target-snr", "30", "-o", str(tmp_path / "a.json")])
     assert code == 2 and "--target-snr needs --float-program" in capsys.readouterr().err
     assert not (tmp_path / "a.json").exists()
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    need_browser()
-    with browser() as d:
-        yield d
 
 
 @pytest.mark.parametrize("name, table", [("deeper_quant", "quant-table"), ("deeper_decode", "decode-table"),

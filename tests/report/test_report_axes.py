@@ -4,9 +4,7 @@ name under the mouse), one or a few rows get a sensible axis, and the culprit wo
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +14,11 @@ from numdiff.analysis.models import Analysis
 from numdiff.analysis.records import CulpritRow, CulpritSection
 from numdiff.report import write_html
 from numdiff.report.charts import shorten
-from tests.report._browser import browser, need_browser
+from tests.report._browser import screenshots
 from tests.report._synthetic import synthetic_analysis
 
-OUTPUT = Path(os.environ.get("NUMDIFF_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output")) / "report"
+OUTPUT = screenshots("report")
 LONG = "aten_convolution_default_with_a_very_long_module_prefix_" + "x" * 20 + "_end"
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    need_browser()
-    with browser() as d:
-        yield d
 
 
 def _open(driver: Any, analysis: Analysis, tmp_path: Path) -> None:

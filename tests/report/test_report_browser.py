@@ -9,25 +9,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from numdiff.report import Analysis, write_html
-from tests.report._browser import browser, need_browser
+from tests.report._browser import screenshots
 from tests.report._synthetic import synthetic_analysis
 
-OUTPUT = Path(os.environ.get("NUMDIFF_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output")) / "report"
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    need_browser()
-    with browser() as d:
-        yield d
+OUTPUT = screenshots("report")
 
 
 def _open(driver: Any, path: Path) -> list[dict[str, Any]]:

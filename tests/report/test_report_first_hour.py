@@ -4,25 +4,16 @@ chip, rows numbered from 1. Opened in headless Chromium like tests/report/test_r
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from numdiff.report import write_html
-from tests.report._browser import browser, need_browser
+from tests.report._browser import screenshots
 from tests.report._synthetic import synthetic_analysis
 
-OUTPUT = Path(os.environ.get("NUMDIFF_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output")) / "report"
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    need_browser()
-    with browser() as d:
-        yield d
+OUTPUT = screenshots("report")
 
 
 def _page(tmp_path: Path, infinite: int) -> Path:

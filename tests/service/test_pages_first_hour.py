@@ -5,7 +5,6 @@ model or run, the compare page's wording and its culprit / inherited marks."""
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,10 @@ import httpx
 from numdiff.client import Client
 from numdiff.report.verdicts import CULPRIT, INHERITED
 from numdiff.service.web.render import page
-from tests.report._browser import browser, need_browser
+from tests.report._browser import browser, need_browser, screenshots
 from tests.service._server import Server, sign_in, submit_files
 
-OUTPUT = Path(os.environ.get("NUMDIFF_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output")) / "pages"
+OUTPUT = screenshots("pages")
 DEVICES = ("pixel8", "pixel9")
 
 
