@@ -34,6 +34,8 @@
     ├── batch.executors.WorkerDied    a worker process died analysing one run: killed, out of memory
     │                                 (recorded as that run's failure, not raised)
     ├── service.client.AuthError, UnreachableError, ServiceError   the service client's failures
+    ├── service.web.pages.PageAnswer           caught inside numdiff: a page answering with the sign-in
+    │                                          form or an error page a person can leave
     ├── program.graph_args.Unsupported         caught inside numdiff: a construct the program builder
     │                                          does not know (the loader falls back to torch's)
     └── program._allowlist.ForbiddenOperator   caught inside numdiff: a refused operator name (the

@@ -11,6 +11,7 @@ from numdiff.service.api.headers import SecurityHeaders
 from numdiff.service.api.main import api_router
 from numdiff.service.settings import Settings
 from numdiff.service.web.docs import router as docs_router
+from numdiff.service.web.pages import add_page_answers
 from numdiff.service.web.pages import router as pages_router
 
 __all__ = ["create_app"]
@@ -25,6 +26,7 @@ def create_app(settings: Settings) -> FastAPI:
                   dependencies=[Depends(refuse_nul)], docs_url=None, redoc_url=None)
     app.state.service = Service(settings)
     add_error_handlers(app)
+    add_page_answers(app)
     app.add_middleware(SecurityHeaders)
     app.include_router(api_router)
     app.include_router(pages_router)

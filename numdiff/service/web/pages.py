@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
-from fastapi import APIRouter, Cookie, Depends, Form, HTTPException, Request
+from fastapi import APIRouter, Cookie, Depends, FastAPI, Form, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from urllib.parse import quote, urlsplit
 
+from numdiff.errors import NumdiffError
 from numdiff.service import crud, db
 from numdiff.service.api.deps import (
     COOKIE,
@@ -36,12 +37,65 @@ from numdiff.report.verdicts import CULPRIT, INHERITED, cause, lowest_snr, total
 from numdiff.service.web.render import page
 from numdiff.service.web.summary import run_rows
 
-__all__ = ["router"]
+__all__ = ["PageAnswer", "add_page_answers", "router"]
 
 router = APIRouter(include_in_schema=False)
 
 #: The caller's project, or None: a page then sends the browser to the sign-in form.
 PageProject = Annotated[int | None, Depends(optional_project)]
+
+
+class PageAnswer(NumdiffError):
+    """Raised by a page's dependencies when the page answers otherwise: the sign-in form, or an error page a
+    person can leave. :func:`add_page_answers` makes the app send ``response`` (caught there, never shown)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def add_page_answers(app: FastAPI) -> None:
+    """Send a :class:`PageAnswer`'s response (call once on the app that includes :data:`router`)."""
+
+    async def answer(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, PageAnswer)
+        return exc.response
+
+    app.add_exception_handler(PageAnswer, answer)
+
+
+def signed_in(project: PageProject) -> int:
+    """The caller's project; the sign-in form for a browser that is not signed in."""
+    if project is None:
+        raise PageAnswer(_to_login())
+    return project
+
+
+SignedIn = Annotated[int, Depends(signed_in)]
+
+
+def _not_found(e: HTTPException, session: SessionDep, project: int) -> PageAnswer:
+    return PageAnswer(_error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models")))
+
+
+def page_model(name: str, project: SignedIn, session: SessionDep) -> db.ModelRow:
+    """The project's model ``name``, or an error page with a way back."""
+    try:
+        return owned_model(session, project, name)
+    except HTTPException as e:
+        raise _not_found(e, session, project) from e
+
+
+def page_run(run_id: RunId, project: SignedIn, session: SessionDep) -> db.Run:
+    """The project's run ``run_id``, or an error page with a way back."""
+    try:
+        return owned_run(session, project, run_id)
+    except HTTPException as e:
+        raise _not_found(e, session, project) from e
+
+
+PageModel = Annotated[db.ModelRow, Depends(page_model)]
+PageRun = Annotated[db.Run, Depends(page_run)]
 
 def _to_login() -> RedirectResponse:
     return RedirectResponse("/ui/login", status_code=303)
@@ -120,23 +174,15 @@ def logout(service: ServiceDep, session_id: Annotated[str | None, Cookie(alias=C
 
 
 @router.get("/ui", response_class=HTMLResponse)
-def projectpage(project: PageProject, session: SessionDep) -> Response:
-    if project is None:
-        return _to_login()
+def projectpage(project: SignedIn, session: SessionDep) -> Response:
     p = crud.get_project(session, project)
     return page("project.html", title=p.name if p is not None else "", project=p,
                  models=crud.models_with_runs(session, project), crumbs=[])
 
 
 @router.get("/ui/models/{name}", response_class=HTMLResponse)
-def modelpage(name: str, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
+def modelpage(name: str, model: PageModel, project: SignedIn, session: SessionDep, store: StoreDep) -> Response:
     """The model's runs, each with its verdict at a glance (culprit, lowest SNR, latency, change against the baseline)."""
-    if project is None:
-        return _to_login()
-    try:
-        model = owned_model(session, project, name)
-    except HTTPException as e:
-        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
     runs = crud.runs_of_model(session, model.id)
     keys = sorted({k for r in runs for k in (r.labels or {})})
     baseline = None
@@ -148,14 +194,9 @@ def modelpage(name: str, project: PageProject, session: SessionDep, store: Store
 
 
 @router.get("/ui/models/{name}/compare", response_class=HTMLResponse)
-def comparepage(name: str, project: PageProject, session: SessionDep, store: StoreDep, by: str = "device") -> Response:
+def comparepage(name: str, model: PageModel, project: SignedIn, session: SessionDep, store: StoreDep,
+                by: str = "device") -> Response:
     """Lowest SNR of every op, one column per run (newest done run of each value of label ``by``)."""
-    if project is None:
-        return _to_login()
-    try:
-        model = owned_model(session, project, name)
-    except HTTPException as e:
-        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
     chosen: dict[str, db.Run] = {}
     for run in crud.runs_of_model(session, model.id, Status.DONE):
         chosen.setdefault(str((run.labels or {}).get(by, f"run {run.id}")), run)
@@ -193,13 +234,7 @@ def comparepage(name: str, project: PageProject, session: SessionDep, store: Sto
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
-def runpage(run_id: RunId, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
-    if project is None:
-        return _to_login()
-    try:
-        run = owned_run(session, project, run_id)
-    except HTTPException as e:
-        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
+def runpage(run: PageRun, project: SignedIn, session: SessionDep, store: StoreDep) -> Response:
     model = crud.get_model(session, run.model_id)
     crumbs = [_home(session, project)] + ([(f"model {model.name}", f"/ui/models/{quote(model.name, safe='')}")]
                                      if model is not None else []) + [(f"run {run.id}", "")]
@@ -209,13 +244,7 @@ def runpage(run_id: RunId, project: PageProject, session: SessionDep, store: Sto
 
 
 @router.get("/ui/runs/{run_id}/report")
-def run_report(run_id: RunId, project: PageProject, session: SessionDep, store: StoreDep) -> Response:
-    if project is None:
-        return _to_login()
-    try:
-        run = owned_run(session, project, run_id)
-    except HTTPException as e:
-        return _error_page(e, crumbs=[_home(session, project)], back=("/ui", "Back to the project's models"))
+def run_report(run: PageRun, project: SignedIn, session: SessionDep, store: StoreDep) -> Response:
     if run.report_sha256 is None:
         return _error_page(HTTPException(409, f"run {run.id} is {run.status}: it has no report yet (reload this "
                                               "page when its stages are done)"),
