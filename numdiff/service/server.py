@@ -115,6 +115,8 @@ class _Workers:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        # the workers are gone: a pid file left behind would name processes that no longer exist (or others')
+        (self.settings.data / "workers.pid").unlink(missing_ok=True)
 
 
 def serve(settings: Settings, host: str, port: int, workers: int) -> None:

@@ -57,6 +57,7 @@ def test_a_killed_worker_is_replaced_its_job_finishes_and_sigterm_gives_a_runnin
         pids = server.worker_pids()
         assert server.stop() == 0  # SIGTERM: a clean stop
         assert not [p for p in pids if _alive(p)]
+        assert not (data / "workers.pid").exists()  # no stale ids left for operators to signal
     finally:
         server.kill()
     engine = db.make_engine(db.default_url(data))
