@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, is_wrapper
 from numdiff._core.time_units import unit_factor
-from numdiff.analysis.models import Analysis, EventStats, GapRowModel
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import EventStats, GapRowModel
 from numdiff.errors import MismatchedArtifactsError
 
 __all__ = ["CATEGORIES", "DiffReport", "DifferentProgramsError", "GateThresholds", "OpDelta", "categorize",

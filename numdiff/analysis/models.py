@@ -23,51 +23,19 @@ from numdiff.analysis.migrations import invalid_analysis, read_analysis_data
 from numdiff.analysis.records import (
     FORMAT_VERSION,
     ArtifactInfo,
-    CulpritRow,
     CulpritSection,
-    DecodeSection,
-    DecodeStepModel,
-    EventStats,
     GapPart,
-    GapRowModel,
     GapSection,
-    Histogram,
-    ProfileBlock,
     ProfilePart,
     ProfileSummary,
     ProgramSignature,
-    QuantizationSection,
-    QuantLayerModel,
-    TapRowModel,
-    TensorStats,
     _Model,
 )
 
 if TYPE_CHECKING:
     from numdiff.inspector import Inspector
 
-__all__ = [
-    "FORMAT_VERSION",
-    "Analysis",
-    "ArtifactInfo",
-    "CulpritRow",
-    "CulpritSection",
-    "DecodeSection",
-    "DecodeStepModel",
-    "QuantLayerModel",
-    "TapRowModel",
-    "QuantizationSection",
-    "EventStats",
-    "GapPart",
-    "GapRowModel",
-    "GapSection",
-    "Histogram",
-    "ProfileBlock",
-    "ProfilePart",
-    "ProfileSummary",
-    "ProgramSignature",
-    "TensorStats",
-]
+__all__ = ["Analysis"]
 
 
 class Analysis(_Model):

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numdiff._core.files import atomic_write
-from numdiff.analysis.models import Analysis, CulpritSection
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import CulpritSection
 from numdiff.batch.executors import run_tasks
 from numdiff.batch.manifest import RunSpec
 from numdiff.errors import AnalysisFileError, NumdiffError, UsageError

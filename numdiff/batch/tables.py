@@ -31,7 +31,8 @@ import numpy as np
 from numdiff._core.events import EXECUTE, OPERATOR_CALL, is_runtime_step
 from numdiff._core.files import atomic_path
 from numdiff._core.time_units import unit_factor
-from numdiff.analysis.models import Analysis, EventStats
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import EventStats
 from numdiff.analysis.noise import noise_floor_db
 from numdiff.errors import MissingDependencyError
 

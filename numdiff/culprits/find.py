@@ -214,7 +214,9 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         raise MismatchedArtifactsError(
             f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer is the one the runtime wrote "
             "with this ETDump (not another model's or another run's buffer: files of other formats are refused when "
-            "opened) and that the ETRecord was generated for the program that ran.")
+            "opened) and that the ETRecord was generated for the program that ran. If they are the right files, "
+            "nearly every op computes something unrelated on the device: calculate_numeric_gap still shows each "
+            "op's gap.")
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms)
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,

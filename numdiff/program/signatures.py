@@ -10,6 +10,7 @@ take a subgraph get one and the others do not, before the node reaches torch.fx.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 
@@ -35,6 +36,19 @@ CONTROL_FLOW_SUBGRAPH_ARGS: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("map_impl", (0,)),
     ("scan", (0,)),
 )
+
+
+#: Each higher-order operator's parameters as a signature, built once.
+_HIGHER_ORDER_SIGNATURES = {
+    name: inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    for name, params in HIGHER_ORDER_PARAMETERS.items()
+}
+
+
+@functools.cache
+def _builtin_signature(op: Callable[..., object]) -> inspect.Signature:
+    """A builtin's signature, read once per builtin (``getitem`` follows every multi-output op)."""
+    return inspect.signature(op)
 
 
 def _is_subgraph(value: object) -> bool:
@@ -65,10 +79,9 @@ def check_call(node: str, target: str, kind: str, op: Callable[..., object] | No
     if kind == "builtin":
         if op is None:
             return
-        signature = inspect.signature(op)
-    elif name in HIGHER_ORDER_PARAMETERS:
-        signature = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                       for p in HIGHER_ORDER_PARAMETERS[name]])
+        signature = _builtin_signature(op)
+    elif name in _HIGHER_ORDER_SIGNATURES:
+        signature = _HIGHER_ORDER_SIGNATURES[name]
     else:  # numdiff's own placeholder for what it cannot deserialize: built by numdiff, never from a file's arguments
         return
     params = list(signature.parameters)

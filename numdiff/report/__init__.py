@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from numdiff.report.html import render_html, write_html
-from numdiff.analysis.models import FORMAT_VERSION, Analysis
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import FORMAT_VERSION
 
 __all__ = ["FORMAT_VERSION", "Analysis", "render_html", "write_html"]

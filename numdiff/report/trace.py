@@ -20,7 +20,8 @@ import os
 from typing import Any
 
 from numdiff._core.time_units import unit_factor
-from numdiff.analysis.models import Analysis, EventStats, GapRowModel
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import EventStats, GapRowModel
 
 __all__ = ["trace_events", "write_trace"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from numdiff.analysis.models import Analysis, EventStats, GapRowModel, GapSection, ProfileBlock, ProfileSummary
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import EventStats, GapRowModel, GapSection, ProfileBlock, ProfileSummary
 from numdiff.batch.tables import flatten
 
 

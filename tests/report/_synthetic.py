@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff.analysis.models import (
-    Analysis,
+from numdiff.analysis.models import Analysis
+from numdiff.analysis.records import (
     EventStats,
     GapRowModel,
     GapSection,

@@ -108,7 +108,7 @@ def test_an_etrecord_uploaded_for_many_runs_is_stored_once(sqlite_server: Server
 
 
 def test_each_stage_is_its_own_job_with_its_result(sqlite_server: Server, reference: Analysis) -> None:
-    from numdiff.analysis.models import CulpritSection
+    from numdiff.analysis.records import CulpritSection
     from numdiff.analysis.stages import STAGES, GapPart, ProfilePart
 
     with Client(sqlite_server.url, sqlite_server.token("stages")) as client:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from multiprocessing.context import ForkContext
 
-    from numdiff.analysis.models import CulpritSection
+    from numdiff.analysis.records import CulpritSection
     from numdiff.analysis.stages import GapPart, ProfilePart
     from numdiff.inspector import Inspector
 
@@ -112,7 +112,7 @@ def _log(kind: str, out: Path, detail: str) -> None:
 
 def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str]) -> None:
     """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``)."""
-    from numdiff.analysis.models import CulpritSection
+    from numdiff.analysis.records import CulpritSection
     from numdiff.analysis.stages import GapPart, ProfilePart, assemble, culprit_part, dump_part, gap_part, profile_part
 
     cache = _for_run(paths)
