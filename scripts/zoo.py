@@ -159,7 +159,9 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
     label = f"{plant['kind']} {plant['site']} ×{plant['size']}"
     hits = [r for r in rep.culprits if _ops(r) & closure]
     common = {**base, "kind": "planted", "grade": plant["grade"], "plant": label, "culprits": culprits}
-    if hits and len(rep.culprits) == 1:
+    # A weight used at several places (an unrolled RNN's step) plants a fault at each: every culprit
+    # holding a planted op is exact.
+    if hits and len(hits) == len(rep.culprits):
         return Score(**common, outcome="exact")
     if hits:
         return Score(**common, outcome="partial", detail=f"also named: {[c for c in culprits if c not in map(_describe, hits)]}")
