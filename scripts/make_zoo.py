@@ -58,10 +58,18 @@ SIZES: dict[str, tuple[float, float, float]] = {
 }
 GRADES = ("small", "medium", "large")
 #: Ops that only move, cast or dequantize data: the planted site extends through them to the op
-#: that computes with the perturbed value.
-_TRANSPARENT = ("dequantize", "quantize_per", "permute", "transpose", "t.default", "view", "reshape",
-                "expand", "_to_copy", "clone", "unsqueeze", "squeeze", "contiguous", "alias", "detach",
-                "slice", "select")
+#: that computes with the perturbed value (matched on the op's own name: ``conv_transpose2d`` is
+#: not a ``transpose``).
+_TRANSPARENT = frozenset({"dequantize_per_tensor", "dequantize_per_channel", "quantize_per_tensor",
+                          "quantize_per_channel", "permute", "transpose", "t", "view", "reshape", "expand",
+                          "_to_copy", "clone", "unsqueeze", "squeeze", "contiguous", "alias", "detach", "slice",
+                          "select"})
+
+
+def _op_name(target: Any) -> str:
+    """``aten.transpose.int`` -> ``transpose``."""
+    parts = str(target).split(".")
+    return parts[-2] if len(parts) >= 2 else parts[0]
 
 
 def _seed(*parts: str) -> int:
@@ -231,17 +239,41 @@ def diff_programs(clean: Any, twin: Any) -> tuple[list[str], list[str]]:
         reads = {x.name for x in a.all_input_nodes}
         if reads & changed or _literals(a) != _literals(b):
             planted.append(a.name)
+    return planted, closure_of(clean.graph, planted)
+
+
+def closure_of(graph: torch.fx.Graph, planted: list[str]) -> list[str]:
     closure = list(planted)
-    frontier = [n for n in a_nodes if n.name in planted]
+    frontier = [n for n in graph.nodes if n.name in planted]
     while frontier:
         node = frontier.pop()
-        if not any(k in str(node.target) for k in _TRANSPARENT):
+        if _op_name(node.target) not in _TRANSPARENT:
             continue
         for user in node.users:
             if user.op == "call_function" and user.name not in closure:
                 closure.append(user.name)
                 frontier.append(user)
-    return planted, closure
+    return closure
+
+
+def recompute_closures(out: Path) -> int:
+    """Rewrite every twin's ``closure`` from its planted ops (after a change of the closure rule)."""
+    from executorch.devtools import parse_etrecord
+
+    changed = 0
+    for etrecord_path in sorted(out.glob("*/*/etrecord.bin")):
+        graph = parse_etrecord(str(etrecord_path)).exported_program.graph
+        for path in [etrecord_path.parent / CASES, *sorted(etrecord_path.parent.glob("twin*/truth.json"))]:
+            if not path.is_file():
+                continue
+            data = json.loads(path.read_text())
+            for record in data if isinstance(data, list) else [data]:
+                if record.get("planted_aot_ops"):
+                    new = closure_of(graph, record["planted_aot_ops"])
+                    changed += new != record.get("closure")
+                    record["closure"] = new
+            path.write_text(json.dumps(data, indent=1) + "\n")
+    return changed
 
 
 def _node_outputs(ep: Any, inputs: zm.Inputs) -> dict[str, torch.Tensor]:
@@ -425,9 +457,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--resume", action="store_true", help="skip architecture/backend pairs already written")
+    parser.add_argument("--closures-only", action="store_true", help="only rewrite the twins' closures")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(f"{a.name}\t{a.family}" for a in zm.ARCHS))
+        return 0
+    if args.closures_only:
+        print(f"{recompute_closures(args.out)} closures changed", file=sys.stderr)
         return 0
     archs = [a.name for a in zm.ARCHS if not args.only or a.name in args.only]
     jobs = [(a, b) for a in archs for b in args.backends

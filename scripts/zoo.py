@@ -272,6 +272,44 @@ def table(scores: list[Score]) -> str:
     return "\n".join(lines)
 
 
+#: The sample committed under tests/fixtures/zoo/ (scored by tests/culprits/test_zoo_sample.py): the
+#: cases that once failed and what each shows. ``(architecture, backend, variants)``.
+SAMPLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # two delegate outputs of one shape once swapped: a false broken culprit on the clean model
+    ("attention_prenorm", "xnnpack", ("clean", "twin0")),
+    # a changed int8 weight read by a dequantize once hid as a quantization step of noise
+    ("conv_bn", "int8_portable", ("clean", "twin1")),
+    # a changed bias inside an int8 XNNPACK delegate: 7 noise units, once within 'expected'
+    ("conv_bn", "int8_xnnpack", ("clean", "twin1")),
+    # a bad conv inside an int8 XNNPACK delegate (named by its compute ops); twin0 is invisible
+    ("depthwise_separable", "int8_xnnpack", ("clean", "twin0", "twin2")),
+    # one weight used at every unrolled step: a culprit at each
+    ("manual_rnn", "portable", ("clean", "twin1")),
+    # the graph input read by a layer_norm, a residual, a gate and a linear, around delegates
+    ("input_fanout", "xnnpack", ("clean", "twin1")),
+    # RMSNorm, RoPE, grouped-query attention on the portable kernels
+    ("llama_gqa_rope", "portable", ("clean", "twin1")),
+)
+
+
+def write_sample(root: Path, out: Path) -> None:
+    """Copy :data:`SAMPLE` from the zoo at ``root`` to ``out`` (with its own cases.json files)."""
+    import shutil
+
+    for arch, backend, variants in SAMPLE:
+        src, dst = root / arch / backend, out / arch / backend
+        if dst.exists():
+            shutil.rmtree(dst)
+        dst.mkdir(parents=True)
+        shutil.copy2(src / "etrecord.bin", dst / "etrecord.bin")
+        cases = [c for c in json.loads((src / "cases.json").read_text()) if c["variant"] in variants]
+        if sorted(c["variant"] for c in cases) != sorted(variants):
+            raise SystemExit(f"{arch}/{backend}: the zoo at {root} lacks one of {variants}")
+        (dst / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+        for v in variants:
+            shutil.copytree(src / v, dst / v)
+
+
 def generate(root: Path, only: list[str], jobs: int, twins: int) -> None:
     oracle = subprocess.run(["bash", str(REPO.parent / "shared" / "oracle-venv.sh")], check=True,
                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
@@ -290,7 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--twins", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write every score as JSON")
     parser.add_argument("--verbose", action="store_true", help="list dropped cases with their reasons")
+    parser.add_argument("--write-sample", type=Path, metavar="DIR",
+                        help="copy the committed sample's cases from --dir to DIR (tests/fixtures/zoo) and stop")
     args = parser.parse_args(argv)
+    if args.write_sample:
+        write_sample(args.dir, args.write_sample)
+        return 0
     if args.regenerate or not any(args.dir.glob("*/*/cases.json")):
         generate(args.dir, args.only, args.jobs, args.twins)
     scores = score_zoo(args.dir, args.only)
