@@ -223,6 +223,70 @@ def score_zoo(root: Path, only: list[str] | None = None) -> list[Score]:
     return scores
 
 
+@dataclass(frozen=True)
+class Crossed:
+    """One run given a file of another model: it must be refused, never answered."""
+
+    run: str  # arch/backend of the ETDump
+    swapped: str  # "etrecord" or "debug_buffer"
+    other: str  # arch/backend the swapped file comes from
+    outcome: str  # refused | answered
+    detail: str
+
+
+def crossed_pairs(root: Path, limit: int) -> list[Crossed]:
+    """Each clean run with another model's ETRecord, and with another model's debug buffer.
+
+    Partners are the next clean runs in a fixed shuffled order (other architectures only), so the
+    same ``limit`` checks the same pairs. ``find_culprits`` must raise a ``NumdiffError``.
+    """
+    import random
+
+    from numdiff import Inspector
+    from numdiff.errors import NumdiffError
+
+    runs = sorted(p.parent for p in root.glob("*/*/clean/etdump.etdp"))
+    random.Random(7).shuffle(runs)
+    out: list[Crossed] = []
+    for i, run in enumerate(runs[: max(0, limit)]):
+        other = next((o for o in runs[i + 1:] + runs[:i] if o.parent.parent.name != run.parent.parent.name), None)
+        if other is None:
+            break
+        for swapped in ("etrecord", "debug_buffer"):
+            etrecord = (other if swapped == "etrecord" else run).parent / "etrecord.bin"
+            buffer = (other if swapped == "debug_buffer" else run) / "debug_buffer.bin"
+            name, partner = f"{run.parent.parent.name}/{run.parent.name}", f"{other.parent.parent.name}/{other.parent.name}"
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rep = Inspector(etdump_path=run / "etdump.etdp", etrecord=str(etrecord),
+                                    debug_buffer_path=buffer).find_culprits("SNR")
+            except NumdiffError as e:
+                out.append(Crossed(name, swapped, partner, "refused", f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+            except Exception as e:  # noqa: BLE001 - an internal error is a finding too
+                out.append(Crossed(name, swapped, partner, "crashed", f"{type(e).__name__}: {str(e)[:150]}"))
+            else:
+                out.append(Crossed(name, swapped, partner, "answered",
+                                   f"{len(rep.rows)} rows, {len(rep.culprits)} culprits"))
+    return out
+
+
+def crossed_table(results: list[Crossed]) -> str:
+    lines = ["Files that do not belong together (a run with another model's ETRecord or debug buffer): "
+             "must be refused"]
+    lines.append(f"{'swapped':<14} {'pairs':>6} {'refused':>8} {'answered':>9} {'crashed':>8}")
+    for swapped in ("etrecord", "debug_buffer"):
+        rows = [r for r in results if r.swapped == swapped]
+        n = Counter(r.outcome for r in rows)
+        lines.append(f"{swapped:<14} {len(rows):>6} {n['refused']:>8} {n['answered']:>9} {n['crashed']:>8}")
+    for r in results:
+        if r.outcome != "refused":
+            lines.append(f"  {r.run} with {r.swapped} of {r.other}: {r.outcome}: {r.detail}"[:300])
+    kinds = Counter(r.detail.split(":")[0] for r in results if r.outcome == "refused")
+    lines.append("refused as: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    return "\n".join(lines)
+
+
 def table(scores: list[Score]) -> str:
     lines = []
     clean = [s for s in scores if s.kind == "clean"]
@@ -328,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--twins", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write every score as JSON")
     parser.add_argument("--verbose", action="store_true", help="list dropped cases with their reasons")
+    parser.add_argument("--crossed", type=int, default=40, metavar="N",
+                        help="also give N clean runs another model's ETRecord and debug buffer (default 40; 0: skip)")
     parser.add_argument("--write-sample", type=Path, metavar="DIR",
                         help="copy the committed sample's cases from --dir to DIR (tests/fixtures/zoo) and stop")
     args = parser.parse_args(argv)
@@ -338,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
         generate(args.dir, args.only, args.jobs, args.twins)
     scores = score_zoo(args.dir, args.only)
     print(table(scores))
+    crossed = crossed_pairs(args.dir, args.crossed) if args.crossed else []
+    if crossed:
+        print()
+        print(crossed_table(crossed))
     if args.verbose:
         for s in scores:
             if s.kind == "dropped":
@@ -345,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1))
     wrong = sum(s.outcome in ("false-culprit", "broken", "refused", "missed") for s in scores)
+    wrong += sum(c.outcome != "refused" for c in crossed)
     return 1 if wrong else 0
 
 

@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
+from numdiff._core.events import DELEGATE_CALL
 from numdiff._core.types import DebugHandle
 from numdiff.align._records import RuntimeOutput
 
 __all__ = ["DELEGATE_CALL", "delegate_output_ids", "partition_output_ids"]
 
-#: Name of the runtime event that logs a whole delegate call.
-DELEGATE_CALL = "DELEGATE_CALL"
 
 
 def _handle_id(node: torch.fx.Node) -> int | None:

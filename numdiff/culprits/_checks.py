@@ -22,13 +22,15 @@ from collections.abc import Mapping, Sequence
 from numdiff.culprits._measure import Sums
 from numdiff.culprits.report import CulpritRow
 
-__all__ = ["UNRELATED", "accumulated_units", "mismatched_artifacts", "replay_problem"]
+__all__ = ["UNRELATED", "accumulated_units", "mismatched_artifacts", "nothing_comparable", "replay_problem"]
 
 #: ``rms(replay - runtime) / rms(replay)`` above which two values are unrelated (about 10 dB SNR).
 UNRELATED = 0.3
 #: Share of compared rows that must be unrelated to their replay for the files not to belong together.
 MISMATCHED_SHARE = 0.5
-#: At least this many unrelated rows (one or two wrong ops are culprits, not wrong files).
+#: At least this many unrelated rows (one or two wrong ops are culprits, not wrong files), unless
+#: the program has fewer compared rows and every one is unrelated: then nothing tells wrong files
+#: from every op being wrong, and the error says both.
 MISMATCHED_MIN_ROWS = 3
 
 
@@ -61,8 +63,26 @@ def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, flo
         return None
     unrelated = [r for r in compared if not local_rel[r.index] <= UNRELATED]  # NaN-safe: inf and NaN count
     first = compared[0]
-    if first not in unrelated or len(unrelated) < max(MISMATCHED_MIN_ROWS, MISMATCHED_SHARE * len(compared)):
+    # A program of one or two compared ops, all unrelated to their replays, is "nearly every op" too.
+    if first not in unrelated or len(unrelated) < max(min(MISMATCHED_MIN_ROWS, len(compared)),
+                                                      MISMATCHED_SHARE * len(compared)):
         return None
     return (f"{len(unrelated)} of {len(compared)} compared ops disagree with their own replay on the runtime's "
             f"inputs from the first op on (row {first.index} {first.node}: relative error "
             f"{local_rel[first.index]:.3g}): the logged values do not come from the program the ETRecord describes")
+
+
+def nothing_comparable(rows: Sequence[CulpritRow], local_rel: Mapping[int, float]) -> str | None:
+    """Why no row could be compared because the runtime's tensors have other sizes than the reference
+    run's, or None. An ETRecord of another program whose instruction ids happen to cover the run's (a
+    single delegate call, say) gets this far; so does a run of a dynamic-shape program on inputs of
+    other sizes than the representative ones. Either way no answer can be given."""
+    if not rows or any(not math.isnan(local_rel.get(r.index, math.nan)) for r in rows):
+        return None
+    sized = [r for r in rows if r.note and "element counts differ" in r.note]
+    if not sized:
+        return None
+    first = sized[0]
+    why = next(part for part in (first.note or "").split("; ") if "element counts differ" in part)
+    return (f"none of the {len(rows)} aligned ops could be compared: the runtime's tensors have other sizes than "
+            f"the reference run's ({len(sized)} of them; row {first.index} {first.node}: {why.strip()})")

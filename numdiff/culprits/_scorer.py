@@ -212,6 +212,8 @@ class Scorer:
                 verdict = Verdict.REPLAY_MISMATCH
                 notes.append(replay_problem(units, acc_units, sources, replay_nonfinite))
         self.local_rel[index] = math.nan if runtime is None or unknown_inputs else relative_error(replay, runtime, sums)
+        if replay_nonfinite and not nonfinite and not unknown_inputs:
+            self.local_rel[index] = math.inf  # NaN/Inf the runtime's finite output does not have: unrelated
         producers = self._producer_rows(lin)
         culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
         unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]

@@ -25,7 +25,7 @@ from numdiff.align import (
     align_intermediate_outputs,
 )
 from numdiff.comparators import NumericalComparatorBase
-from numdiff.culprits._checks import mismatched_artifacts
+from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import delegate_calls
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
@@ -214,6 +214,13 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, step_input))
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel)
+    unsized = nothing_comparable(scorer.rows, scorer.local_rel) if step_input is None and not later_run else None
+    if unsized is not None:
+        raise MismatchedArtifactsError(
+            f"{etdump_path or 'the ETDump'}: {unsized}\nCheck that the ETRecord was generated for the program that "
+            "ran (another program's ETRecord can share its instruction ids). If it was, the run used inputs of "
+            "other sizes than the ETRecord's representative inputs: pass the run's own inputs (step_inputs=, CLI "
+            "--step-inputs) or regenerate the ETRecord with them.")
     if mismatch is not None:
         raise MismatchedArtifactsError(
             f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer is the one the runtime wrote "

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from numdiff._core.etrecord import ETRecordLike
+from numdiff._core.events import OPERATOR_CALL
 from numdiff._core.types import DebugHandle
 from numdiff.errors import MismatchedArtifactsError, MissingDataError
 
@@ -115,8 +116,15 @@ def _gather(
     from numdiff.capture import aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph
     from numdiff.schema.debug_buffer import MissingTensor
 
+    events = list(events)
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
     if not any(_has_values(r.data) for r in runtime_outputs.values()):
+        logged = [ev for ev in events if ev.name != OPERATOR_CALL and _has_values(getattr(ev, "debug_data", None))]
+        if logged:
+            raise MismatchedArtifactsError(
+                f"ETDump {etdump_path!r} logs intermediate outputs for {len(logged)} events (e.g. {logged[0].name}), "
+                "but the ETRecord gives none of them an op of its graph: the ETRecord describes another program\n"
+                "Pass the ETRecord written when this exact program was exported and lowered.")
         raise MissingDataError(
             f"ETDump {etdump_path!r} holds no intermediate outputs to compare\n"
             "Run the model with intermediate-output logging (ETDumpGen debug level "

@@ -81,3 +81,23 @@ def test_a_changed_int8_weight_read_by_a_dequantize_is_judged_without_rounding_n
     clean = _report("conv_bn/int8_portable/clean")
     same = next(r for r in clean.rows if r.aot_ops == culprit.aot_ops)
     assert same.verdict.value == "ok" and same.local_noise_units == 0
+
+
+def test_files_of_another_model_are_refused_with_a_true_hint() -> None:
+    """Each sample run with another sample model's ETRecord, and with its debug buffer: never an answer."""
+    crossed = zoo.crossed_pairs(SAMPLE, 10)
+    assert len(crossed) == 14 and all(c.outcome == "refused" for c in crossed), zoo.crossed_table(crossed)
+    said = {(c.run, c.swapped): c.detail for c in crossed}
+    # most kernel and delegate calls are instructions the ETRecord does not have
+    assert "54 of the 85 kernel and delegate calls the runtime ran are instructions the ETRecord's " \
+           "debug_handle_map does not have" in said[("llama_gqa_rope/portable", "etrecord")]
+    # a one-delegate program whose only instruction id the other ETRecord also has: no op of its graph
+    assert "logs intermediate outputs for 1 events (e.g. DELEGATE_CALL), but the ETRecord gives none of them an " \
+           "op of its graph" in said[("depthwise_separable/int8_xnnpack", "etrecord")]
+    # the other program's graph pairs, but every tensor has another size
+    assert "none of the 2 aligned ops could be compared: the runtime's tensors have other sizes" \
+        in said[("input_fanout/xnnpack", "etrecord")]
+    # a program of one compared op, unrelated to its replay: not a culprit
+    assert "1 of 1 compared ops disagree with their own replay" in said[("depthwise_separable/int8_xnnpack",
+                                                                         "debug_buffer")]
+    assert not any("holds no intermediate outputs" in d for d in said.values())
