@@ -137,9 +137,10 @@ def build_decode(out_root: Path) -> dict[str, Any]:
             (out_dir / name).mkdir(parents=True, exist_ok=True)
             rt.run_with_etdump(program.buffer, runs, out_dir / name, debug_buffer=True)
             torch.save([list(r) for r in runs], out_dir / name / "step_inputs.pt")
-        # The token a step produced is the next step's input; the last step's comes from its logits.
-        last = _load_for_executorch_from_buffer(program.buffer).run_method("forward", runs[-1])[0]
-        tokens[name] = [int(r[0].item()) for r in runs[1:]] + [int(last.argmax())]
+        # Each step's token: the argmax of the logits the program returns on that step's inputs (the
+        # prompt steps' tokens too, though the next input is the prompt's).
+        module = _load_for_executorch_from_buffer(program.buffer)
+        tokens[name] = [int(module.run_method("forward", r)[0].argmax()) for r in runs]
 
     def first_difference(a: list[int], b: list[int]) -> int | None:
         return next((s for s, (x, y) in enumerate(zip(a, b)) if x != y), None)
