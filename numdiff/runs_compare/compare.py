@@ -158,7 +158,8 @@ def _compare(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
              etrecord: ETRecordLike, top_k: int | None) -> RunComparison:
     notes: list[str] = []
     if base.report is None or run.report is None:
-        notes.append("no intermediate outputs logged: program outputs compared")
+        notes.append("no intermediate outputs logged: program outputs compared (which side departs from the "
+                     "reference needs each op's values: run with a debug buffer)")
         outputs = _outputs(base, run, comparator, tolerance, (), None)
         return RunComparison(run.name, (), outputs, False, (), None, tuple(notes))
     output_row = _output_row(base.report, etrecord)

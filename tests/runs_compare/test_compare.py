@@ -120,3 +120,13 @@ def test_relative_difference_edges() -> None:
     assert relative_difference(torch.zeros(3), torch.zeros(3)) == 0.0
     assert relative_difference(torch.zeros(3), torch.ones(3)) == float("inf")
     assert relative_difference(torch.tensor([1, 5], dtype=torch.int8), torch.tensor([2, 3], dtype=torch.int8)) == 2.0
+
+
+def test_with_only_program_outputs_logged_the_outputs_are_compared() -> None:
+    folder = FIXTURES / "program_outputs_only"  # C++ runner at debug level kProgramOutputs
+    files = (folder / "etdump.etdp", folder / "debug_buffer.bin")
+    result = compare_runs(folder / "etrecord.bin", {"a": files, "b": files})
+    run = result.runs["b"]
+    assert run.ops == () and run.outputs is not None and run.outputs.source == "program outputs"
+    assert run.outputs.fit.kind == "identical" and not result.diverges
+    assert any("program outputs compared" in n for n in run.notes)
