@@ -102,12 +102,17 @@ def compare_runs(
             raise type(e)(f"run {name!r}: {e}") from e
     comparator = get_comparator(distance)
     reference = loaded[base]
-    out: dict[str, RunComparison] = {}
     for name in names:
-        if name == base:
-            continue
-        same_program(reference, loaded[name], record_name)
-        out[name] = _compare(reference, loaded[name], comparator, tolerance, record, top_k if decode else None)
+        if name != base:
+            same_program(reference, loaded[name], record_name)
+    output_row = None if reference.report is None else _output_row(reference.report, record)
+    graph_module = None
+    if decode and reference.report is not None and any(f.step_inputs is not None for f in files.values()):
+        from numdiff.capture import resolve_reference_graph
+
+        graph_module = resolve_reference_graph(record, reference.report.graph_name)[0]
+    out = {name: _compare(reference, loaded[name], comparator, tolerance, output_row,
+                          (top_k, graph_module) if decode else None) for name in names if name != base}
     base_report = reference.report
     return RunsComparison(base, out, type(comparator).__name__, comparator.higher_is_better,
                           None if tolerance is None else float(tolerance),
@@ -155,20 +160,20 @@ def _outputs(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
 
 
 def _compare(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBase, tolerance: float | None,
-             etrecord: ETRecordLike, top_k: int | None) -> RunComparison:
+             output_row: int | None, decode: tuple[int, torch.fx.GraphModule | None] | None) -> RunComparison:
+    """One run against the base; ``decode`` = (top-k's k, the reference graph for step inputs) for decode runs."""
     notes: list[str] = []
     if base.report is None or run.report is None:
         notes.append("no intermediate outputs logged: program outputs compared (which side departs from the "
                      "reference needs each op's values: run with a debug buffer)")
         outputs = _outputs(base, run, comparator, tolerance, (), None)
         return RunComparison(run.name, (), outputs, False, (), None, tuple(notes))
-    output_row = _output_row(base.report, etrecord)
     ops = compare_step(base.report, run.report, base.values(), run.values(), comparator, tolerance)
     tokens = None
-    if top_k is not None:
+    if decode is not None:
         from numdiff.runs_compare.tokens import token_view
 
-        tokens, step_ops, step = token_view(base, run, comparator, tolerance, etrecord, output_row, top_k)
+        tokens, step_ops, step = token_view(base, run, comparator, tolerance, decode[1], output_row, decode[0])
         if step is not None and step > 0:
             ops = step_ops
             notes.append(f"ops of step {step}, the first where the tensors part from the base's")

@@ -15,7 +15,6 @@ import math
 
 import torch
 
-from numdiff._core.etrecord import ETRecordLike
 from numdiff.comparators import NumericalComparatorBase, kl_divergence, topk_agreement
 from numdiff.culprits import CulpritReport, CulpritRow
 from numdiff.runs_compare.ops import compare_step
@@ -39,12 +38,11 @@ def argmax_margin(logits: torch.Tensor) -> tuple[int, float]:
     return int(top.indices[0]), float(top.values[0] - top.values[1])
 
 
-def _reference_logits(etrecord: ETRecordLike, graph_name: str, row: CulpritRow,
+def _reference_logits(graph_module: torch.fx.GraphModule, row: CulpritRow,
                       step_input: tuple[object, ...]) -> torch.Tensor | None:
     """The reference graph run from the start on one step's inputs: the value of the logits' node."""
-    from numdiff.capture import capture_intermediate_outputs, resolve_reference_graph
+    from numdiff.capture import capture_intermediate_outputs
 
-    graph_module, _ = resolve_reference_graph(etrecord, graph_name)
     found: list[torch.Tensor] = []
 
     def keep(handle: object, node: torch.fx.Node, value: object) -> None:
@@ -69,9 +67,12 @@ def _step_report(run: LoadedRun, step: int) -> CulpritReport | None:
 
 
 def token_view(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBase, tolerance: float | None,
-               etrecord: ETRecordLike, output_row: int | None,
+               graph_module: torch.fx.GraphModule | None, output_row: int | None,
                k: int) -> tuple[TokenView | None, tuple[OpComparison, ...], int | None]:
-    """The run's :class:`TokenView`, and the ops of the first step whose tensors part from the base's (and that step)."""
+    """The run's :class:`TokenView`, and the ops of the first step whose tensors part from the base's (and that step).
+
+    ``graph_module`` is the reference graph, run on the run's step inputs when it has them.
+    """
     from numdiff.culprits.decode import load_step_inputs
 
     if run.report is None or base.report is None or output_row is None:
@@ -96,8 +97,8 @@ def token_view(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorB
         token, margin = argmax_margin(logits)
         base_token = None if base_logits is None else argmax_margin(base_logits)[0]
         ref_token, agree, kl = None, math.nan, math.nan
-        if inputs is not None and step < len(inputs):
-            ref = _reference_logits(etrecord, run_rep.graph_name, run_rep.rows[output_row], inputs[step])
+        if graph_module is not None and inputs is not None and step < len(inputs):
+            ref = _reference_logits(graph_module, run_rep.rows[output_row], inputs[step])
             if ref is not None and ref.shape == logits.shape:
                 ref_token = argmax_margin(ref)[0]
                 agree, kl = topk_agreement(ref, logits, k), kl_divergence(ref, logits)

@@ -64,6 +64,7 @@ class LoadedRun:
         report: Its culprit report (the replay on its own inputs), or None with program outputs only.
         outputs: The program outputs it logged for its first run (flattened tensors), if any.
         runs: How many runs of the method it holds (decode steps).
+        logged: The logged values by runtime handle, one mapping per run (read once, when opened).
     """
 
     name: str
@@ -72,12 +73,11 @@ class LoadedRun:
     report: CulpritReport | None
     outputs: tuple[torch.Tensor, ...]
     runs: int
+    logged: tuple[dict[tuple[int, ...], RuntimeOutput], ...]
 
     def values(self, step: int = 0) -> dict[tuple[int, ...], RuntimeOutput]:
         """The logged values by runtime handle, as step ``step`` saw them."""
-        events = in_run(self.events, step) if self.runs > 1 else list(self.events)
-        outputs, _ = collect_runtime_outputs(events)
-        return outputs
+        return self.logged[step]
 
 
 def flat_tensors(value: object) -> list[torch.Tensor]:
@@ -171,4 +171,5 @@ def open_run(name: str, files: RunFiles, etrecord: ETRecordLike, *, distance: st
         report = inspector.find_culprits(distance, reference_graph=reference_graph, thresholds=thresholds,
                                          decode_steps=decode_steps or None, step_inputs=files.step_inputs)
     runs = max((logged_runs(ev) for ev in events), default=1)
-    return LoadedRun(name, files, events, report, tuple(flat_tensors(run_output or [])), runs)
+    logged = (runtime,) if runs == 1 else tuple(collect_runtime_outputs(in_run(events, r))[0] for r in range(runs))
+    return LoadedRun(name, files, events, report, tuple(flat_tensors(run_output or [])), runs, logged)
