@@ -7,12 +7,15 @@ handles, so run and base are paired row by row; files of another program are ref
 (:class:`~numdiff.errors.MismatchedArtifactsError`).
 
 Per op: the comparator between the base's value (as reference) and the run's (``gap_vs_base``), the
-relative difference ``rms(run - base) / rms(base)`` judged against the tolerance (for floats 1e-4 in
+relative difference ``rms(run - base) / rms(base)`` against the tolerance (for floats 1e-4 in
 float32/float64 and 1e-2 in float16/bfloat16, or ``tolerance=``; for integer (quantized) values one
 step), a fit of the run against the base (:mod:`~numdiff.runs_compare.fit`), and which side departs
-from the reference there (:class:`~numdiff.runs_compare.records.Side`). The first op beyond the
-tolerance whose inputs all agree is where the runs part (``diverges``); later ones ``inherit``.
-With only program outputs logged, the outputs are compared.
+from the reference there (:class:`~numdiff.runs_compare.records.Side`). An op whose inputs all agree
+and whose values differ beyond the tolerance is where the runs part (``diverges``) unless each
+run's op is within its own noise of the reference on its own inputs (the culprit noise model: then
+the difference is rounding, ``within-noise``); ops after it ``inherit``. The outputs are beyond
+noise when they differ beyond the tolerance and some op does. With only program outputs logged,
+the outputs are compared against the tolerance alone.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import torch
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.comparators import NumericalComparatorBase, get_comparator
-from numdiff.culprits import CulpritReport, Verdict
+from numdiff.culprits import CulpritReport
 from numdiff.errors import NumdiffError, UsageError
 from numdiff.runs_compare.fit import fit_systematic
 from numdiff.runs_compare.records import OpComparison, OutputComparison, RunComparison, RunsComparison
@@ -147,8 +150,10 @@ def _outputs(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
         b = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in run.outputs]) \
             if len(run.outputs) > 1 else run.outputs[0]
         rel = relative_difference(a, b)
-        return OutputComparison("program outputs", gap(comparator, a, b, "the program outputs"), rel,
-                                not torch.equal(a, b) and not within(a, rel, tolerance), fit_systematic(a, b, "outputs"))
+        beyond = not torch.equal(a, b) and not within(a, rel, tolerance) and \
+            (not ops or any(op.verdict.beyond_noise for op in ops))
+        return OutputComparison("program outputs", gap(comparator, a, b, "the program outputs"), rel, beyond,
+                                fit_systematic(a, b, "outputs"))
     if output_row is not None and output_row < len(ops) and base.report is not None and run.report is not None:
         op = ops[output_row]
         base_out = row_value(base.values(), base.report.rows[output_row])

@@ -75,7 +75,7 @@ def fit_systematic(base: torch.Tensor, run: torch.Tensor, what: str = "values") 
     """
     x = base.detach().reshape(-1).to(torch.float64)
     y = run.detach().reshape(-1).to(torch.float64)
-    if x.numel() != y.numel():
+    if x.numel() != y.numel() or x.numel() == 0:
         return Fit(math.nan, math.nan, math.nan, math.nan, "none", None)
     finite = torch.isfinite(x) & torch.isfinite(y)
     skipped = int((~finite).sum())

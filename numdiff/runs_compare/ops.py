@@ -11,7 +11,7 @@ from numdiff.align import RuntimeOutput
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits import CulpritReport, Verdict
 from numdiff.errors import ComparatorError, NumdiffError
-from numdiff.runs_compare.fit import fit_systematic
+from numdiff.runs_compare.fit import Fit, fit_systematic
 from numdiff.runs_compare.records import Agreement, OpComparison, Side
 from numdiff.runs_compare.values import row_value
 
@@ -19,6 +19,8 @@ __all__ = ["DEFAULT_TOLERANCES", "INTEGER_STEPS", "compare_step", "gap", "relati
 
 #: Relative rms difference within which floating-point values of two runs agree, by dtype.
 DEFAULT_TOLERANCES = {torch.float64: 1e-4, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+#: The fit of an op that was not compared.
+NOT_FITTED = Fit(math.nan, math.nan, math.nan, math.nan, "none", None)
 #: Integer (quantized) values agree when no element differs by more than this many steps.
 INTEGER_STEPS = 1.0
 
@@ -83,22 +85,26 @@ def compare_step(base_report: CulpritReport, run_report: CulpritReport, base_val
         a, b = row_value(base_values, base_row), row_value(run_values, run_row)
         names = (tuple(base_row.aot_ops), tuple(base_row.runtime_ops), base_row.module_path)
         if a is None or b is None:
-            ops.append(OpComparison(base_row.index, *names, math.nan, math.nan, Agreement.NOT_COMPARED,
-                                    fit_systematic(torch.zeros(0), torch.zeros(0)), run_row.verdict, base_row.verdict,
-                                    Side.NONE, "a run logged no value for this op"))
+            ops.append(OpComparison(base_row.index, *names, math.nan, math.nan, Agreement.NOT_COMPARED, NOT_FITTED,
+                                    run_row.verdict, base_row.verdict, Side.NONE, "a run logged no value for this op"))
             continue
         rel = relative_difference(a, b)
+        side, note = _side(run_row.verdict, base_row.verdict), None
         if torch.equal(a, b):
             verdict = Agreement.IDENTICAL
         elif within(a, rel, tolerance):
             verdict = Agreement.WITHIN_NOISE
         elif any(ops[p].verdict.beyond_noise for p in base_row.producers if p < len(ops)):
             verdict = Agreement.INHERITS
+        elif side is Side.NEITHER:
+            verdict = Agreement.WITHIN_NOISE
+            note = (f"differs by {rel:.3g} (beyond the tolerance) but each run's op is within its own noise of the "
+                    "reference on its inputs")
         else:
             verdict = Agreement.DIVERGES
-        side = _side(run_row.verdict, base_row.verdict) if verdict.beyond_noise else Side.NONE
         ops.append(OpComparison(base_row.index, *names, gap(comparator, a, b, ", ".join(names[0])), rel, verdict,
-                                fit_systematic(a, b), run_row.verdict, base_row.verdict, side))
+                                fit_systematic(a, b), run_row.verdict, base_row.verdict,
+                                side if verdict.beyond_noise else Side.NONE, note))
     return tuple(ops)
 
 

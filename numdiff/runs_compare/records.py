@@ -19,9 +19,11 @@ class Agreement(str, Enum):
     IDENTICAL = "identical"
     """Bit for bit."""
     WITHIN_NOISE = "within-noise"
-    """Different, within the tolerance (rounding of another kernel or accumulation order)."""
+    """Different, within the tolerance, or beyond it while each run's op is within its own noise of the
+    reference on its inputs (rounding of another kernel or accumulation order)."""
     DIVERGES = "diverges"
-    """Beyond the tolerance while every op it consumes agrees: the runs part here."""
+    """Beyond the tolerance while every op it consumes agrees, and some run's op is beyond its noise (or
+    cannot be judged): the runs part here."""
     INHERITS = "inherits"
     """Beyond the tolerance, and so is an op it consumes: the difference comes from upstream."""
     NOT_COMPARED = "not-compared"
