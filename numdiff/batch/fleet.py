@@ -173,14 +173,14 @@ def _device_by_device(s: FleetSummary) -> list[str]:
     """The {by} × {by} view: the outlier per op, and per pair of groups the ops they disagree on."""
     from tabulate import tabulate
 
-    from numdiff.batch.outliers import outliers, pair_matrix
+    from numdiff.report.device_outliers import outliers, pair_matrix
 
     if len(s.groups) < 2 or not s.ops:
         return []
-    found = outliers(s)
+    found = outliers(s.ops, s.groups, s.cells, s.by)
     lines = ["", f"outlier per op (the {s.by} whose op departs from every other {s.by}'s):"]
     lines += [f"  {o.op}: {s.by}={o.group} ({o.reason})" for o in found] or [f"  none: no {s.by} stands alone on any op"]
-    pairs = pair_matrix(s)
+    pairs = pair_matrix(s.ops, s.groups, s.cells)
     grid = [[g, *("" if g == h else str(len(pairs[(g, h)])) for h in s.groups)] for g in s.groups]
     lines += ["", f"ops on which two {s.by}s disagree ({s.by} × {s.by}; diverging in one and not the other, or median "
               "SNR 6 dB or more apart):", tabulate(grid, headers=[s.by, *s.groups], tablefmt="simple",
@@ -244,11 +244,11 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
     template = (resources.files("numdiff.batch") / "templates" / "fleet.html.j2").read_text(encoding="utf-8")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     diverging = [(op, g, c) for op in s.ops for g in s.groups if (c := s.cells.get((op, g))) and c.diverging]
-    from numdiff.batch.outliers import outliers, pair_matrix
+    from numdiff.report.device_outliers import outliers, pair_matrix
 
     return env.from_string(template).render(
         title=title, s=s, css=template_text("report.css"), div_svg=div_svg, lat_svg=lat_svg, diverging=diverging,
-        outliers=outliers(s) if len(s.groups) > 1 else [], pairs=pair_matrix(s),
+        outliers=outliers(s.ops, s.groups, s.cells, s.by), pairs=pair_matrix(s.ops, s.groups, s.cells),
         fmt=_fmt, latency=_latency, total_ok=sum(s.runs_ok.values()), total_failed=sum(s.runs_failed.values()),
         escape=html.escape)
 

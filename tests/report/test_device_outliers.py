@@ -1,13 +1,9 @@
-"""Device against device in a fleet: the outlier per op and the device × device matrix."""
+"""Device against device: the outlier per op and the device × device matrix (fleet cells)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
 from numdiff.batch.fleet import Cell, FleetSummary, text_summary
-from numdiff.batch.outliers import disagree, outliers, pair_matrix
+from numdiff.report.device_outliers import disagree, outliers, pair_matrix
 
 
 def _summary(cells: dict[tuple[str, str], Cell], groups: list[str]) -> FleetSummary:
@@ -25,11 +21,11 @@ def test_the_device_alone_on_an_op_is_its_outlier() -> None:
              ("tanh", "a"): _cell(0, 120.0), ("tanh", "b"): _cell(0, 70.0), ("tanh", "c"): _cell(0, 121.0),
              ("linear", "a"): _cell(2, 10.0), ("linear", "b"): _cell(2, 10.5), ("linear", "c"): _cell(2, 9.0)}
     s = _summary(cells, groups)
-    found = {o.op: o for o in outliers(s)}
+    found = {o.op: o for o in outliers(s.ops, s.groups, s.cells)}
     assert found["relu"].group == "c" and found["relu"].reason == "diverges in 2/2 runs, on no other device"
     assert found["tanh"].group == "b" and found["tanh"].reason == "median SNR 70 dB, the others 100 dB (capped)"
     assert "linear" not in found  # diverges everywhere: planted in the model, no device stands alone
-    pairs = pair_matrix(s)
+    pairs = pair_matrix(s.ops, s.groups, s.cells)
     assert pairs[("a", "c")] == ["relu"] and pairs[("a", "b")] == ["tanh"] and pairs[("b", "c")] == ["relu", "tanh"]
     text = text_summary(s)
     assert "  relu: device=c (diverges in 2/2 runs, on no other device)" in text
@@ -38,10 +34,10 @@ def test_the_device_alone_on_an_op_is_its_outlier() -> None:
 
 def test_no_outlier_without_a_majority_or_when_the_others_disagree() -> None:
     two = _summary({("relu", "a"): _cell(0, 140.0), ("relu", "b"): _cell(2, 20.0)}, ["a", "b"])
-    assert outliers(two) == [] and pair_matrix(two)[("a", "b")] == ["relu"]
+    assert outliers(two.ops, two.groups, two.cells) == [] and pair_matrix(two.ops, two.groups, two.cells)[("a", "b")] == ["relu"]
     spread = _summary({("relu", "a"): _cell(0, 90.0), ("relu", "b"): _cell(0, 60.0), ("relu", "c"): _cell(0, 30.0)},
                       ["a", "b", "c"])
-    assert outliers(spread) == []
+    assert outliers(spread.ops, spread.groups, spread.cells) == []
 
 
 def test_disagree_needs_a_clear_difference() -> None:
@@ -52,12 +48,30 @@ def test_disagree_needs_a_clear_difference() -> None:
     assert not disagree(_cell(0, None), _cell(0, 40.0))
 
 
-def test_on_the_generated_fleet_rpi5_is_the_relu_outlier(fleet: dict[str, Any]) -> None:
-    from numdiff.batch.fleet import load_tables, render_fleet_html, summarize
+def test_the_service_compare_page_names_the_outlier() -> None:
+    """The compare page (one run per device) marks the device alone on an op, in the label's words."""
+    from numdiff.report.verdicts import CULPRIT
+    from numdiff.service.web.render import page
 
-    s = summarize(*load_tables(fleet["out"]), by="device")
-    found = {o.op: o.group for o in outliers(s)}
-    assert found.get("relu") == "rpi5"
-    assert "linear_1" not in found  # the planted culprit diverges on every device
-    page = render_fleet_html(s)
-    assert 'id="fleet-pairs"' in page and "<b>device=rpi5</b> departs from every other device" in page
+    class Run:
+        def __init__(self, id: int) -> None:
+            self.id = id
+
+    class Model:
+        name = "m"
+
+    columns = [("pixel8", Run(1)), ("pixel9", Run(2)), ("rpi5", Run(3))]
+    table = {"aten.linear": {"pixel8": 90.0, "pixel9": 91.0, "rpi5": 20.0},
+             "aten.relu": {"pixel8": 120.0, "pixel9": 118.0, "rpi5": 119.0}}
+    causes = {"aten.linear": {"rpi5": CULPRIT}}
+    found = {o.op: o for o in outliers(list(table), [c for c, _ in columns],
+                                       {(k, v): Cell(1, int(causes.get(k, {}).get(v) == CULPRIT), s, s, None)
+                                        for k in table for v, s in table[k].items()}, by="phone")}
+    assert list(found) == ["aten.linear"] and found["aten.linear"].reason == "diverges in 1/1 runs, on no other phone"
+    html = page("compare.html", title="m: compare by phone", model=Model(), by="phone", columns=columns,
+                order=list(table), table=table, worst={k: min(v.values()) for k, v in table.items()},
+                spread={k: None for k in table}, totals={c: None for c, _ in columns}, unit="ms",
+                fmt=lambda v: "—" if v is None else f"{v:.1f}", causes=causes, CULPRIT=CULPRIT, INHERITED="inherited",
+                outliers=found, crumbs=[("project p", "/ui")], signed_in=True).body.decode()
+    assert "<th>outlier</th>" in html
+    assert '<td class="outlier"><b>rpi5</b> (diverges in 1/1 runs, on no other phone)</td>' in html
