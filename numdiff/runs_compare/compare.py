@@ -100,7 +100,8 @@ def compare_runs(
             loaded[name] = open_run(name, run_files, record, distance=distance, reference_graph=reference_graph,
                                     thresholds=thresholds, decode_steps=decode)
         except NumdiffError as e:
-            if f"run {name!r}" in str(e):
+            # Name the run in the message; errors built from their own fields (a file error names the file) stay as raised.
+            if f"run {name!r}" in str(e) or not _message_only(type(e)):
                 raise
             raise type(e)(f"run {name!r}: {e}") from e
     comparator = get_comparator(distance)
@@ -123,12 +124,19 @@ def compare_runs(
                           _notes(tolerance))
 
 
+def _message_only(cls: type[NumdiffError]) -> bool:
+    """Whether ``cls`` is built from its message alone (no ``__init__`` of its own)."""
+    return all("__init__" not in vars(base) for base in cls.__mro__
+               if issubclass(base, NumdiffError) and base is not NumdiffError) and \
+        not issubclass(cls, KeyError)  # str() of a KeyError quotes its message
+
+
 def _etrecord(etrecord: ETRecordLike | PathArg) -> tuple[ETRecordLike, str]:
     if isinstance(etrecord, (str, os.PathLike)):
         from numdiff.schema.etrecord import parse_etrecord
 
         return parse_etrecord(os.fspath(etrecord)), repr(os.fspath(etrecord))
-    return etrecord, "given"
+    return etrecord, "(given as an object)"
 
 
 def _notes(tolerance: float | None) -> tuple[str, ...]:

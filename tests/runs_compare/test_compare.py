@@ -134,3 +134,20 @@ def test_with_only_program_outputs_logged_the_outputs_are_compared() -> None:
     assert run.ops == () and run.outputs is not None and run.outputs.source == "program outputs"
     assert run.outputs.fit.kind == "identical" and not result.diverges
     assert any("program outputs compared" in n for n in run.notes)
+
+
+def test_a_corrupt_etdump_is_named_by_its_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from numdiff.errors import ETDumpError
+
+    bad = tmp_path / "phone.etdp"
+    bad.write_bytes((MLP / "kernel" / "etdump.etdp").read_bytes()[:100])
+    with pytest.raises(ETDumpError, match="phone.etdp"):
+        compare_runs(MLP / "etrecord.bin", {"base": mlp_run("base"), "phone": (bad, mlp_run("kernel")[1])})
+
+
+def test_an_error_inside_one_runs_replay_names_the_run() -> None:
+    """The phone's ETDump with another model's debug buffer: its replay refuses the files, and the
+    message starts with the run's name."""
+    with pytest.raises(MismatchedArtifactsError, match=r"^run 'phone': "):
+        compare_runs(MLP / "etrecord.bin", {"base": mlp_run("base"),
+                                            "phone": (mlp_run("kernel")[0], FIXTURES / "culprit_mlp" / "debug_buffer.bin")})
