@@ -151,8 +151,10 @@ def _culprits(report: CulpritReport | None) -> tuple[tuple[str, ...], ...]:
 
 
 def _outputs(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBase, tolerance: float | None,
-             ops: tuple[OpComparison, ...], output_row: int | None) -> OutputComparison | None:
-    if base.outputs and run.outputs:
+             ops: tuple[OpComparison, ...], output_row: int | None, step: int | None = None) -> OutputComparison | None:
+    """The program outputs the runtime logged (first run), or the value of the op that makes the first
+    output at ``step`` (a decode step: the logged program outputs are the first step's only)."""
+    if step is None and base.outputs and run.outputs:
         a = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in base.outputs]) \
             if len(base.outputs) > 1 else base.outputs[0]
         b = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in run.outputs]) \
@@ -164,10 +166,11 @@ def _outputs(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
                                 fit_systematic(a, b, "outputs"))
     if output_row is not None and output_row < len(ops) and base.report is not None and run.report is not None:
         op = ops[output_row]
-        base_out = row_value(base.values(), base.report.rows[output_row])
-        run_out = row_value(run.values(), run.report.rows[output_row])
+        base_out = row_value(base.values(step or 0), base.report.rows[output_row])
+        run_out = row_value(run.values(step or 0), run.report.rows[output_row])
         if base_out is not None and run_out is not None:
-            return OutputComparison("output op", op.gap_vs_base, op.rel_diff, op.verdict.beyond_noise,
+            where = "output op" if step is None else f"output op, step {step}"
+            return OutputComparison(where, op.gap_vs_base, op.rel_diff, op.verdict.beyond_noise,
                                     fit_systematic(base_out, run_out, "outputs"))
     return None
 
@@ -182,17 +185,24 @@ def _compare(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
         outputs = _outputs(base, run, comparator, tolerance, (), None)
         return RunComparison(run.name, (), outputs, False, (), None, tuple(notes))
     ops = compare_step(base.report, run.report, base.values(), run.values(), comparator, tolerance)
-    tokens = None
+    tokens, shown = None, None
     if decode is not None:
         from numdiff.runs_compare.tokens import token_view
 
         tokens, step_ops, step = token_view(base, run, comparator, tolerance, decode[1], output_row, decode[0])
+        shown = 0
         if step is not None and step > 0:
-            ops = step_ops
+            ops, shown = step_ops, step
             notes.append(f"ops of step {step}, the first where the tensors part from the base's")
+        if base.runs != run.runs:
+            notes.append(f"the base holds {base.runs} steps and {run.name!r} {run.runs}: the first "
+                         f"{min(base.runs, run.runs)} compared")
+    elif max(base.runs, run.runs) > 1:
+        notes.append(f"the ETDumps hold {max(base.runs, run.runs)} runs that logged different values: run 0 compared "
+                     "(decode steps: pass each run's step inputs, or --decode-steps, to compare every step)")
     departs = bool(run.report.culprits) or (run.report.decode is not None
                                             and run.report.decode.first_divergent_step is not None)
-    return RunComparison(run.name, ops, _outputs(base, run, comparator, tolerance, ops, output_row), departs,
+    return RunComparison(run.name, ops, _outputs(base, run, comparator, tolerance, ops, output_row, shown), departs,
                          _culprits(run.report), tokens, tuple(notes))
 
 

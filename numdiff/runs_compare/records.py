@@ -87,8 +87,8 @@ class OutputComparison:
     """The program's outputs of a run against the base's.
 
     Attributes:
-        source: ``program outputs`` (logged by the runtime) or ``output op`` (the op that makes the
-            first output).
+        source: ``program outputs`` (logged by the runtime for its first run) or ``output op`` (the op
+            that makes the first output; ``output op, step N`` for decode runs: the step whose ops are shown).
         gap_vs_base: The comparator between the outputs.
         rel_diff: ``rms(run - base) / rms(base)``.
         beyond_noise: Beyond the tolerance.

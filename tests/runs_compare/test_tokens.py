@@ -74,3 +74,16 @@ def test_argmax_margin() -> None:
     assert argmax_margin(torch.tensor([[0.0, 3.0, 1.0], [5.0, 1.0, 4.5]])) == (0, 0.5)  # the last position
     token, margin = argmax_margin(torch.tensor([2.0]))
     assert token == 0 and math.isnan(margin)
+
+
+def test_decode_outputs_are_the_logits_of_the_step_shown(decoded) -> None:  # type: ignore[no-untyped-def]
+    outputs = decoded.runs["flip"].outputs
+    assert outputs is not None and outputs.source == "output op, step 3" and outputs.beyond_noise
+
+
+def test_several_runs_without_decode_compare_run_0_and_say_so() -> None:
+    result = compare_runs(DEEPER / "etrecord.bin", {"base": decode_run(DECODE / "base")[:2],
+                                                    "flip": decode_run(DECODE / "flip")[:2]})
+    run = result.runs["flip"]
+    assert run.tokens is None and run.first_divergent is None  # step 0 agrees
+    assert any(n.startswith("the ETDumps hold 6 runs that logged different values: run 0 compared") for n in run.notes)
