@@ -107,7 +107,10 @@ def fit_systematic(base: torch.Tensor, run: torch.Tensor, what: str = "values") 
         return Fit(scale, offset, r2, explained, "permuted",
                    f"{what} hold the base's values in another order (a layout or permutation)", skipped)
     rms = math.sqrt(float((x * x).sum()) / n) if n else 0.0
-    material_offset = abs(offset) > _CLOSE * max(rms, 1e-30)
+    # An offset is worth naming when it is 1% of the values' size and clear of the fit's own noise
+    # (three standard errors of the intercept).
+    stderr = math.sqrt(ss_res / max(n - 2, 1)) * math.sqrt(1 / n + (mx * mx / sxx if sxx > 0 else 0.0))
+    material_offset = abs(offset) > max(_CLOSE * max(rms, 1e-30), 3 * stderr)
     fitted = f"R² {r2:.2f}"
     if math.isnan(scale):
         kind, words = "offset", f"{what} are the base's offset by {offset:+.3g}"

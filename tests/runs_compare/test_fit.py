@@ -67,3 +67,15 @@ def test_constant_base_gives_an_offset_without_a_scale() -> None:
     fit = fit_systematic(torch.ones(5), torch.ones(5) * 3)
     assert math.isnan(fit.scale) and fit.offset == pytest.approx(2.0)
     assert fit.words == "values are the base's offset by +2"
+
+
+def test_the_issue_example_slope_minus_half_r2_085() -> None:
+    """react-native-executorch #1379: one backend's logits against the laptop's regress with slope -0.50, R² 0.85."""
+    gen = torch.Generator().manual_seed(1379)
+    laptop = torch.randn(64, 10, generator=gen)
+    noise = torch.randn(64, 10, generator=gen)
+    phone = -0.5 * laptop + noise * 0.5 * math.sqrt(0.15 / 0.85) * laptop.std()
+    fit = fit_systematic(laptop, phone, "logits")
+    assert fit.scale == pytest.approx(-0.5, abs=0.03) and fit.r2 == pytest.approx(0.85, abs=0.03)
+    assert fit.words == "logits are -0.50× the base's (minus half), R² 0.84"
+    assert fit.kind == "scale" and fit.explained > 0.9
