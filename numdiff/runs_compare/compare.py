@@ -35,7 +35,7 @@ from numdiff.runs_compare.records import OpComparison, OutputComparison, RunComp
 from numdiff.runs_compare.ops import compare_step, gap, relative_difference, within
 from numdiff.runs_compare.values import LoadedRun, PathArg, RunFiles, open_run, row_value, same_program
 
-__all__ = ["compare_runs"]
+__all__ = ["answers_agree", "compare_runs"]
 
 RunArg = RunFiles | PathArg | Sequence[PathArg | None]
 
@@ -131,6 +131,20 @@ def _message_only(cls: type[NumdiffError]) -> bool:
         not issubclass(cls, KeyError)  # str() of a KeyError quotes its message
 
 
+def answers_agree(base: torch.Tensor, run: torch.Tensor) -> float | None:
+    """Share of rows (over the last dimension) whose argmax is the same in both, or None when there are
+    no classes to choose between (not floating point, fewer than two on the last dimension).
+
+    Example:
+        >>> answers_agree(torch.tensor([[1.0, 2.0], [3.0, 0.0]]), torch.tensor([[1.0, 2.0], [0.0, 3.0]]))
+        0.5
+    """
+    if base.shape != run.shape or not base.dtype.is_floating_point or base.dim() == 0 or base.shape[-1] < 2:
+        return None
+    a, b = base.reshape(-1, base.shape[-1]), run.reshape(-1, run.shape[-1])
+    return float((a.argmax(-1) == b.argmax(-1)).to(torch.float64).mean()) if a.shape[0] else None
+
+
 def _etrecord(etrecord: ETRecordLike | PathArg) -> tuple[ETRecordLike, str]:
     if isinstance(etrecord, (str, os.PathLike)):
         from numdiff.schema.etrecord import parse_etrecord
@@ -163,7 +177,7 @@ def _outputs(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
         beyond = not torch.equal(a, b) and not within(a, rel, tolerance) and \
             (not ops or any(op.verdict.beyond_noise for op in ops))
         return OutputComparison("program outputs", gap(comparator, a, b, "the program outputs"), rel, beyond,
-                                fit_systematic(a, b, "outputs"))
+                                fit_systematic(a, b, "outputs"), answers_agree(base.outputs[0], run.outputs[0]))
     if output_row is not None and output_row < len(ops) and base.report is not None and run.report is not None:
         op = ops[output_row]
         base_out = row_value(base.values(step or 0), base.report.rows[output_row])
@@ -171,7 +185,7 @@ def _outputs(base: LoadedRun, run: LoadedRun, comparator: NumericalComparatorBas
         if base_out is not None and run_out is not None:
             where = "output op" if step is None else f"output op, step {step}"
             return OutputComparison(where, op.gap_vs_base, op.rel_diff, op.verdict.beyond_noise,
-                                    fit_systematic(base_out, run_out, "outputs"))
+                                    fit_systematic(base_out, run_out, "outputs"), answers_agree(base_out, run_out))
     return None
 
 

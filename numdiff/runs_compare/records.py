@@ -93,6 +93,8 @@ class OutputComparison:
         rel_diff: ``rms(run - base) / rms(base)``.
         beyond_noise: Beyond the tolerance.
         fit: The run's outputs fitted against the base's.
+        answers_agree: Share of the output's rows (last dimension: classes, vocabulary) whose argmax is the
+            base's; None for outputs that are not floating point with at least two classes.
     """
 
     source: str
@@ -100,6 +102,7 @@ class OutputComparison:
     rel_diff: float
     beyond_noise: bool
     fit: Fit
+    answers_agree: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +250,9 @@ class RunsComparison:
             lines.append(f"{run.name}: {_run_line(run)}")
             if run.outputs is not None and run.outputs.fit.words and run.outputs.beyond_noise:
                 lines.append(f"  {run.outputs.fit.words}")
+            agree = None if run.outputs is None else run.outputs.answers_agree
+            if agree is not None and agree < 1:
+                lines.append(f"  the outputs' argmax differs from the base's in {1 - agree:.0%} of rows")
             first = run.first_divergent
             if first is not None and first.fit.words:
                 lines.append(f"  at {', '.join(first.aot_ops)}: {first.fit.words}")
@@ -306,6 +312,7 @@ def _run_json(run: RunComparison) -> dict[str, object]:
         "outputs": None if run.outputs is None else {
             "source": run.outputs.source, "gap_vs_base": _num(run.outputs.gap_vs_base),
             "rel_diff": _num(run.outputs.rel_diff), "beyond_noise": run.outputs.beyond_noise,
+            "answers_agree": run.outputs.answers_agree,
             **_fit_json(run.outputs.fit), "systematic": run.outputs.fit.words},
         "notes": list(run.notes),
     }
