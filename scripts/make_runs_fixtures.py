@@ -81,13 +81,14 @@ def build_mlp(out_root: Path) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rt.save_etrecord(good, out_dir / "etrecord.bin", example)
     runs = {"base": good, "kernel": kernel, "scaled": scaled}
-    ratios = {}
+    ratios, answers = {}, {}
     base_out = _outputs(good.buffer, example)[0]
     for name, lowered in runs.items():
         (out_dir / name).mkdir(exist_ok=True)
         rt.run_with_etdump(lowered.buffer, [example], out_dir / name, debug_buffer=True)
         out = _outputs(lowered.buffer, example)[0]
         ratios[name] = float((out * base_out).sum() / (base_out * base_out).sum())
+        answers[name] = float((out.argmax(-1) == base_out.argmax(-1)).double().mean())
     graph = good.etrecord.exported_program.graph  # type: ignore[union-attr]
     truth = {
         "generator": GENERATOR,
@@ -99,6 +100,7 @@ def build_mlp(out_root: Path) -> dict[str, Any]:
                        "output_scale": 0.5},
         },
         "output_projection_on_base": ratios,
+        "answers_agree_with_base": answers,
     }
     (out_dir / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     return truth

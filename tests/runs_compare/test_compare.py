@@ -42,11 +42,12 @@ def test_the_scaled_run_is_described_by_its_scale(three, mlp_truth) -> None:  # 
     assert "outputs are 0.50× the base's (half), R² 1.00" in str(three)
 
 
-def test_the_kernel_run_is_not_a_scale_and_flips_answers(three) -> None:  # type: ignore[no-untyped-def]
+def test_the_kernel_run_is_not_a_scale_and_flips_answers(three, mlp_truth) -> None:  # type: ignore[no-untyped-def]
     outputs = three.runs["kernel"].outputs
     assert outputs is not None and outputs.fit.words is None and outputs.fit.r2 < 0.9
-    assert outputs.answers_agree == 0.5  # one of the two rows' argmax flips
-    assert three.runs["scaled"].outputs.answers_agree == 1.0  # halving keeps every answer
+    truth = mlp_truth["answers_agree_with_base"]
+    assert outputs.answers_agree == truth["kernel"] == 0.5  # one of the two rows' argmax flips
+    assert three.runs["scaled"].outputs.answers_agree == truth["scaled"] == 1.0  # halving keeps every answer
     assert "the outputs' argmax differs from the base's in 50% of rows" in str(three)
 
 
