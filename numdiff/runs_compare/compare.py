@@ -91,6 +91,7 @@ def compare_runs(
         raise UsageError(f"tolerance must be a number >= 0, got {tolerance!r}\nPass e.g. tolerance=1e-3.")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UsageError(f"top_k must be a whole number >= 1, got {top_k!r}\nPass e.g. top_k=5.")
+    comparator = get_comparator(distance)  # an unknown metric is refused before any file is read
     record, record_name = _etrecord(etrecord)
     files = {name: RunFiles.of(value) for name, value in runs.items()}
     decode = bool(decode_steps) or any(f.step_inputs is not None for f in files.values())
@@ -104,7 +105,6 @@ def compare_runs(
             if f"run {name!r}" in str(e) or not _message_only(type(e)):
                 raise
             raise type(e)(f"run {name!r}: {e}") from e
-    comparator = get_comparator(distance)
     reference = loaded[base]
     for name in names:
         if name != base:

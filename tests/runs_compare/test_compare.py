@@ -103,6 +103,7 @@ def test_a_run_without_its_debug_buffer_is_named() -> None:
     ({"base": "tablet"}, r"base run 'tablet' is not among the runs \('a', 'b'\)\nPass the name"),
     ({"tolerance": -1.0}, r"tolerance must be a number >= 0, got -1.0\nPass e.g."),
     ({"top_k": 0}, r"top_k must be a whole number >= 1, got 0\nPass e.g."),
+    ({"distance": "l2", "runs": {"a": "missing.etdp", "b": "missing.etdp"}}, r"Unsupported distance metric 'l2'"),
     ({"runs": {"a": mlp_run("base"), "b": 3}}, r"a run is an ETDump path, .* not 3\nPass e.g."),
 ])
 def test_bad_arguments_are_usage_errors(kwargs: dict[str, object], message: str) -> None:
