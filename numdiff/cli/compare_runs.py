@@ -2,8 +2,9 @@
 
 Each --run is one run of the same .pte (an ETDump with its debug buffer, and for decode runs the
 step inputs), all under the program's ETRecord. The runs are aligned op by op; per op the table
-shows how the run agrees with the base run (identical, within-noise, diverges: the first op where
-they part, inherits: beyond noise because an input already was), the fit of the run against the
+shows how the run agrees with the base run (identical; within-noise: within --tolerance, or each
+run's op within its own noise of the reference on its inputs; diverges: the op where they part;
+inherits: beyond noise because an input already was), the fit of the run against the
 base (scale, offset, R²), and which side departs from the reference there (each op replayed on
 that run's own inputs). A difference a fit explains is said in words ("outputs are 0.50× the
 base's (half), R² 1.00"). Decode runs (--decode-steps, or step inputs) add the tokens per step.

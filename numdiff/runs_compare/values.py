@@ -60,7 +60,7 @@ class LoadedRun:
     Attributes:
         name: The run's name.
         files: Its files.
-        events: Its events (every block of the forward method).
+        events: Its events (every block, as find_culprits reads them).
         report: Its culprit report (the replay on its own inputs), or None with program outputs only.
         outputs: The program outputs it logged for its first run (flattened tensors), if any.
         runs: How many runs of the method it holds (decode steps).
