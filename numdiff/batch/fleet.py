@@ -155,6 +155,7 @@ def text_summary(s: FleetSummary) -> str:
              tabulate(div, headers=head, tablefmt="simple", disable_numparse=True), "",
              f"latency p50 ms (median over runs), per op × {s.by}:",
              tabulate(lat, headers=head, tablefmt="simple", disable_numparse=True)]
+    lines += _device_by_device(s)
     diverging = [(op, g, c) for op in s.ops for g in s.groups if (c := s.cells.get((op, g))) and c.diverging]
     if diverging:
         lines += ["", "diverging:"]
@@ -166,6 +167,25 @@ def text_summary(s: FleetSummary) -> str:
         if len(s.failures) > 20:
             lines.append(f"  ... and {len(s.failures) - 20} more (see runs.parquet)")
     return "\n".join(lines)
+
+
+def _device_by_device(s: FleetSummary) -> list[str]:
+    """The {by} × {by} view: the outlier per op, and per pair of groups the ops they disagree on."""
+    from tabulate import tabulate
+
+    from numdiff.report.device_outliers import outliers, pair_matrix
+
+    if len(s.groups) < 2 or not s.ops:
+        return []
+    found = outliers(s.ops, s.groups, s.cells, s.by)
+    lines = ["", f"outlier per op (the {s.by} whose op departs from every other {s.by}'s):"]
+    lines += [f"  {o.op}: {s.by}={o.group} ({o.reason})" for o in found] or [f"  none: no {s.by} stands alone on any op"]
+    pairs = pair_matrix(s.ops, s.groups, s.cells)
+    grid = [[g, *("" if g == h else str(len(pairs[(g, h)])) for h in s.groups)] for g in s.groups]
+    lines += ["", f"ops on which two {s.by}s disagree ({s.by} × {s.by}; diverging in one and not the other, or median "
+              "SNR 6 dB or more apart):", tabulate(grid, headers=[s.by, *s.groups], tablefmt="simple",
+                                                   disable_numparse=True)]
+    return lines
 
 
 def _div_cell(c: Cell | None) -> str:
@@ -224,8 +244,11 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
     template = (resources.files("numdiff.batch") / "templates" / "fleet.html.j2").read_text(encoding="utf-8")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     diverging = [(op, g, c) for op in s.ops for g in s.groups if (c := s.cells.get((op, g))) and c.diverging]
+    from numdiff.report.device_outliers import outliers, pair_matrix
+
     return env.from_string(template).render(
         title=title, s=s, css=template_text("report.css"), div_svg=div_svg, lat_svg=lat_svg, diverging=diverging,
+        outliers=outliers(s.ops, s.groups, s.cells, s.by), pairs=pair_matrix(s.ops, s.groups, s.cells),
         fmt=_fmt, latency=_latency, total_ok=sum(s.runs_ok.values()), total_failed=sum(s.runs_failed.values()),
         escape=html.escape)
 

@@ -40,6 +40,7 @@ def _commands() -> dict[str, ModuleType]:
             "doctor": import_module("numdiff.cli.doctor"),
             "explore": import_module("numdiff.cli.explore"),
             "culprits": import_module("numdiff.cli.culprits"),
+            "compare-runs": import_module("numdiff.cli.compare_runs"),
             "batch": import_module("numdiff.cli.batch"),
             "fleet": import_module("numdiff.cli.fleet"),
             "serve": import_module("numdiff.cli.serve"),

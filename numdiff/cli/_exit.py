@@ -56,7 +56,7 @@ _DOCUMENTED = frozenset({OK, CHECK_FAILED, USAGE, BAD_INPUT, INTERNAL, AUTH, UNR
 
 EPILOG = """exit status:
   0    success
-  1    the check found a problem (a culprit, a regression, a gate failure)
+  1    the check found a problem (a culprit, a regression, a gate failure, runs that part)
   2    bad arguments
   3    bad input: a file is unreadable, corrupt, mismatched or lacks data
   4    internal error: a bug in numdiff (re-run with --debug and report it)

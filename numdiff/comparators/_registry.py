@@ -105,7 +105,7 @@ def get_comparator(
         Traceback (most recent call last):
         ...
         numdiff.errors.UsageError: Unsupported distance metric 'l2' (unknown comparator 'l2')
-        Known comparators: cosine, cosine_similarity, l1, max_abs, mse, snr; or pass a NumericalComparatorBase instance.
+        Known comparators: cosine, cosine_similarity, kl, kl_divergence, l1, max_abs, median_diff_ratio, median_ratio, mse, snr, top_k, topk; or pass a NumericalComparatorBase instance.
     """
     if isinstance(name_or_instance, NumericalComparatorBase):
         if kwargs:

@@ -21,6 +21,7 @@ Imports torch.
 from __future__ import annotations
 
 from numdiff.culprits._noise import DEFAULT_QUANTIZED_THRESHOLDS, DEFAULT_THRESHOLDS, Thresholds, Verdict
+from numdiff.culprits._runs import in_run
 from numdiff.culprits.decode import DecodeStep, DecodeView
 from numdiff.culprits.find import find_culprits
 from numdiff.culprits.quant_view import QuantizationView, QuantLayer
@@ -43,4 +44,5 @@ __all__ = [
     "Thresholds",
     "Verdict",
     "find_culprits",
+    "in_run",
 ]

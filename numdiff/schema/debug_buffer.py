@@ -222,7 +222,7 @@ class DebugBuffer:
             raise DebugBufferError(self.path, f"is not a debug buffer: it is {found}", _foreign_hint(found))
         self._base = _address_of(self._map) if self.size else 0
         self._can_release = self._base != 0
-        self._pagemap = _open_pagemap() if self._can_release else None
+        self._pagemap_ok = self._can_release
 
     def __repr__(self) -> str:
         return f"DebugBuffer({self.path!r}, {self.size} bytes)"
@@ -256,14 +256,15 @@ class DebugBuffer:
 
     def _has_private_pages(self, first: int, end: int) -> bool:
         """Whether ``[first, end)`` holds pages this process wrote to (copy-on-write copies)."""
-        if self._pagemap is None:
+        pagemap = _pagemap() if self._pagemap_ok else None
+        if pagemap is None:
             return True
         page = mmap.PAGESIZE
         count = (end - first + page - 1) // page
         try:
-            raw = os.pread(self._pagemap, 8 * count, (self._base + first) // page * 8)
+            raw = os.pread(pagemap, 8 * count, (self._base + first) // page * 8)
         except OSError:
-            self._pagemap = None
+            self._pagemap_ok = False
             return True
         import numpy as np
 
@@ -406,11 +407,22 @@ def _describe(span: tuple[int, int, int, str]) -> str:
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
 
 
-def _open_pagemap() -> int | None:
-    try:
-        return os.open("/proc/self/pagemap", os.O_RDONLY)
-    except OSError:
-        return None
+#: ``(pid, descriptor)`` of this process's ``/proc/self/pagemap``: opened once per process (a descriptor
+#: per buffer was never closed), reopened in a forked child (the inherited one reads the parent's pages).
+_PAGEMAP: tuple[int, int | None] | None = None
+
+
+def _pagemap() -> int | None:
+    """This process's pagemap descriptor, opened on first use; None where there is none."""
+    global _PAGEMAP
+    pid = os.getpid()
+    if _PAGEMAP is None or _PAGEMAP[0] != pid:
+        try:
+            fd: int | None = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            fd = None
+        _PAGEMAP = (pid, fd)
+    return _PAGEMAP[1]
 
 
 def _address_of(mapping: mmap.mmap | bytes) -> int:

@@ -43,7 +43,7 @@ def test_names_are_case_and_space_insensitive(name: str, cls: type) -> None:
 
 
 def test_unknown_name_lists_known_names() -> None:
-    with pytest.raises(UsageError, match=r"Unsupported distance metric 'l2' \(unknown comparator 'l2'\)\nKnown comparators: cosine, cosine_similarity, l1, max_abs, mse, snr"):
+    with pytest.raises(UsageError, match=r"Unsupported distance metric 'l2' \(unknown comparator 'l2'\)\nKnown comparators: cosine, cosine_similarity, kl, kl_divergence, l1, max_abs, median_diff_ratio, median_ratio, mse, snr, top_k, topk"):
         get_comparator("l2")
 
 

@@ -82,6 +82,28 @@ def _rss_pages() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1])
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
+def test_buffers_share_one_pagemap_descriptor(tmp_path: Path) -> None:
+    """Each buffer used to open /proc/self/pagemap and never close it: a test run of many Inspectors ran
+    out of descriptors (select() refuses one past 1023)."""
+    import gc
+
+    path = tmp_path / "small.bin"
+    path.write_bytes(torch.arange(1024, dtype=torch.float32).numpy().tobytes())
+    spec = Tensor(int(ScalarType.FLOAT), (1024,), (1,), 0)
+    first = DebugBuffer(path)
+    first.release(first.tensor(spec))  # opens the process's pagemap, if the platform has one
+    del first
+    gc.collect()
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    for _ in range(50):
+        buf = DebugBuffer(path)
+        buf.release(buf.tensor(spec))
+        del buf
+    gc.collect()
+    assert len(list(Path("/proc/self/fd").iterdir())) <= before
+
+
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
 def test_release_drops_pages_but_never_changes_values(tmp_path: Path) -> None:
     n = 4 << 20  # 16 MiB of float32

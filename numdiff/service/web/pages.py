@@ -224,11 +224,15 @@ def comparepage(name: str, model: PageModel, project: SignedIn, session: Session
             if said is not None:
                 causes.setdefault(key, {})[value] = said
     worst = {k: min((v for v in table[k].values() if v is not None), default=None) for k in order}
+    from numdiff.report.device_outliers import OpCell, outliers
+
+    cells = {(k, v): OpCell(1, int(causes.get(k, {}).get(v) == CULPRIT), snr) for k in order for v, snr in table[k].items()}
+    outlier = {o.op: o for o in outliers(order, [value for value, _ in columns], cells, by)}
     spread = {k: (max(vs) - min(vs)) if len(vs := [v for v in table[k].values() if v is not None and math.isfinite(v)]) > 1
               else None for k in order}
     return page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
                 order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr,
-                causes=causes, CULPRIT=CULPRIT, INHERITED=INHERITED,
+                causes=causes, CULPRIT=CULPRIT, INHERITED=INHERITED, outliers=outlier,
                 crumbs=[_home(session, project), (f"model {name}", f"/ui/models/{quote(name, safe='')}"),
                         (f"compare by {by}", "")])
 
