@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -40,8 +41,13 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+def _number(v: float | None) -> str | None:
+    """A gap value as comparable text; None where there is no number (the API's null, inf, nan)."""
+    return None if v is None or not math.isfinite(float(v)) else repr(float(v))
+
+
 def _snr_rows(rows: list[Any]) -> list[tuple[Any, ...]]:
-    return [(tuple(r["aot_ops"]), tuple(r["runtime_ops"]), tuple(repr(float(v)) for v in r["gap"])) for r in rows]
+    return [(tuple(r["aot_ops"]), tuple(r["runtime_ops"]), tuple(_number(v) for v in r["gap"])) for r in rows]
 
 
 def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int, timeout: float) -> dict[str, Any]:
@@ -55,7 +61,7 @@ def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int
     ex = example_files()
     ref = Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer)
     assert ref.gap is not None
-    expected_rows = [(tuple(r.aot_ops), tuple(r.runtime_ops), tuple(repr(float(v)) for v in r.snr)) for r in ref.gap.rows]
+    expected_rows = [(tuple(r.aot_ops), tuple(r.runtime_ops), tuple(_number(v) for v in r.snr)) for r in ref.gap.rows]
     expected_culprits = [tuple(r.aot_ops) for r in ref.culprits.rows]
 
     lat: dict[str, list[float]] = {"upload": [], "status": [], "result": []}

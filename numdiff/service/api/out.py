@@ -15,7 +15,7 @@ __all__ = ["json_response", "run_out", "run_result"]
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
-    """Strict JSON with non-finite floats as "Infinity"/"NaN" strings (as the saved analysis writes them)."""
+    """Strict JSON with non-finite floats as ``null`` (as the command line's JSON writes them)."""
     return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
 
 
