@@ -116,3 +116,30 @@ def test_missing_required_option_is_a_usage_error(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as e:
         main(["gap", "--etdump", str(MLP / "etdump.etdp")])
     assert e.value.code == 2
+
+
+def test_threshold_op_names_are_documented_and_an_unknown_op_is_warned_about(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--threshold OP``: --help and the README say what OP is; an OP no compared op has changed nothing
+    silently before, now it is one warning line listing the run's op types."""
+    import re
+
+    from numdiff.examples import example_files
+
+    with pytest.raises(SystemExit):
+        main(["culprits", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for said in ("OP is an op type", "aten.linear.default -> linear", "'default' (every floating-point row",
+                 "'quantized' (every quantized row", "FIELD is ok, expected or broken"):
+        assert said in help_text, said
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "`--threshold OP:FIELD=VALUE` is the command line's `thresholds=`: **OP** is an op type" in readme
+    ex = example_files()
+    argv = ["culprits", "--etdump", str(ex.etdump), "--etrecord", str(ex.etrecord), "--debug-buffer",
+            str(ex.debug_buffer), "--threshold", "softmx:expected=3", "--threshold", "cumsum:ok=0.5"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.strip() == ("numdiff culprits: warning: --threshold softmx: no compared op is of op type 'softmx', "
+                           "so it changed nothing; the op types here: cumsum, dequantize_per_tensor"), err
+    assert not re.search("cumsum:", err)
+    assert main([*argv, "--quiet"]) == 0 and capsys.readouterr().err == ""
