@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from numdiff.cli import main
+from numdiff.cli._exit import BAD_INPUT
 from numdiff.examples import example_files
 from numdiff.analysis.doctor import diagnose_files
 from tests.conftest import FIXTURES
@@ -44,13 +45,17 @@ def test_unreadable_etdump_is_a_finding(tmp_path: Path) -> None:
     assert finding.level == "fail" and finding.check == "ETDumpError" and "bad.etdp" in finding.detail
 
 
-def test_cli_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_status(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     f = example_files()
     assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer", str(f.debug_buffer)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("OK    runs:") and "note: to compare ops inside a delegate" in out
     assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == 1
-    assert "FAIL  debug handles" in capsys.readouterr().out
+    assert "FAIL  debug handles" in capsys.readouterr().out  # a check failed, the files were read: 1
+    bad = tmp_path / "bad.etdp"
+    bad.write_bytes(b"\x00" * 7)
+    assert main(["doctor", "--etdump", str(bad)]) == BAD_INPUT
+    assert "FAIL  ETDumpError: " in capsys.readouterr().out
 
 
 # Issue 20, item 3: files that do not belong are a failure, with the file to check (real fixtures).
@@ -70,8 +75,10 @@ def test_a_debug_buffer_that_does_not_belong_fails(buffer: Path, check: str, say
     failed = [f for f in found if f.level == "fail"]
     assert [f.check for f in failed] == [check] and says in failed[0].detail
     assert "debug buffer" in failed[0].fix
+    # a refused file or files that do not belong together are bad input: 3, as every command exits on them
     assert main(["doctor", "--etdump", str(_MLP / "etdump.etdp"), "--etrecord", str(_MLP / "etrecord.bin"),
-                 "--debug-buffer", str(buffer)]) == 1
+                 "--debug-buffer", str(buffer)]) == BAD_INPUT
+    assert failed[0].bad_input
     assert f"FAIL  {check}: " in capsys.readouterr().out
 
 
