@@ -35,7 +35,7 @@ from numdiff.service.auth import SESSION_MAX_AGE_S, end_session, start_session
 from numdiff.service.schemas import MAX_ID
 from numdiff.service.status import Status
 from numdiff.report.verdicts import CULPRIT, INHERITED, cause, lowest_snr, total_p50
-from numdiff.service.web.render import page
+from numdiff.service.web.render import STYLESHEET, page
 from numdiff.service.web.summary import run_rows
 
 __all__ = ["PageAnswer", "add_page_answers", "router"]
@@ -137,6 +137,12 @@ def root() -> RedirectResponse:
 @router.get("/favicon.ico")
 def favicon() -> Response:
     return Response(status_code=204)
+
+
+@router.get("/static/pages.css")
+def stylesheet() -> Response:
+    """The pages' style sheet (no page holds inline styles: their CSP allows this file, not ``'unsafe-inline'``)."""
+    return Response(STYLESHEET, media_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
 
 
 @router.get("/ui/login", response_class=HTMLResponse)
