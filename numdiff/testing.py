@@ -94,11 +94,11 @@ def assert_snr_at_least(
     failing = [i for i, (s, c) in enumerate(zip(snr, checked, strict=True)) if c and not s >= min_db]
     if failing:
         worst = worst_rows(df.iloc[failing], "SNRComparator", show)
-        shown = f"the worst {len(worst)}" if len(worst) < len(failing) else f"all {len(worst)}"
+        shown = ("the failing layer" if len(failing) == 1 else f"the {len(failing)} failing layers"
+                 if len(worst) == len(failing) else f"the worst {len(worst)} of the {len(failing)} failing layers")
         table = render_gap_table(worst, "SNR", module_paths=modules,
                                  columns=("handle", "aot_ops", "module", "source", "gap", "note"),
-                                 title=f"{shown} of the {len(failing)} failing layers "
-                                       f"({len(df)} compared; SNR dB, worst first)")
+                                 title=f"{shown} ({len(df)} compared; SNR dB, worst first)")
         raise AssertionError(
             f"{len(failing)} of {sum(checked)} layers are below {min_db} dB SNR "
             f"(lowest: {min(snr[i] for i in failing):.4g} dB)\n{table}"
