@@ -57,6 +57,14 @@ def test_presentation_attributes_keep_what_the_style_said() -> None:
         '<text font-size="8px" font-family="\'DejaVu Sans\', sans-serif" text-anchor="end">a;b &lt; c</text></svg>')
 
 
+def test_a_label_that_looks_like_a_style_attribute_stays_text() -> None:
+    """Chart labels come from files: one that spells ``style="..."`` is text inside an element (matplotlib
+    escapes ``<``), so the conversion leaves it as written."""
+    crafted = 'blocks.0 style="fill: red" &lt;b>'
+    assert presentation_attributes(f'<svg><text x="1" style="fill: #888">{crafted}</text></svg>') == \
+        f'<svg><text x="1" fill="#888">{crafted}</text></svg>'
+
+
 def _violations(driver: Any) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
 
