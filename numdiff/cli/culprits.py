@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "without namespace and overload (aten.linear.default -> linear, aten._softmax.default -> "
                    "_softmax; the node linear_1 is a linear), or 'default' (every floating-point row without its "
                    "own) or 'quantized' (every quantized row without its own). FIELD is ok, expected or broken "
-                   "(defaults: 1, 64, 4096; quantized: 1, 8, 512). An OP no compared op has is warned about. "
+                   "(the README's Verdicts give the defaults). An OP no compared op has is warned about. "
                    "Repeatable.")
     add_deeper_arguments(parser)
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
