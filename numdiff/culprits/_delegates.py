@@ -16,7 +16,7 @@ from numdiff._core.stack import user_frame
 from numdiff.align import EventLike
 from numdiff.culprits._noise import op_type
 
-__all__ = ["COMPUTE_OPS", "delegate_calls", "describe_delegate"]
+__all__ = ["COMPUTE_OPS", "compute_nodes", "delegate_calls", "delegate_location", "describe_delegate"]
 
 #: Op types that do a delegate's real work (q/dq, layout and element-wise ops are left out).
 COMPUTE_OPS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d",
@@ -40,11 +40,28 @@ def delegate_calls(events: Sequence[EventLike]) -> dict[frozenset[int], tuple[st
     return out
 
 
+def compute_nodes(node: torch.fx.Node, replayed: Sequence[str]) -> list[torch.fx.Node]:
+    """The convolutions, matmuls and linears among ``node`` and the nodes replayed with it, in graph order."""
+    members = set(replayed) | {node.name}
+    return [n for n in node.graph.nodes if n.name in members and op_type(n.target) in COMPUTE_OPS]
+
+
+def delegate_location(node: torch.fx.Node, replayed: Sequence[str], module_paths: Mapping[str, str],
+                      traces: Mapping[str, str | None]) -> tuple[str | None, str | None]:
+    """``(module path, source line)`` for a delegate row: its compute ops' modules (comma-separated,
+    in graph order), and the source line when there is one compute op. The partition's last node
+    (often a ``dequantize`` whose module is the model's root) would name nothing the user can act on;
+    ``(None, None)`` when the delegate holds no compute op."""
+    compute = compute_nodes(node, replayed)
+    paths = list(dict.fromkeys(p for p in (module_paths.get(n.name) for n in compute) if p))
+    line = user_frame(traces.get(compute[0].name)) if len(compute) == 1 else None
+    return (", ".join(paths) or None), line
+
+
 def describe_delegate(backend: str, index: int, node: torch.fx.Node, replayed: Sequence[str],
                       module_paths: Mapping[str, str], traces: Mapping[str, str | None]) -> str:
     """``"XnnpackBackend #2: conv2d_1 (features.conv1, model.py:12 forward: ...)"``."""
-    members = set(replayed) | {node.name}
-    compute = [n for n in node.graph.nodes if n.name in members and op_type(n.target) in COMPUTE_OPS]
+    compute = compute_nodes(node, replayed)
     parts = []
     for n in compute:
         where = [w for w in (module_paths.get(n.name), user_frame(traces.get(n.name))) if w]

@@ -134,6 +134,8 @@ class ReplayInterpreter(Interpreter):
         self._paired = paired
         self._on_paired = on_paired
         self._reduction: dict[str, int] = {}
+        #: Unpaired nodes whose value went through a quantize op since the last paired values.
+        self._rounded: set[str] = set()
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -144,6 +146,7 @@ class ReplayInterpreter(Interpreter):
             enable_io_processing: bool = True) -> object:
         """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
         self._reduction = {}
+        self._rounded = set()
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -166,11 +169,14 @@ class ReplayInterpreter(Interpreter):
             ) from e
         inner = max((self._reduction.get(a.name, 0) for a in n.all_input_nodes), default=0)
         length = reduction_length(n.target, args, kwargs, result) + inner
+        rounds = op_type(n.target) in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
         if n.name not in self._paired:
             self._reduction[n.name] = length
+            if rounds:
+                self._rounded.add(n.name)
             return result
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point))
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds))
 
     def _graph_input(self, n: torch.fx.Node, value: object) -> object:
         """The argument a delegate call logged for this graph input, else the representative input."""

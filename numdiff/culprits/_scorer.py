@@ -24,7 +24,7 @@ from numdiff.align import (
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
 from numdiff.culprits._checks import accumulated_units, replay_problem
-from numdiff.culprits._delegates import describe_delegate
+from numdiff.culprits._delegates import delegate_location, describe_delegate
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
@@ -227,6 +227,10 @@ class Scorer:
         call = self.delegates.get(frozenset(pair.runtime_handle))
         delegate = None if call is None else describe_delegate(call[0], call[1], node, lin.replayed,
                                                                self.module_paths, traces)
+        module_path = self.module_paths.get(node.name)
+        source_line = user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None)
+        if call is not None:
+            module_path, source_line = delegate_location(node, lin.replayed, self.module_paths, traces)
         self.acc_rel[index] = acc_rel
         self.by_node.setdefault((node.name, item.element), []).append(index)
         self.rows.append(CulpritRow(
@@ -236,8 +240,7 @@ class Scorer:
             local_noise_units=units, accumulated_rel=acc_rel, amplification=amplification, verdict=verdict,
             is_culprit=culprit, noise=noise.describe(), input_source=source, producers=tuple(producers),
             replayed_ops=lin.replayed, transform=transform, match=pair.match.value,
-            module_path=self.module_paths.get(node.name),
-            source_line=user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None),
+            module_path=module_path, source_line=source_line,
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
             note="; ".join(notes) or None, input_sources=sources, delegate=delegate))
 

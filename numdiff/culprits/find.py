@@ -172,7 +172,11 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
                     inputs=None if step_input is None else tuple(step_input))
-    alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs)
+    # Each output of a multi-output delegate call is paired with the node that gives it (the
+    # partition's outputs in graph order), never by the reference's position rule: two outputs of
+    # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
+    alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs,
+                                           delegate_outputs=inputs.delegate_outputs)
     by_handle = _plan_by_handle(inputs.aot_outputs, alignment)
     notes, paired_runtime = alignment.notes, [p.runtime_handle for p in alignment.pairs]
     unreliable = _unreliable_positions(alignment, inputs.runtime_outputs)

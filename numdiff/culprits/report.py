@@ -47,8 +47,10 @@ class CulpritRow:
         replayed_ops: Unlogged nodes replayed with this one (rest of its group or delegate).
         transform: How the runtime value was brought to the AOT layout (identity, reshape, ...).
         match: How alignment chose the runtime value.
-        module_path: Innermost ``nn.Module`` path of ``node``.
-        source_line: The model's own source line of ``node``.
+        module_path: Innermost ``nn.Module`` path of ``node``; for a delegate call's row, the modules
+            of the compute ops inside it (comma-separated, in graph order).
+        source_line: The model's own source line of ``node``; for a delegate call's row, that of its
+            only compute op (None when it holds several: ``delegate`` lists each with its line).
         stack_traces: ``{op: stack trace}`` for ``aot_ops``.
         latency: Average duration of the runtime events of this row (target time unit), or None.
         nonfinite: NaN/Inf count in the runtime output.

@@ -35,7 +35,10 @@ def test_rows_carry_input_sources_and_delegate(tmp_path: Path) -> None:
     assert section.replay_mismatches == 0 and section.not_judged == 0
 
 
-def test_replay_problems_are_counted_on_the_section() -> None:
+def test_replay_problems_are_counted_on_the_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.culprits.test_replay_checks import position_pairing
+
+    position_pairing(monkeypatch)
     d = FIXTURES / "realistic" / "real_llama_xnn"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

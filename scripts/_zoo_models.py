@@ -1,0 +1,765 @@
+"""The model zoo of numdiff's self-test (``scripts/make_zoo.py``, oracle venv).
+
+Small models of many architectures, chosen for variety rather than size: CNNs with batch norm,
+depthwise, squeeze-excite and residuals; vision-transformer and pre-/post-LN encoder blocks;
+Llama-style decoders (RMSNorm, RoPE, grouped-query attention, a KV cache passed in and out);
+GRU/LSTM/RNN; conv1d audio; U-Net-like decoders; MLP-mixer; embeddings and pooling; graph inputs
+read by several ops. Each is an ``Arch``: a constructor, an input maker, and the model attributes
+a twin may perturb besides weights and biases (``constants``: plain float attributes used in
+``forward``; ``bounds``: clamp/hardtanh limits).
+
+Stack traces recorded in the zoo's ETRecords point into this file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+Inputs = tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    family: str
+    make: Callable[[], nn.Module]
+    inputs: Callable[[torch.Generator], Inputs]
+    constants: tuple[str, ...] = ()  # float attributes of the root module used in forward
+    bounds: tuple[str, ...] = ()  # float attributes used as clamp/hardtanh limits
+    quantize: bool = True  # PT2E int8 makes sense for it
+
+
+def randn(*shape: int) -> Callable[[torch.Generator], Inputs]:
+    return lambda g: (torch.randn(*shape, generator=g),)
+
+
+def tokens(vocab: int, *shape: int) -> Callable[[torch.Generator], Inputs]:
+    return lambda g: (torch.randint(0, vocab, shape, generator=g),)
+
+
+def _init_bn(model: nn.Module) -> nn.Module:
+    """Batch/group norms with non-trivial statistics and affine parameters (eval mode)."""
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=g) - 0.5)
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.GroupNorm, nn.LayerNorm, nn.InstanceNorm2d)):
+                if getattr(m, "weight", None) is not None:
+                    m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
+                    m.bias.copy_((torch.rand(m.bias.shape, generator=g) - 0.5) * 0.4)
+    return model.eval()
+
+
+# --- CNNs ------------------------------------------------------------------------------------
+
+
+class ConvBnNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, stride=2)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+class DepthwiseSeparable(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.bn = nn.BatchNorm2d(8)
+        self.pw = nn.Conv2d(8, 16, 1)
+        self.head = nn.Linear(16, 4)
+        self.hi = 6.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.hardtanh(self.stem(x), 0.0, self.hi)
+        y = F.hardtanh(self.bn(self.dw(y)), 0.0, self.hi)
+        y = F.relu(self.pw(y))
+        return self.head(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 12, 3, padding=1)
+        self.se_reduce = nn.Linear(12, 4)
+        self.se_expand = nn.Linear(4, 12)
+        self.proj = nn.Conv2d(12, 8, 1)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.conv(x))
+        s = y.mean(dim=(2, 3))
+        s = torch.sigmoid(self.se_expand(F.relu(self.se_reduce(s))))
+        y = y * s[:, :, None, None]
+        y = F.relu(self.proj(y))
+        return self.head(y.mean(dim=(2, 3)))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(x + self.bn2(self.conv2(y)))
+
+
+class ResNetTiny(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.block1 = BasicBlock(8)
+        self.block2 = BasicBlock(8)
+        self.fc = nn.Linear(8, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.block2(self.block1(F.relu(self.stem(x))))
+        return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.expand = nn.Conv2d(8, 24, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(24)
+        self.dw = nn.Conv2d(24, 24, 3, padding=1, groups=24, bias=False)
+        self.bn2 = nn.BatchNorm2d(24)
+        self.project = nn.Conv2d(24, 8, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(8)
+        self.hi = 6.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.hardtanh(self.bn1(self.expand(x)), 0.0, self.hi)
+        y = F.hardtanh(self.bn2(self.dw(y)), 0.0, self.hi)
+        return x + self.bn3(self.project(y))
+
+
+class MobileV3ish(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.classifier = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.hardswish(self.stem(x))
+        y = F.hardswish(self.dw(y))
+        y = self.pw(y) * F.hardsigmoid(y.mean(dim=(2, 3), keepdim=True))
+        return self.classifier(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class ConvPool(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 3)
+        self.conv2 = nn.Conv2d(6, 12, 3)
+        self.fc1 = nn.Linear(12 * 2 * 2, 16)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        y = F.max_pool2d(F.relu(self.conv2(y)), 2)
+        return self.fc2(F.relu(self.fc1(y.flatten(1))))
+
+
+class GroupedDilated(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 8, 3, padding=2, dilation=2)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.gn = nn.GroupNorm(2, 8)
+        self.out = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.silu(self.conv1(x))
+        y = F.silu(self.gn(self.grouped(y)))
+        return self.out(y)
+
+
+class UNetTiny(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc1 = nn.Conv2d(2, 8, 3, padding=1)
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.mid = nn.Conv2d(16, 16, 3, padding=1)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.dec = nn.Conv2d(16, 8, 3, padding=1)
+        self.out = nn.Conv2d(8, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        e = F.relu(self.enc1(x))
+        m = F.relu(self.mid(F.relu(self.down(e))))
+        u = self.up(m)
+        d = F.relu(self.dec(torch.cat([u, e], dim=1)))
+        return torch.sigmoid(self.out(d))
+
+
+class UpsampleDecoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.mid = nn.Conv2d(8, 8, 3, padding=1)
+        self.skip = nn.Conv2d(3, 8, 1)
+        self.out = nn.Conv2d(8, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.mid(F.relu(self.enc(x))))
+        y = F.interpolate(y, scale_factor=2.0, mode="nearest")
+        return self.out(F.relu(y + self.skip(x)))
+
+
+class PixelShuffleSR(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.feat = nn.Conv2d(1, 8, 3, padding=1)
+        self.expand = nn.Conv2d(8, 4, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.lo = -1.0
+        self.hi = 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.shuffle(self.expand(F.relu(self.feat(x))))
+        return torch.clamp(y, self.lo, self.hi)
+
+
+class InstanceNormNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.norm = nn.GroupNorm(6, 6)  # instance norm with affine parameters
+        self.conv2 = nn.Conv2d(6, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.conv2(F.leaky_relu(self.norm(self.conv1(x)), 0.1)))
+
+
+# --- 1-D / audio ---------------------------------------------------------------------------
+
+
+class AudioConv1d(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv1d(1, 8, 5, stride=2, padding=2)
+        self.bn1 = nn.BatchNorm1d(8)
+        self.conv2 = nn.Conv1d(8, 8, 3, padding=1)
+        self.conv3 = nn.Conv1d(8, 16, 3, stride=2, padding=1)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.gelu(self.bn1(self.conv1(x)))
+        y = y + F.gelu(self.conv2(y))
+        y = F.gelu(self.conv3(y))
+        return self.fc(y.amax(dim=2))
+
+
+class TCN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Conv1d(4, 8, 1)
+        self.dil1 = nn.Conv1d(8, 8, 3, padding=2, dilation=2)
+        self.dil2 = nn.Conv1d(8, 8, 3, padding=4, dilation=4)
+        self.out = nn.Conv1d(8, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.inp(x))
+        y = y + F.relu(self.dil1(y))
+        y = y + F.relu(self.dil2(y))
+        return self.out(y)
+
+
+# --- recurrent -----------------------------------------------------------------------------
+
+
+class GRUNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(6, 8, batch_first=True)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.gru(x)
+        return self.fc(out[:, -1])
+
+
+class LSTMNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, batch_first=True)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x)
+        return self.fc(out.mean(dim=1))
+
+
+class ManualRNN(nn.Module):
+    """An unrolled Elman RNN: the same two linears applied at every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ih = nn.Linear(4, 8)
+        self.hh = nn.Linear(8, 8)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.zeros(x.shape[0], 8)
+        for t in range(x.shape[1]):
+            h = torch.tanh(self.ih(x[:, t]) + self.hh(h))
+        return self.out(h)
+
+
+# --- transformers --------------------------------------------------------------------------
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, heads: int, causal: bool = False) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.causal = causal
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        if self.causal:
+            mask = torch.ones(t, t).tril() == 0
+            att = att.masked_fill(mask, float("-inf"))
+        y = att.softmax(dim=-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class PreLNBlock(nn.Module):
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class PostLNEncoder(nn.Module):
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.attn = Attention(dim, 4)
+        self.ln1 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 32)
+        self.fc2 = nn.Linear(32, dim)
+        self.ln2 = nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.fc2(F.relu(self.fc1(x))))
+
+
+class ViTTiny(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, 16, 4, stride=4)
+        self.pos = nn.Parameter(torch.randn(1, 4, 16) * 0.1)
+        self.block = PreLNBlock(16, 2)
+        self.norm = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+        y = self.norm(self.block(y))
+        return self.head(y.mean(dim=1))
+
+
+class TorchEncoderLayer(nn.Module):
+    """nn.MultiheadAttention through the eager path, pre-LN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(16)
+        self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.ff = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln(x)
+        a, _ = self.mha(h, h, h, need_weights=False)
+        x = x + a
+        return x + self.ff(F.silu(x))
+
+
+class SDPABlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(16, 16)
+        self.k = nn.Linear(16, 16)
+        self.v = nn.Linear(16, 16)
+        self.o = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, 2, 8).transpose(1, 2)
+        k = self.k(x).view(b, t, 2, 8).transpose(1, 2)
+        v = self.v(x).view(b, t, 2, 8).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o(y.transpose(1, 2).reshape(b, t, 16))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim) + 0.1 * torch.randn(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+class LlamaBlock(nn.Module):
+    """RMSNorm, RoPE, grouped-query attention (4 query heads, 2 KV heads), SwiGLU."""
+
+    def __init__(self, dim: int = 16, heads: int = 4, kv_heads: int = 2, seq: int = 6) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.attn_norm = RMSNorm(dim)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wv = nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.ffn_norm = RMSNorm(dim)
+        self.w1 = nn.Linear(dim, 32, bias=False)
+        self.w3 = nn.Linear(dim, 32, bias=False)
+        self.w2 = nn.Linear(32, dim, bias=False)
+        pos = torch.arange(seq, dtype=torch.float32)[:, None]
+        freqs = pos / (10000 ** (torch.arange(0, self.hd, 2, dtype=torch.float32) / self.hd))
+        self.register_buffer("cos", torch.cat([freqs.cos(), freqs.cos()], dim=-1))
+        self.register_buffer("sin", torch.cat([freqs.sin(), freqs.sin()], dim=-1))
+
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q = self.wq(x).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.wv(x).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = _rope(q, self.cos[:t], self.sin[:t]), _rope(k, self.cos[:t], self.sin[:t])
+        rep = self.heads // self.kv_heads
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)
+        att = att + torch.full((t, t), float("-inf")).triu(1)
+        y = att.softmax(dim=-1) @ v
+        return self.wo(y.transpose(1, 2).reshape(b, t, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x + self.attention(self.attn_norm(x))
+        n = self.ffn_norm(h)
+        return h + self.w2(F.silu(self.w1(n)) * self.w3(n))
+
+
+class LlamaTiny(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(32, 16)
+        self.layer = LlamaBlock()
+        self.norm = RMSNorm(16)
+        self.lm_head = nn.Linear(16, 32, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.norm(self.layer(self.embed(ids))))
+
+
+class KVCacheDecoder(nn.Module):
+    """One decode step with the KV cache passed in and returned (past keys/values concatenated)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(24, 16)
+        self.norm = RMSNorm(16)
+        self.wq = nn.Linear(16, 16, bias=False)
+        self.wk = nn.Linear(16, 8, bias=False)
+        self.wv = nn.Linear(16, 8, bias=False)
+        self.wo = nn.Linear(16, 16, bias=False)
+        self.lm_head = nn.Linear(16, 24, bias=False)
+        self.temperature = 1.0
+
+    def forward(self, ids: torch.Tensor, past_k: torch.Tensor, past_v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x = self.embed(ids)  # (1, 1, 16)
+        h = self.norm(x)
+        q = self.wq(h).view(1, 1, 4, 4).transpose(1, 2)
+        k = self.wk(h).view(1, 1, 2, 4).transpose(1, 2)
+        v = self.wv(h).view(1, 1, 2, 4).transpose(1, 2)
+        keys = torch.cat([past_k, k], dim=2)
+        values = torch.cat([past_v, v], dim=2)
+        kr = keys.repeat_interleave(2, dim=1)
+        vr = values.repeat_interleave(2, dim=1)
+        att = (q @ kr.transpose(-2, -1) / 2.0).softmax(dim=-1)
+        y = (att @ vr).transpose(1, 2).reshape(1, 1, 16)
+        out = x + self.wo(y)
+        return self.lm_head(out) / self.temperature, keys, values
+
+
+def kv_inputs(g: torch.Generator) -> Inputs:
+    return (torch.randint(0, 24, (1, 1), generator=g), torch.randn(1, 2, 5, 4, generator=g),
+            torch.randn(1, 2, 5, 4, generator=g))
+
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens_: int = 8, dim: int = 12) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.token_fc1 = nn.Linear(tokens_, 16)
+        self.token_fc2 = nn.Linear(16, tokens_)
+        self.ln2 = nn.LayerNorm(dim)
+        self.channel_fc1 = nn.Linear(dim, 24)
+        self.channel_fc2 = nn.Linear(24, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.ln1(x).transpose(1, 2)
+        x = x + self.token_fc2(F.gelu(self.token_fc1(y))).transpose(1, 2)
+        return x + self.channel_fc2(F.gelu(self.channel_fc1(self.ln2(x))))
+
+
+class MLPMixer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(6, 12)
+        self.mixer = MixerBlock()
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.mixer(self.stem(x)).mean(dim=1))
+
+
+# --- embeddings, pooling, MLPs -------------------------------------------------------------
+
+
+class EmbedMeanPool(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(50, 12)
+        self.fc = nn.Linear(12, 8)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.tanh(self.fc(self.embed(ids).mean(dim=1))))
+
+
+class EmbedMaxPool(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(40, 10)
+        self.conv = nn.Conv1d(10, 12, 3, padding=1)
+        self.fc = nn.Linear(12, 4)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.conv(self.embed(ids).transpose(1, 2)))
+        return self.fc(y.amax(dim=2))
+
+
+class DeepMLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(12, 12) for _ in range(8))
+        self.out = nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = F.relu(layer(x))
+        return self.out(x)
+
+
+class ActivationZoo(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 16)
+        self.fc4 = nn.Linear(16, 4)
+        self.slope = 0.2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.silu(self.fc1(x))
+        y = F.elu(self.fc2(y))
+        y = F.leaky_relu(self.fc3(y), self.slope)
+        return F.softplus(self.fc4(y))
+
+
+class GLUNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(10, 24)
+        self.out = nn.Linear(12, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(F.glu(self.fc(x), dim=-1))
+
+
+class AutoEncoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc1 = nn.Linear(16, 8)
+        self.enc2 = nn.Linear(8, 3)
+        self.dec1 = nn.Linear(3, 8)
+        self.dec2 = nn.Linear(8, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.enc2(torch.tanh(self.enc1(x)))
+        return torch.sigmoid(self.dec2(torch.tanh(self.dec1(z))))
+
+
+class TemperatureSoftmax(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 16)
+        self.cls = nn.Linear(16, 6)
+        self.temperature = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.softmax(self.cls(F.relu(self.fc(x))) / self.temperature, dim=-1)
+
+
+class ClampNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 6, 3, padding=1)
+        self.fc = nn.Linear(6, 3)
+        self.lo = -0.4
+        self.hi = 0.6
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.clamp(self.conv(x), self.lo, self.hi)
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+# --- graph inputs read by several ops, several inputs -----------------------------------------
+
+
+class InputFanout(nn.Module):
+    """The graph input feeds a layer_norm, a residual add, a gate product and a linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(12)
+        self.fc1 = nn.Linear(12, 12)
+        self.gate = nn.Linear(12, 12)
+        self.fc2 = nn.Linear(12, 4)
+        self.alpha = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.fc1(self.ln(x))) + x
+        g = torch.sigmoid(self.gate(x)) * x * self.alpha
+        return self.fc2(h + g)
+
+
+class TwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(6, 8)
+        self.b = nn.Linear(4, 8)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        ax, by = torch.tanh(self.a(x)), F.relu(self.b(y))
+        return self.head(torch.cat([ax * by, ax + by], dim=-1))
+
+
+class CrossAttention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+        self.kv = nn.Linear(6, 16)
+        self.o = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
+        q = self.q(x)
+        k, v = self.kv(ctx).chunk(2, dim=-1)
+        att = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), dim=-1)
+        return x + self.o(att @ v)
+
+
+class ScaledResidual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(10, 10)
+        self.fc2 = nn.Linear(10, 10)
+        self.out = nn.Linear(10, 2)
+        self.res_scale = 0.7
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x + self.res_scale * self.fc2(F.gelu(self.fc1(x)))
+        return self.out(y)
+
+
+def _bn(cls: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    return lambda: _init_bn(cls())
+
+
+ARCHS: list[Arch] = [
+    Arch("conv_bn", "cnn", _bn(ConvBnNet), randn(1, 3, 8, 8)),
+    Arch("depthwise_separable", "cnn", _bn(DepthwiseSeparable), randn(1, 3, 8, 8), bounds=("hi",)),
+    Arch("squeeze_excite", "cnn", SqueezeExcite, randn(1, 3, 8, 8)),
+    Arch("resnet_tiny", "cnn", _bn(ResNetTiny), randn(1, 3, 8, 8)),
+    Arch("inverted_residual", "cnn", _bn(InvertedResidual), randn(1, 8, 6, 6), bounds=("hi",)),
+    Arch("mobilenet_v3ish", "cnn", MobileV3ish, randn(1, 3, 12, 12)),
+    Arch("conv_maxpool", "cnn", ConvPool, randn(1, 1, 14, 14)),
+    Arch("grouped_dilated", "cnn", _bn(GroupedDilated), randn(1, 4, 8, 8)),
+    Arch("unet_tiny", "unet", UNetTiny, randn(1, 2, 8, 8)),
+    Arch("upsample_decoder", "unet", UpsampleDecoder, randn(1, 3, 8, 8)),
+    Arch("pixel_shuffle", "unet", PixelShuffleSR, randn(1, 1, 6, 6), bounds=("lo", "hi")),
+    Arch("instance_norm", "cnn", _bn(InstanceNormNet), randn(1, 3, 6, 6)),
+    Arch("audio_conv1d", "audio", _bn(AudioConv1d), randn(1, 1, 64)),
+    Arch("tcn", "audio", TCN, randn(1, 4, 20)),
+    Arch("gru", "rnn", GRUNet, randn(1, 5, 6), quantize=False),
+    Arch("lstm", "rnn", LSTMNet, randn(1, 5, 6), quantize=False),
+    Arch("manual_rnn", "rnn", ManualRNN, randn(2, 4, 4)),
+    Arch("attention_prenorm", "transformer", _bn(PreLNBlock), randn(1, 6, 16)),
+    Arch("post_ln_encoder", "transformer", _bn(PostLNEncoder), randn(1, 6, 16)),
+    Arch("vit_tiny", "transformer", _bn(ViTTiny), randn(1, 3, 8, 8)),
+    Arch("torch_mha", "transformer", _bn(TorchEncoderLayer), randn(1, 5, 16)),
+    Arch("sdpa_causal", "transformer", SDPABlock, randn(1, 6, 16)),
+    Arch("llama_gqa_rope", "decoder", LlamaTiny, tokens(32, 1, 6)),
+    Arch("kv_cache_step", "decoder", KVCacheDecoder, kv_inputs, constants=("temperature",)),
+    Arch("mlp_mixer", "mixer", _bn(MLPMixer), randn(1, 8, 6)),
+    Arch("embed_mean_pool", "embedding", EmbedMeanPool, tokens(50, 2, 7)),
+    Arch("embed_conv_maxpool", "embedding", EmbedMaxPool, tokens(40, 1, 9)),
+    Arch("deep_mlp", "mlp", DeepMLP, randn(4, 12)),
+    Arch("activation_zoo", "mlp", ActivationZoo, randn(3, 8), constants=("slope",)),
+    Arch("glu", "mlp", GLUNet, randn(2, 10)),
+    Arch("autoencoder", "mlp", AutoEncoder, randn(3, 16)),
+    Arch("temperature_softmax", "mlp", TemperatureSoftmax, randn(2, 8), constants=("temperature",)),
+    Arch("clamp_conv", "cnn", ClampNet, randn(1, 2, 6, 6), bounds=("lo", "hi")),
+    Arch("input_fanout", "inputs", _bn(InputFanout), randn(2, 3, 12), constants=("alpha",)),
+    Arch("two_inputs", "inputs", TwoInputs, lambda g: (torch.randn(2, 6, generator=g), torch.randn(2, 4, generator=g))),
+    Arch("cross_attention", "inputs", CrossAttention,
+         lambda g: (torch.randn(1, 4, 8, generator=g), torch.randn(1, 5, 6, generator=g))),
+    Arch("scaled_residual", "mlp", ScaledResidual, randn(3, 10), constants=("res_scale",)),
+]

@@ -1,0 +1,352 @@
+"""numdiff's self-test on the model zoo: regenerate it (oracle venv) and score the culprit finder.
+
+One command (numdiff's venv; the oracle venv is made by ../shared/oracle-venv.sh on first use)::
+
+    .venv/bin/python scripts/zoo.py                     # generate into ~/.cache/numdiff-zoo if missing, score
+    .venv/bin/python scripts/zoo.py --regenerate        # write it anew first
+    .venv/bin/python scripts/zoo.py --dir DIR --only conv_bn --json out.json
+
+The zoo (``scripts/make_zoo.py``) holds, per architecture and backend, a clean control and twins
+with one planted perturbation of graded size. Scoring runs ``find_culprits("SNR")`` on each run
+under the clean model's ETRecord and compares with the truth the generator derived by diffing the
+two programs:
+
+* **clean** runs must have no culprit, no ``broken`` row and must not be refused;
+* **planted** runs are ``exact`` (one culprit, and it holds a planted op), ``partial`` (a culprit
+  holds a planted op, but others are named too) or ``missed``. A miss is *explained* when the
+  planted op's error is not beyond what the clean control shows at the same row (the fault is
+  below the noise: the perturbation's effect on the planted op's output, measured on the
+  reference graphs, is smaller than the control's own local error there), or when the planted op
+  has no row (the runtime logged nothing numdiff could pair with it); any other miss is a failure
+  of numdiff.
+
+``tests/culprits/test_zoo_sample.py`` scores the committed sample (``tests/fixtures/zoo/``) with the
+same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = Path(os.environ.get("NUMDIFF_ZOO", Path.home() / ".cache" / "numdiff-zoo"))
+BACKENDS = ("portable", "xnnpack", "int8_portable", "int8_xnnpack")
+#: A planted fault whose effect on its op is within this many dB of the control's local error at
+#: the same row is below the noise: nothing distinguishes it from the clean run.
+BELOW_NOISE_MARGIN_DB = 3.0
+
+
+@dataclass(frozen=True)
+class Score:
+    arch: str
+    backend: str
+    variant: str
+    kind: str  # clean | planted | dropped
+    # clean: ok | false-culprit | broken | refused
+    # planted: exact | partial | missed-explained (invisible, below the control's noise, no row)
+    #          | within-allowance (numdiff's verdict on the planted row: ok or expected-noise) | missed
+    outcome: str
+    grade: str = ""
+    plant: str = ""
+    detail: str = ""
+    culprits: tuple[str, ...] = ()
+
+
+def _float(x: Any) -> float | None:
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return float(x)  # "inf", "-inf", "nan" as written by the generator
+    return float(x)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's Inspector and its culprit report."""
+
+    inspector: Any
+    report: Any
+
+
+def _run(case_dir: Path) -> Run:
+    from numdiff import Inspector
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inspector = Inspector(etdump_path=case_dir / "etdump.etdp", etrecord=str(case_dir.parent / "etrecord.bin"),
+                              debug_buffer_path=case_dir / "debug_buffer.bin")
+        return Run(inspector, inspector.find_culprits("SNR"))
+
+
+def _logged(inspector: Any, handle: tuple[int, ...]) -> list[Any]:
+    """Every tensor the runtime logged for events whose debug handles lie inside ``handle``."""
+    import torch
+
+    ids, out = set(handle), []
+    for block in inspector.event_blocks:
+        for ev in block.events:
+            h = ev.debug_handles
+            hs = {h} if isinstance(h, int) else set(h or ())
+            if hs and hs <= ids and ev.debug_data:
+                out += [t for t in ev.debug_data if isinstance(t, torch.Tensor)]
+    return out
+
+
+def observed_effect_db(twin: Run, control: Run, row: Any) -> float | None:
+    """SNR of the twin's logged outputs at ``row`` against the control's (inf: bit-identical)."""
+    import torch
+
+    a, b = _logged(control.inspector, row.runtime_handle), _logged(twin.inspector, row.runtime_handle)
+    if not a or len(a) != len(b):
+        return None
+    worst = math.inf
+    for x, y in zip(a, b):
+        if x.shape != y.shape:
+            return None
+        x, y = x.double(), y.double()
+        noise, signal = float(((x - y) ** 2).sum()), float((x**2).sum())
+        if noise:
+            worst = min(worst, 10 * math.log10(signal / noise) if signal else -math.inf)
+    return worst
+
+
+def _ops(row: Any) -> set[str]:
+    return set(row.aot_ops) | set(row.replayed_ops)
+
+
+def _describe(row: Any) -> str:
+    return f"#{row.index} {'+'.join(row.aot_ops[:3])}{'…' if len(row.aot_ops) > 3 else ''} ({row.verdict.value}, {row.local_gap:.1f} dB local)"
+
+
+def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Score:
+    """Score one run; ``control`` is the clean run of the same architecture and backend."""
+    from numdiff.errors import NumdiffError
+
+    base = {"arch": truth["arch"], "backend": truth["backend"], "variant": truth["variant"]}
+    plant = truth.get("plant")
+    try:
+        run = _run(folder)
+        rep = run.report
+    except NumdiffError as e:
+        first = str(e).splitlines()[0][:160]
+        if plant is None:
+            return Score(**base, kind="clean", outcome="refused", detail=f"{type(e).__name__}: {first}")
+        return Score(**base, kind="planted", outcome="missed", grade=plant["grade"],
+                     plant=f"{plant['kind']} {plant['site']} ×{plant['size']}",
+                     detail=f"refused: {type(e).__name__}: {first}")
+    assert rep is not None
+    culprits = tuple(_describe(r) for r in rep.culprits)
+    if plant is None:
+        broken = [r for r in rep.rows if r.verdict.value == "broken"]
+        if rep.culprits:
+            return Score(**base, kind="clean", outcome="false-culprit", culprits=culprits,
+                         detail="; ".join(culprits))
+        if broken:
+            return Score(**base, kind="clean", outcome="broken", detail="; ".join(_describe(r) for r in broken))
+        return Score(**base, kind="clean", outcome="ok")
+
+    closure = set(truth["closure"])
+    label = f"{plant['kind']} {plant['site']} ×{plant['size']}"
+    hits = [r for r in rep.culprits if _ops(r) & closure]
+    common = {**base, "kind": "planted", "grade": plant["grade"], "plant": label, "culprits": culprits}
+    # A weight used at several places (an unrolled RNN's step) plants a fault at each: every culprit
+    # holding a planted op is exact.
+    if hits and len(hits) == len(rep.culprits):
+        return Score(**common, outcome="exact")
+    if hits:
+        return Score(**common, outcome="partial", detail=f"also named: {[c for c in culprits if c not in map(_describe, hits)]}")
+    planted_rows = [r for r in rep.rows if _ops(r) & closure]
+    if not planted_rows:
+        return Score(**common, outcome="missed-explained", detail="the planted op has no row (nothing logged to pair with it)")
+    row = planted_rows[0]
+    control_row = None
+    if control is not None:
+        control_row = next((r for r in control.report.rows if r.aot_ops == row.aot_ops), None)
+    control_local = None if control_row is None else control_row.local_gap
+    # The effect the runtime shows: its outputs at the planted row in the twin against the control's.
+    effect = None if control is None else observed_effect_db(run, control, row)
+    why = (f"planted row {_describe(row)}; twin vs control runtime there {_db(effect)}; "
+           f"control's local error there {_db(control_local)}")
+    if effect is not None and math.isinf(effect) and effect > 0:
+        return Score(**common, outcome="missed-explained", detail=f"invisible: the runtime logged the same values "
+                     f"as the control at the planted row (e.g. rounded away by int8): {why}")
+    if (effect is not None and control_local is not None and not math.isnan(control_local)
+            and effect >= control_local - BELOW_NOISE_MARGIN_DB):
+        return Score(**common, outcome="missed-explained", detail=f"below the noise: {why}")
+    if row.verdict.value in ("ok", "expected-noise"):
+        return Score(**common, outcome="within-allowance",
+                     detail=f"within the noise model's allowance for honest kernels ({row.local_noise_units:.2g} "
+                     f"noise units, {row.noise}): {why}")
+    if row.verdict.value == "unmatched":
+        return Score(**common, outcome="missed", detail=f"the planted op's row could not be compared: {why}")
+    return Score(**common, outcome="missed", detail=why)
+
+
+def _db(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f} dB"
+
+
+def score_zoo(root: Path, only: list[str] | None = None) -> list[Score]:
+    # Per-pair files, so that a zoo still being written can be scored (make_zoo.py writes them).
+    recorded = [c for f in sorted(root.glob("*/*/cases.json")) for c in json.loads(f.read_text())]
+    cases = [c for c in recorded if not only or c["arch"] in only]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for c in cases:
+        groups[(c["arch"], c["backend"])].append(c)
+    scores: list[Score] = []
+    for (arch, backend), group in sorted(groups.items()):
+        control = None
+        clean = next((c for c in group if c["variant"] == "clean"), None)
+        for c in sorted(group, key=lambda c: c["variant"]):
+            base = {"arch": arch, "backend": backend, "variant": c["variant"]}
+            if c["status"] != "ok":
+                scores.append(Score(**base, kind="dropped", outcome=c["status"], detail=str(c.get("reason", ""))[:200]))
+                continue
+            folder = root / arch / backend / c["variant"]
+            truth = json.loads((folder / "truth.json").read_text())
+            if c["variant"] == "clean":
+                try:
+                    control = _run(folder)
+                except Exception:
+                    control = None
+            scores.append(score_case(folder, truth, control if clean is not None else None))
+    return scores
+
+
+def table(scores: list[Score]) -> str:
+    lines = []
+    clean = [s for s in scores if s.kind == "clean"]
+    planted = [s for s in scores if s.kind == "planted"]
+    dropped = [s for s in scores if s.kind == "dropped"]
+    lines.append("Clean runs (controls): a culprit, a broken row or a refusal is a false verdict")
+    lines.append(f"{'backend':<14} {'runs':>5} {'ok':>5} {'false culprit':>14} {'broken row':>11} {'refused':>8}")
+    for b in BACKENDS + ("all",):
+        rows = [s for s in clean if b in ("all", s.backend)]
+        n = Counter(s.outcome for s in rows)
+        lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['false-culprit']:>14} {n['broken']:>11} {n['refused']:>8}")
+    lines.append("")
+    lines.append("Planted twins: exact = the one culprit holds the planted op")
+    lines.append(f"{'backend':<14} {'grade':<7} {'twins':>5} {'exact':>6} {'partial':>8} {'missed':>7} "
+                 f"{'invisible':>10} {'allowance':>10} {'exact %':>8}")
+    for b in BACKENDS + ("all",):
+        for g in ("small", "medium", "large", "all"):
+            rows = [s for s in planted if b in ("all", s.backend) and g in ("all", s.grade)]
+            if not rows:
+                continue
+            n = Counter(s.outcome for s in rows)
+            judged = len(rows) - n["missed-explained"] - n["within-allowance"]
+            pct = 100.0 * n["exact"] / judged if judged else math.nan
+            lines.append(f"{b:<14} {g:<7} {len(rows):>5} {n['exact']:>6} {n['partial']:>8} {n['missed']:>7} "
+                         f"{n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>7.1f}%")
+    lines.append("invisible: the runtime logged the same values as the control at the planted row, or the fault is")
+    lines.append("  below the control's own local error there, or the planted op has no row.")
+    lines.append("allowance: numdiff judged the planted row within its documented noise model (ok or expected-noise):")
+    lines.append("  no larger than an honest kernel on another device may differ (tighten with thresholds=).")
+    lines.append("exact % is of the twins beyond both (detectable and beyond the allowance).")
+    lines.append("")
+    n = Counter(s.outcome for s in dropped)
+    lines.append(f"Not scored: {len(dropped)} ({', '.join(f'{k} {v}' for k, v in sorted(n.items())) or 'none'}); "
+                 "see --verbose for reasons")
+    bad = [s for s in scores if s.outcome in ("false-culprit", "broken", "refused", "partial", "missed")]
+    if bad:
+        lines.append("")
+        lines.append("Wrong or incomplete verdicts:")
+        for s in bad:
+            lines.append(f"  {s.arch}/{s.backend}/{s.variant} [{s.outcome}] {s.plant} {s.detail}"[:400])
+    explained = [s for s in scores if s.outcome in ("missed-explained", "within-allowance")]
+    if explained:
+        lines.append("")
+        lines.append("Explained misses:")
+        for s in explained:
+            lines.append(f"  {s.arch}/{s.backend}/{s.variant} [{s.outcome}] {s.plant}: {s.detail}"[:400])
+    return "\n".join(lines)
+
+
+#: The sample committed under tests/fixtures/zoo/ (scored by tests/culprits/test_zoo_sample.py): the
+#: cases that once failed and what each shows. ``(architecture, backend, variants)``.
+SAMPLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # two delegate outputs of one shape once swapped: a false broken culprit on the clean model
+    ("attention_prenorm", "xnnpack", ("clean", "twin0")),
+    # a changed int8 weight read by a dequantize once hid as a quantization step of noise
+    ("conv_bn", "int8_portable", ("clean", "twin1")),
+    # a changed bias inside an int8 XNNPACK delegate: 7 noise units, once within 'expected'
+    ("conv_bn", "int8_xnnpack", ("clean", "twin1")),
+    # a bad conv inside an int8 XNNPACK delegate (named by its compute ops); twin0 is invisible
+    ("depthwise_separable", "int8_xnnpack", ("clean", "twin0", "twin2")),
+    # one weight used at every unrolled step: a culprit at each
+    ("manual_rnn", "portable", ("clean", "twin1")),
+    # the graph input read by a layer_norm, a residual, a gate and a linear, around delegates
+    ("input_fanout", "xnnpack", ("clean", "twin1")),
+    # RMSNorm, RoPE, grouped-query attention on the portable kernels
+    ("llama_gqa_rope", "portable", ("clean", "twin1")),
+)
+
+
+def write_sample(root: Path, out: Path) -> None:
+    """Copy :data:`SAMPLE` from the zoo at ``root`` to ``out`` (with its own cases.json files)."""
+    import shutil
+
+    for arch, backend, variants in SAMPLE:
+        src, dst = root / arch / backend, out / arch / backend
+        if dst.exists():
+            shutil.rmtree(dst)
+        dst.mkdir(parents=True)
+        shutil.copy2(src / "etrecord.bin", dst / "etrecord.bin")
+        cases = [c for c in json.loads((src / "cases.json").read_text()) if c["variant"] in variants]
+        if sorted(c["variant"] for c in cases) != sorted(variants):
+            raise SystemExit(f"{arch}/{backend}: the zoo at {root} lacks one of {variants}")
+        (dst / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+        for v in variants:
+            shutil.copytree(src / v, dst / v)
+
+
+def generate(root: Path, only: list[str], jobs: int, twins: int) -> None:
+    oracle = subprocess.run(["bash", str(REPO.parent / "shared" / "oracle-venv.sh")], check=True,
+                            capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    cmd = [oracle, str(REPO / "scripts" / "make_zoo.py"), "--out", str(root), "--jobs", str(jobs), "--twins", str(twins)]
+    for a in only:
+        cmd += ["--only", a]
+    subprocess.run(cmd, check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--regenerate", action="store_true")
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--twins", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write every score as JSON")
+    parser.add_argument("--verbose", action="store_true", help="list dropped cases with their reasons")
+    parser.add_argument("--write-sample", type=Path, metavar="DIR",
+                        help="copy the committed sample's cases from --dir to DIR (tests/fixtures/zoo) and stop")
+    args = parser.parse_args(argv)
+    if args.write_sample:
+        write_sample(args.dir, args.write_sample)
+        return 0
+    if args.regenerate or not any(args.dir.glob("*/*/cases.json")):
+        generate(args.dir, args.only, args.jobs, args.twins)
+    scores = score_zoo(args.dir, args.only)
+    print(table(scores))
+    if args.verbose:
+        for s in scores:
+            if s.kind == "dropped":
+                print(f"  dropped {s.arch}/{s.backend}/{s.variant}: {s.outcome} {s.detail}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1))
+    wrong = sum(s.outcome in ("false-culprit", "broken", "refused", "missed") for s in scores)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
