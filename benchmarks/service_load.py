@@ -1,8 +1,10 @@
 """Load test of the numdiff service on loopback: concurrent uploads and status/result requests.
 
-    python benchmarks/service_load.py                       # 200 uploads, 1,000 requests, SQLite
+    python benchmarks/service_load.py                       # 200 uploads, 1,000 requests, SQLite, 64 threads
     python benchmarks/service_load.py --db postgresql://...  # the same against PostgreSQL
     python benchmarks/service_load.py --uploads 40 --requests 200 --workers 2
+    git worktree add --detach /tmp/numdiff-301293c 301293c   # the code before issue 22's defences
+    python benchmarks/service_load.py --baseline-tree /tmp/numdiff-301293c --rounds 3 --uploads 40 --requests 200
 
 Starts ``numdiff serve`` on a free 127.0.0.1 port with a fresh data directory, creates a token,
 then (1) measures one run end to end and the library alone (``Analysis.from_files`` +
@@ -10,20 +12,31 @@ then (1) measures one run end to end and the library alone (``Analysis.from_file
 uploads of the bundled example at once (``--concurrency`` threads) while ``--requests``
 status/result requests run alongside; (3) waits (bounded by ``--timeout``) until every run is
 analysed, and checks every stored analysis: status done, SNR rows and culprit ops equal to the
-library's. Prints p50/p99 latency per request kind, request throughput, analyses per minute.
-Stops by itself; exits 1 if any analysis is missing or wrong, or the deadline passes.
+library's. Prints p50/p99 latency per request kind and of the whole API, request throughput,
+analyses per minute. Stops by itself; exits 1 if any analysis is missing or wrong, or the deadline
+passes.
+
+``--baseline-tree DIR`` compares with another checkout of numdiff (e.g. a git worktree of the
+commit before a change): each round runs the same load (``--rounds``, overhead figure left out)
+against a server of this tree and then one started from DIR (``PYTHONPATH=DIR``: its serve, its
+workers and its ``admin create-token``), and prints the medians of analyses per minute and API
+p99 side by side. The client, the files and the checks are this tree's for both.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,8 +53,13 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+def _number(v: float | None) -> str | None:
+    """A gap value as comparable text; None where there is no number (the API's null, inf, nan)."""
+    return None if v is None or not math.isfinite(float(v)) else repr(float(v))
+
+
 def _snr_rows(rows: list[Any]) -> list[tuple[Any, ...]]:
-    return [(tuple(r["aot_ops"]), tuple(r["runtime_ops"]), tuple(repr(float(v)) for v in r["gap"])) for r in rows]
+    return [(tuple(r["aot_ops"]), tuple(r["runtime_ops"]), tuple(_number(v) for v in r["gap"])) for r in rows]
 
 
 def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int, timeout: float) -> dict[str, Any]:
@@ -55,7 +73,7 @@ def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int
     ex = example_files()
     ref = Analysis.from_files(ex.etdump, ex.etrecord, ex.debug_buffer)
     assert ref.gap is not None
-    expected_rows = [(tuple(r.aot_ops), tuple(r.runtime_ops), tuple(repr(float(v)) for v in r.snr)) for r in ref.gap.rows]
+    expected_rows = [(tuple(r.aot_ops), tuple(r.runtime_ops), tuple(_number(v) for v in r.snr)) for r in ref.gap.rows]
     expected_culprits = [tuple(r.aot_ops) for r in ref.culprits.rows]
 
     lat: dict[str, list[float]] = {"upload": [], "status": [], "result": []}
@@ -137,9 +155,11 @@ def run_load(url: str, token: str, uploads: int, requests: int, concurrency: int
         if r.status_code != 200:
             problems.append(f"/healthz answered {r.status_code} after the load")
     n_requests = sum(len(v) for v in lat.values())
+    every = [x for v in lat.values() for x in v]
     figures: dict[str, Any] = {
         "uploads": uploads, "uploads_ok": len(ids), "requests": requests,
         "latency_ms": {k: {"p50": 1000 * _pct(v, 50), "p99": 1000 * _pct(v, 99), "n": len(v)} for k, v in lat.items()},
+        "api_ms": {"p50": 1000 * _pct(every, 50), "p99": 1000 * _pct(every, 99), "n": len(every)},
         "request_throughput_per_s": n_requests / max(requests_done - started, 1e-9),
         "analyses_per_min": 60 * len(set(ids) - pending) / max(analysed - started, 1e-9),
         "wall_s": analysed - started, "problems": problems,
@@ -193,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uploads", type=int, default=200)
     parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=200, help="client threads (default 200)")
+    parser.add_argument("--concurrency", type=int, default=64, help="client threads, each with its own connection "
+                        "(default 64: the server closes connections past NUMDIFF_SERVICE_MAX_CONNECTIONS_PER_CLIENT, "
+                        "100, from one address, and this load comes from one)")
     parser.add_argument("--workers", type=int, default=2, help="analysis workers of the server (default 2)")
     parser.add_argument("--db", default=None, help="database URL (default: SQLite in a fresh data directory)")
     parser.add_argument("--postgres", action="store_true",
@@ -205,28 +227,50 @@ def main(argv: list[str] | None = None) -> int:
                         help="fixture folder(s) for the overhead figure (default: the bundled example and "
                         "tests/fixtures/realistic/real_lstm_gru)")
     parser.add_argument("--overhead-only", action="store_true", help="measure the overhead only, no load")
+    parser.add_argument("--no-overhead", action="store_true", help="the load only, no overhead figure")
+    parser.add_argument("--baseline-tree", type=Path, default=None, metavar="DIR",
+                        help="also load a server run from this checkout of numdiff, round after round, and compare")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each side with --baseline-tree (default 3)")
     args = parser.parse_args(argv)
 
-    import contextlib
-
-    from tests.service._server import postgres, running
+    from tests.service._server import postgres
 
     with contextlib.ExitStack() as stack:
         if args.postgres:
             args.db = stack.enter_context(postgres())
+        if args.baseline_tree is not None:
+            return _compare(args)
         return _run(args)
 
 
-def _run(args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def serving(args: argparse.Namespace, tree: Path | None = None) -> Iterator[tuple[str, str]]:
+    """A fresh ``numdiff serve`` on loopback and a token for it: ``(url, token)``.
+
+    ``tree``: run the server, its workers and ``admin create-token`` from that checkout (``PYTHONPATH``);
+    None for this one. The token comes from the command line either way, as the README makes one.
+    """
     from tests.service._server import running
 
+    env = {"NUMDIFF_SERVICE_MAX_UPLOAD_MB": "64"}
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree.resolve())
     with tempfile.TemporaryDirectory(prefix="numdiff-load-") as tmp, \
-            running(Path(tmp) / "data", args.db, workers=args.workers, NUMDIFF_SERVICE_MAX_UPLOAD_MB="64") as server:
-        token = server.token("load")
+            running(Path(tmp) / "data", args.db, workers=args.workers, **env) as server:
+        cmd = [sys.executable, "-m", "numdiff", "admin", "create-token", "--data", str(server.data),
+               "--project", "load"] + (["--db", args.db] if args.db else [])
+        made = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=False)
+        if made.returncode != 0:
+            raise RuntimeError(f"admin create-token failed ({made.returncode}): {made.stderr.strip()[-500:]}")
+        yield server.url, made.stdout.strip().splitlines()[-1]
+
+
+def _run(args: argparse.Namespace) -> int:
+    with serving(args) as (url, token):
         folders = args.overhead_on or [None, REPO / "tests" / "fixtures" / "realistic" / "real_lstm_gru"]
-        over = [overhead(server.url, token, folder) for folder in folders]
+        over = [] if args.no_overhead else [overhead(url, token, folder) for folder in folders]
         figures = ({"problems": [], "uploads_ok": 0} if args.overhead_only else
-                   run_load(server.url, token, args.uploads, args.requests, args.concurrency, args.timeout))
+                   run_load(url, token, args.uploads, args.requests, args.concurrency, args.timeout))
         figures["overhead"] = over
     if args.json:
         print(json.dumps(figures, indent=1))
@@ -242,12 +286,61 @@ def _run(args: argparse.Namespace) -> int:
               f"{args.requests} status/result requests, {args.concurrency} client threads")
         for kind, f in figures["latency_ms"].items():
             print(f"  {kind:7s} p50 {f['p50']:8.1f} ms   p99 {f['p99']:8.1f} ms   (n={f['n']})")
+        api = figures["api_ms"]
+        print(f"  API     p50 {api['p50']:8.1f} ms   p99 {api['p99']:8.1f} ms   (n={api['n']}, every request)")
         print(f"  request throughput {figures['request_throughput_per_s']:.1f} req/s; "
               f"analyses {figures['analyses_per_min']:.1f} per minute; all done in {figures['wall_s']:.1f} s")
         for p in figures["problems"][:20]:
             print("  PROBLEM:", p)
         print("OK: every analysis stored and correct" if not figures["problems"] else "FAILED")
     return 0 if not figures["problems"] else 1
+
+
+def _revision(tree: Path) -> str:
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=False)
+    return done.stdout.strip() or "?"
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Rounds of the same load against this tree's server and the baseline tree's, alternating; medians."""
+    sides = {"current": None, "baseline": args.baseline_tree}
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    for _ in range(args.rounds):
+        for name, tree in sides.items():
+            with serving(args, tree) as (url, token):
+                rounds[name].append(run_load(url, token, args.uploads, args.requests, args.concurrency,
+                                             args.timeout))
+    summary: dict[str, Any] = {"uploads": args.uploads, "requests": args.requests, "concurrency": args.concurrency,
+                               "workers": args.workers, "db": "PostgreSQL" if args.db else "SQLite",
+                               "rounds": args.rounds, "cpus": os.cpu_count(), "sides": {}}
+    for name, tree in sides.items():
+        runs = rounds[name]
+        summary["sides"][name] = {
+            "tree": str((tree or REPO).resolve()), "revision": _revision(tree or REPO),
+            "analyses_per_min": [r["analyses_per_min"] for r in runs],
+            "api_p99_ms": [r["api_ms"]["p99"] for r in runs], "api_p50_ms": [r["api_ms"]["p50"] for r in runs],
+            "median_analyses_per_min": statistics.median(r["analyses_per_min"] for r in runs),
+            "median_api_p99_ms": statistics.median(r["api_ms"]["p99"] for r in runs),
+            "problems": [p for r in runs for p in r["problems"]]}
+    cur, base = summary["sides"]["current"], summary["sides"]["baseline"]
+    summary["analyses_per_min_change_pct"] = 100 * (cur["median_analyses_per_min"] / base["median_analyses_per_min"] - 1)
+    summary["api_p99_change_ms"] = cur["median_api_p99_ms"] - base["median_api_p99_ms"]
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(f"service load, {summary['db']}, {args.workers} workers, {os.cpu_count()} CPUs: {args.uploads} uploads "
+              f"of the bundled example and {args.requests} status/result requests from {args.concurrency} threads, "
+              f"{args.rounds} round(s) per side, alternating")
+        for name, side in summary["sides"].items():
+            print(f"  {name:8s} {side['revision']:>9s}  analyses/min median {side['median_analyses_per_min']:7.1f} "
+                  f"({', '.join(f'{v:.1f}' for v in side['analyses_per_min'])})   API p99 median "
+                  f"{side['median_api_p99_ms']:7.1f} ms ({', '.join(f'{v:.0f}' for v in side['api_p99_ms'])})")
+        print(f"  current vs baseline: analyses/min {summary['analyses_per_min_change_pct']:+.1f}%, "
+              f"API p99 {summary['api_p99_change_ms']:+.1f} ms")
+        for p in (cur["problems"] + base["problems"])[:20]:
+            print("  PROBLEM:", p)
+    return 0 if not cur["problems"] and not base["problems"] else 1
 
 
 if __name__ == "__main__":

@@ -31,12 +31,14 @@ if TYPE_CHECKING:
 __all__ = ["assert_no_culprits", "assert_snr_at_least", "layer_snr"]
 
 
-def _gap_frame(source: Inspector | pd.DataFrame, reference_graph: str | None) -> tuple[pd.DataFrame, dict[str, str]]:
+def _gap_frame(source: Inspector | pd.DataFrame,
+               reference_graph: str | None) -> tuple[pd.DataFrame, dict[str, str] | None]:
+    """The gap rows and their module paths (None for the reference's DataFrame: it has no module column)."""
     if isinstance(source, pd.DataFrame):
         if "gap" not in source.columns or "aot_ops" not in source.columns:
             raise TypeError("expected a gap DataFrame from Inspector.calculate_numeric_gap('SNR') "
                             f"(columns aot_ops, gap, ...); got columns {list(source.columns)}")
-        return source, {}
+        return source, None
     report = source.numeric_gap_report("SNR", reference_graph=reference_graph)
     return report.to_dataframe(), report.module_paths
 
@@ -92,8 +94,11 @@ def assert_snr_at_least(
     failing = [i for i, (s, c) in enumerate(zip(snr, checked, strict=True)) if c and not s >= min_db]
     if failing:
         worst = worst_rows(df.iloc[failing], "SNRComparator", show)
-        table = render_gap_table(worst, "SNR dB, worst first", modules,
-                                 columns=("handle", "aot_ops", "module", "source", "gap", "note"))
+        shown = ("the failing layer" if len(failing) == 1 else f"the {len(failing)} failing layers"
+                 if len(worst) == len(failing) else f"the worst {len(worst)} of the {len(failing)} failing layers")
+        table = render_gap_table(worst, "SNR", module_paths=modules,
+                                 columns=("handle", "aot_ops", "module", "source", "gap", "note"),
+                                 title=f"{shown} ({len(df)} compared; SNR dB, worst first)")
         raise AssertionError(
             f"{len(failing)} of {sum(checked)} layers are below {min_db} dB SNR "
             f"(lowest: {min(snr[i] for i in failing):.4g} dB)\n{table}"

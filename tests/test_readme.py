@@ -95,3 +95,21 @@ def test_client_keywords_are_documented() -> None:
 def test_baseline_is_set_with_the_cli_not_raw_http() -> None:
     assert "numdiff runs baseline mlp 1" in TEXT
     assert "PUT /api/v1/models" not in TEXT
+
+
+def test_the_decode_example_warns_once_on_one_line_as_the_readme_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the decode fixture warns once (its runs logged different values), on one line: the README shows
+    that line. It printed a 7-line warning listing five of 139 notes that the README did not show."""
+    from numdiff import Inspector
+
+    monkeypatch.chdir(README.parent)  # the README's paths are relative to the clone
+    d = Path("tests/fixtures/deeper_decode")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inspector = Inspector(etdump_path=d / "etdump.etdp", etrecord=d / "etrecord.bin",
+                              debug_buffer_path=d / "debug_buffer.bin")
+    [w] = caught
+    message = str(w.message)
+    assert "\n" not in message and message.startswith(f"ETDump {str(d / 'etdump.etdp')!r}: {len(inspector.notes)} notes")
+    assert f"the first: {inspector.notes[0]}" in message
+    assert f"\n{type(w.message).__name__}: {message}\n" in TEXT

@@ -38,6 +38,26 @@ def test_failure_lists_the_worst_layers_with_source_lines(quantized: Inspector) 
     assert message.count("\n") < 40
 
 
+def test_failure_title_counts_shown_failing_and_compared_layers(quantized: Inspector) -> None:
+    """It said "3 layers compared" when 10 were compared, 7 failed and 3 were shown."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = quantized.calculate_numeric_gap("SNR").copy()
+    df["gap"] = [[float(10 * (i + 1))] for i in range(len(df))]  # 10, 20, ... dB
+    with pytest.raises(AssertionError) as e:
+        assert_snr_at_least(df, min_db=75, show=3)
+    lines = str(e.value).splitlines()
+    assert lines[0] == f"7 of {len(df)} layers are below 75 dB SNR (lowest: 10 dB)"
+    assert lines[1] == f"the worst 3 of the 7 failing layers ({len(df)} compared; SNR dB, worst first)"
+    assert lines[2].split() == ["handle", "aot_ops", "source", "gap"]  # the reference's frame has no module paths
+    with pytest.raises(AssertionError) as e:
+        assert_snr_at_least(df, min_db=35, show=3)
+    assert str(e.value).splitlines()[1] == f"the 3 failing layers ({len(df)} compared; SNR dB, worst first)"
+    with pytest.raises(AssertionError) as e:
+        assert_snr_at_least(df, min_db=15, show=3)
+    assert str(e.value).splitlines()[1] == f"the failing layer ({len(df)} compared; SNR dB, worst first)"
+
+
 def test_works_on_a_gap_dataframe_and_ignores_ops(quantized: Inspector) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -38,12 +38,18 @@ _HOW_TO_ETRECORD = ("write an ETRecord at export: to_edge_transform_and_lower(..
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One check's result: level, what was checked, what was seen, and what to change."""
+    """One check's result: level, what was checked, what was seen, and what to change.
+
+    ``bad_input`` marks a ``fail`` that is the files' fault, as every command sees it: a file numdiff
+    refuses to read, or files that do not belong together (``MismatchedArtifactsError``).
+    ``numdiff doctor`` then exits 3 (bad input), as the other commands do, instead of 1.
+    """
 
     level: Level
     check: str
     detail: str
     fix: str = ""
+    bad_input: bool = False
 
 
 def _op_events(blocks: Sequence[EventBlock]) -> list[Event]:
@@ -136,7 +142,7 @@ def _belong_together(inspector: Inspector) -> Finding:
             report = inspector.find_culprits("SNR")
     except MismatchedArtifactsError as e:
         lines = str(e).splitlines()
-        return Finding("fail", _BELONG, lines[0], " ".join(lines[1:]))
+        return Finding("fail", _BELONG, lines[0], " ".join(lines[1:]), bad_input=True)
     except NumdiffError as e:
         return Finding("warn", _BELONG, "not checked: the ops could not be replayed on the logged values: "
                        + " — ".join(str(e).splitlines()), "")
@@ -155,5 +161,5 @@ def diagnose_files(etdump: str | os.PathLike[str], etrecord: str | os.PathLike[s
             inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)
     except InputError as e:
         lines = str(e).splitlines()
-        return [Finding("fail", type(e).__name__, lines[0], " ".join(lines[1:]))]
+        return [Finding("fail", type(e).__name__, lines[0], " ".join(lines[1:]), bad_input=True)]
     return diagnose(inspector, has_debug_buffer=debug_buffer is not None, has_etrecord=etrecord is not None)

@@ -46,8 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--reference-graph", default=None, metavar="NAME",
                    help="exported_program, edge_dialect_exported_program or a graph_map name (default: auto)")
     g.add_argument("--threshold", action="append", default=[], metavar="OP:FIELD=VALUE",
-                   help="override a verdict limit in noise units for an op type ('default', 'quantized' or an "
-                   "op such as softmax); FIELD is ok, expected or broken. Repeatable.")
+                   help="override a verdict limit, in noise units. OP is an op type: the reference graph's op "
+                   "without namespace and overload (aten.linear.default -> linear, aten._softmax.default -> "
+                   "_softmax; the node linear_1 is a linear), or 'default' (every floating-point row without its "
+                   "own) or 'quantized' (every quantized row without its own). FIELD is ok, expected or broken "
+                   "(the README's Verdicts give the defaults). An OP no compared op has is warned about. "
+                   "Repeatable.")
     add_deeper_arguments(parser)
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
@@ -105,6 +109,16 @@ def parse_thresholds(items: list[str]) -> dict[str, dict[str, float]] | None:
     return out or None
 
 
+def _warn_unmatched_thresholds(thresholds: dict[str, dict[str, float]] | None, report: CulpritReport) -> None:
+    """A warning for each ``--threshold OP`` that no compared op has as its op type (it changed nothing)."""
+    import warnings
+
+    present = sorted({r.op_type for r in report.rows})
+    for op in sorted(set(thresholds or {}) - {"default", "quantized"} - set(present)):
+        warnings.warn(f"--threshold {op}: no compared op is of op type {op!r}, so it changed nothing; "
+                      f"the op types here: {', '.join(present) or 'none'}", stacklevel=2)
+
+
 def _cell(value: object) -> str:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return "CULPRIT" if value else ""
@@ -159,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
     options = deeper_options(args)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
                                      **options)
+    _warn_unmatched_thresholds(thresholds, report)
     quant = None if report.quantization is None else _ranked_from_1(report.quantization.to_dataframe())
     df = report.to_dataframe()
     if args.format == "table":

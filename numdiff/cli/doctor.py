@@ -6,7 +6,10 @@ runtime ops that logged intermediate outputs; with an ETRecord and a debug buffe
 logged values come from the program the ETRecord describes (each op replayed on its logged
 inputs, as numdiff culprits does: another model's debug buffer fails); timing sanity
 (zero durations, plausible time scale). Each line is ok, warn or fail, with the fix for the
-export or runtime settings. Exit status 1 when a check fails, 0 otherwise (warnings included).
+export or runtime settings.
+
+exit status: 3 when a file is refused or the files do not belong together (bad input, as for every
+command), 1 when another check fails, 0 otherwise (warnings included).
 
 example:
   numdiff doctor --etdump model.etdp --etrecord model.etrecord --debug-buffer debug.bin
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 
+from numdiff.cli._exit import BAD_INPUT, CHECK_FAILED, OK
 from numdiff.cli._options import add_artifacts
 
 
@@ -31,4 +35,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{f.level.upper():4}  {f.check}: {f.detail}")
         if f.fix:
             print(f"      {'note' if f.level == 'ok' else 'fix'}: {f.fix}")
-    return 1 if any(f.level == "fail" for f in findings) else 0
+    if any(f.bad_input for f in findings):
+        return BAD_INPUT
+    return CHECK_FAILED if any(f.level == "fail" for f in findings) else OK

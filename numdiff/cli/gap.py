@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--disable-debug-handle-validation", action="store_true",
                    help="use the ATen graph even when some Edge ops have no ATen counterpart")
     g.add_argument("--drop-in", action="store_true",
-                   help="the reference's rows only (leave out multi-output ops and unmatched rows)")
+                   help="the reference's rows and columns only: multi-output ops and unmatched rows are left "
+                   "out, and there is no module column (calculate_numeric_gap has none)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
-    modules: dict[str, str] = {}
+    modules: dict[str, str] | None = None  # the drop-in's rows have no module column, as the reference's
     if args.drop_in:
         df = inspector.calculate_numeric_gap(args.metric, reference_graph=args.reference_graph,
                                              disable_debug_handle_validation=args.disable_debug_handle_validation)

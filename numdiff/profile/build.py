@@ -345,9 +345,13 @@ def _program_outputs(dump: ETDump, group: _Group, opts: _Options) -> ProgramOutp
 
 
 def warn_notes(notes: list[str], etdump_path: str | None) -> None:
-    """One warning summarising every note, so a large dump does not flood the console."""
-    if notes:
-        head = "\n  ".join(notes[:5])
-        more = f"\n  ... and {len(notes) - 5} more" if len(notes) > 5 else ""
-        warnings.warn(f"ETDump {etdump_path!r}: {len(notes)} notes:\n  {head}{more}", stacklevel=3)
+    """One warning of one line summarising every note, so a large dump does not flood the console.
+
+    The notes themselves are the Inspector's ``notes``; the warning gives their count and the first.
+    """
+    if len(notes) == 1:
+        warnings.warn(f"ETDump {etdump_path!r}: {notes[0]}", stacklevel=3)
+    elif notes:
+        warnings.warn(f"ETDump {etdump_path!r}: {len(notes)} notes (inspector.notes lists them), the first: "
+                      f"{notes[0]}", stacklevel=3)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "plain_text", "pyplot", "shorten"]
+__all__ = ["Chart", "error_chart", "figure_svg", "latency_chart", "module_chart", "plain_text", "presentation_attributes",
+           "pyplot", "shorten"]
 
 BLUE, RED, ORANGE, GREY, PURPLE, TEAL = "#1976d2", "#c62828", "#ef6c00", "#888888", "#8e24aa", "#00897b"
 
@@ -80,8 +82,56 @@ def figure_svg(fig: Figure, salt: str) -> Chart:
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     pyplot().close(fig)
     text = buf.getvalue()
-    text = text[text.index("<svg"):]
+    text = presentation_attributes(text[text.index("<svg"):])
     return Chart(svg=text, x0=float(box.x0), x1=float(box.x1), xmin=float(lo), xmax=float(hi))
+
+
+#: matplotlib's SVG sets these defaults for every element in a ``<style>`` element of its own.
+_SVG_DEFAULTS = re.compile(r"\s*<defs>\s*<style type=\"text/css\">\*\{stroke-linejoin: round; stroke-linecap: butt\}</style>\s*</defs>")
+_START_TAG = re.compile(r"<[A-Za-z][^<>]*>")
+_STYLE = re.compile(r'\sstyle="([^"]*)"')
+
+
+def _attribute_name(name: str) -> str:
+    return name if re.fullmatch(r"[a-z][a-z-]*", name) else ""
+
+
+def presentation_attributes(svg: str) -> str:
+    """matplotlib's SVG without inline CSS, so a page's Content-Security-Policy needs no ``'unsafe-inline'``.
+
+    Every ``style="fill: #fff; stroke-width: 0.8"`` becomes SVG presentation attributes
+    (``fill="#fff" stroke-width="0.8"``; they are attributes, not styles, for the CSP), and the
+    ``<style>*{stroke-linejoin: round; stroke-linecap: butt}</style>`` matplotlib adds becomes those
+    two attributes on the root ``<svg>``, inherited by every element that does not set its own (an
+    element's own attribute then wins, as its inline style won over the ``*`` rule).
+
+    Example:
+        >>> presentation_attributes('<svg><path d="M 0 0" style="fill: #ffffff; stroke-width: 0.8"/></svg>')
+        '<svg><path d="M 0 0" fill="#ffffff" stroke-width="0.8"/></svg>'
+    """
+    svg, defaults = _SVG_DEFAULTS.subn("", svg, count=1)
+
+    def tag(match: re.Match[str]) -> str:
+        text = match.group(0)
+        style = _STYLE.search(text)
+        if style is None:
+            return text
+        attrs: dict[str, str] = {}
+        for declaration in style.group(1).split(";"):
+            name, _, value = declaration.partition(":")
+            name = _attribute_name(name.strip())
+            if name and value.strip():
+                attrs[name] = value.strip()
+        text = text[:style.start()] + text[style.end():]
+        for name in attrs:  # the style won over an attribute of the same name: it replaces it
+            text = re.sub(rf'\s{name}="[^"]*"', "", text)
+        end = len(text) - (2 if text.endswith("/>") else 1)
+        return text[:end] + "".join(f' {k}="{v}"' for k, v in attrs.items()) + text[end:]
+
+    svg = _START_TAG.sub(tag, svg)
+    if defaults:
+        svg = svg.replace("<svg ", '<svg stroke-linejoin="round" stroke-linecap="butt" ', 1)
+    return svg
 
 
 #: Every position gets its name on the axis up to this many; beyond, matplotlib picks integer positions.

@@ -44,7 +44,12 @@ def _score(gap: float | Sequence[float], higher_is_better: bool) -> float:
 
 
 def gap_summary(df: pd.DataFrame, module_paths: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """A compact view of a gap DataFrame: handle, ops, shapes, gap, module, source line."""
+    """A compact view of a gap DataFrame: handle, ops, shapes, gap, module, source line.
+
+    The ``module`` column is there only with ``module_paths`` (numdiff's own analysis knows them): the
+    reference's ``calculate_numeric_gap`` has no such column, so its rows are shown without one rather
+    than with an empty one.
+    """
     rows = []
     for _, r in df.iterrows():
         traces: Mapping[str, str | None] = r.get("stacktraces") or {}
@@ -56,7 +61,7 @@ def gap_summary(df: pd.DataFrame, module_paths: Mapping[str, str] | None = None)
             "runtime_ops": ", ".join(r["runtime_ops"]),
             "shape": _shape(r["aot_intermediate_output"]),
             "gap": format_gap(r["gap"]),
-            "module": module or "",
+            **({"module": module or ""} if module_paths is not None else {}),
             "source": source or "",
         }
         if "note" in r and isinstance(r["note"], str):
@@ -87,18 +92,22 @@ def worst_rows(df: pd.DataFrame, metric: str | NumericalComparatorBase | type[Nu
 
 
 def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[str, str] | None = None,
-                     columns: Sequence[str] | None = None) -> str:
+                     columns: Sequence[str] | None = None, title: str | None = None) -> str:
     """The gap as a text table (runtime order), for terminals and test failures.
 
-    Op names, module paths and source lines come from the ETRecord and the ETDump: their control
-    characters are shown as escapes.
+    ``title`` replaces the first line (``"<n> layers compared (<metric>)"``), e.g. when ``df`` holds only
+    some of the compared layers. Op names, module paths and source lines come from the ETRecord and the
+    ETDump: their control characters are shown as escapes.
     """
     from tabulate import tabulate
 
     summary = gap_summary(df, module_paths)
     if columns is not None and len(summary):
         summary = summary[[c for c in columns if c in summary.columns]]
-    title = f"{len(df)} layers compared" + (f" ({printable(metric, newlines=False)})" if metric else "")
+    if title is None:
+        title = f"{len(df)} layers compared" + (f" ({printable(metric, newlines=False)})" if metric else "")
+    else:
+        title = printable(title, newlines=False)
     if not len(summary):
         return title
     summary = summary.map(lambda v: printable(v, newlines=False) if isinstance(v, str) else v)

@@ -3,10 +3,18 @@
 The page needs no network: the charts are SVG drawn by matplotlib when the report is written,
 and the page's own small script (sorting, filtering, tooltips, per-op details) is inlined with
 its styles and the analysis data.
+
+Its Content-Security-Policy allows exactly that script and that style sheet, by their SHA-256
+(:func:`content_security_policy`), never ``'unsafe-inline'``: a script or style that anything
+else put in the page (a crafted label that escaped its cell) would not run. The charts carry no
+inline CSS (:func:`numdiff.report.charts.presentation_attributes`), and the script styles
+elements through the CSSOM only, which the policy allows.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import os
@@ -19,7 +27,7 @@ from numdiff.report._view import report_data
 if TYPE_CHECKING:
     from numdiff.analysis.models import Analysis
 
-__all__ = ["notebook_html", "render_html", "template_text", "write_html"]
+__all__ = ["content_security_policy", "notebook_html", "render_html", "template_text", "write_html"]
 
 
 def template_text(name: str) -> str:
@@ -31,6 +39,25 @@ def _script_json(data: object) -> str:
     """JSON safe inside a <script> element (no "</", "<!--" or U+2028/9 can end or confuse it)."""
     text = json.dumps(data, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _sha256(text: str) -> str:
+    """A CSP hash source for the text of an inline ``<script>`` or ``<style>`` element."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def content_security_policy(scripts: list[str], styles: list[str]) -> str:
+    """The report's policy: nothing from the network, and only these inline scripts and styles (by hash).
+
+    Example:
+        >>> content_security_policy(["run()"], [])
+        "default-src 'none'; script-src 'sha256-...'; style-src 'none'; img-src data:; base-uri 'none'; form-action 'none'"
+    """
+    def sources(texts: list[str]) -> str:
+        return " ".join(_sha256(t) for t in texts) or "'none'"
+
+    return (f"default-src 'none'; script-src {sources(scripts)}; style-src {sources(styles)}; img-src data:; "
+            "base-uri 'none'; form-action 'none'")
 
 
 def _number(value: float | None) -> str:
@@ -55,6 +82,9 @@ def render_html(analysis: Analysis) -> str:
     data = report_data(analysis)
     unit = analysis.profile.time_unit
     timed = [data["events"][k] for k in data["timed"]]
+    # the HTML parser turns CR LF into LF before the browser hashes an element's text: hash what it will see
+    app_js = template_text("report.js").replace("\r\n", "\n").replace("</script", "<\\/script")
+    css = template_text("report.css").replace("\r\n", "\n").replace("</style", "<\\/style")
     return env.get_template("report.html.j2").render(
         title=title,
         analysis=analysis,
@@ -62,8 +92,9 @@ def render_html(analysis: Analysis) -> str:
         error_chart=error_chart(data["rows"]) if data["rows"] else None,
         latency_chart=latency_chart(timed, unit),
         module_chart=module_chart(data["modules"], unit),
-        app_js=template_text("report.js").replace("</script", "<\\/script"),
-        css=template_text("report.css"),
+        app_js=app_js,
+        css=css,
+        csp=content_security_policy([app_js], [css]),
     )
 
 

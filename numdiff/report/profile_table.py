@@ -36,7 +36,7 @@ MIN_OP_WIDTH = 14
 MIN_DELEGATE_WIDTH = 8
 _EXECUTE = "Method::execute"
 _GAP = "  "
-_FOOTER = "share: of the block's Method::execute. --full shows every column (the drop-in's grid)."
+_FOOTER = "share: of the block's Method::execute. {full} shows every column (the drop-in's grid)."
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -112,7 +112,7 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     return _GAP.join(out).rstrip()
 
 
-def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100) -> str:
+def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100, full: str = "--full") -> str:
     """The events of ``df`` (``Inspector.to_dataframe()`` with units) as a table ``width`` characters wide.
 
     Args:
@@ -121,6 +121,7 @@ def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100) -> str:
         unit: The time unit of the perf columns (the Inspector's target time scale).
         width: The terminal's width. Only the op column shrinks; it never goes below
             :data:`MIN_OP_WIDTH`. Defaults to 100.
+        full: How the footer names the way to the drop-in's grid. Defaults to "--full".
 
     Returns:
         The table, without a trailing newline; a sentence when there are no events.
@@ -144,5 +145,5 @@ def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100) -> str:
         out.append(_GAP.join("─" * w for w in widths))
         out.extend(_line(row, widths) for row in rows)
     out.append("")
-    out.extend(textwrap.wrap(_FOOTER, max(width, 20)))
+    out.extend(textwrap.wrap(_FOOTER.format(full=full), max(width, 20), break_on_hyphens=False, break_long_words=False))
     return "\n".join(out)

@@ -1,4 +1,10 @@
-"""Pydantic models of every request and response of the REST API (``/docs`` shows them)."""
+"""Pydantic models of every request and response of the REST API (``/docs`` shows them).
+
+Answers write numbers as numbers and ``null`` where there is none (an identical layer's infinite
+SNR, a NaN), as the command line's ``--format json`` does. The saved analysis
+(``analysis.json``, the stage results) is a file in the analysis format instead, which keeps
+``"Infinity"``/``"NaN"`` so that it loads back exactly.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ __all__ = ["CompareRequest", "CompareResult", "GapRecord", "JobOut", "ModelOut",
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
 
 
 class ProjectOut(_Out):
@@ -72,7 +78,8 @@ class GapRecord(_Out):
     aot_intermediate_output: dict[str, Any] | None = None
     runtime_ops: list[str]
     runtime_intermediate_output: dict[str, Any] | None = None
-    gap: list[float]
+    gap: list[float | None] = Field(description="the SNR per output element in dB; null where there is no "
+                                    "number (an identical layer's infinite SNR, a NaN)")
     aot_debug_handle: list[int] = Field(default_factory=list)
     matched: bool = True
     match: str | None = None

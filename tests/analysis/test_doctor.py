@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from numdiff.cli import main
+from numdiff.cli._exit import BAD_INPUT
 from numdiff.examples import example_files
 from numdiff.analysis.doctor import diagnose_files
 from tests.conftest import FIXTURES
@@ -44,15 +45,19 @@ def test_unreadable_etdump_is_a_finding(tmp_path: Path) -> None:
     assert finding.level == "fail" and finding.check == "ETDumpError" and "bad.etdp" in finding.detail
 
 
-def test_cli_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_status(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     f = example_files()
     assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer", str(f.debug_buffer)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("OK    runs:") and "note: to compare ops inside a delegate" in out
-    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == 1
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == BAD_INPUT
     out = capsys.readouterr().out  # another program's ETRecord: refused when the files are opened
     assert out.startswith("FAIL  MismatchedArtifactsError: ETRecord and ETDump") and "do not describe the same model" in out
     assert "kernel and delegate calls the runtime ran are instructions the ETRecord's debug_handle_map does not have" in out
+    bad = tmp_path / "bad.etdp"
+    bad.write_bytes(b"\x00" * 7)
+    assert main(["doctor", "--etdump", str(bad)]) == BAD_INPUT
+    assert "FAIL  ETDumpError: " in capsys.readouterr().out
 
 
 # Issue 20, item 3: files that do not belong are a failure, with the file to check (real fixtures).
@@ -72,8 +77,10 @@ def test_a_debug_buffer_that_does_not_belong_fails(buffer: Path, check: str, say
     failed = [f for f in found if f.level == "fail"]
     assert [f.check for f in failed] == [check] and says in failed[0].detail
     assert "debug buffer" in failed[0].fix
+    # a refused file or files that do not belong together are bad input: 3, as every command exits on them
     assert main(["doctor", "--etdump", str(_MLP / "etdump.etdp"), "--etrecord", str(_MLP / "etrecord.bin"),
-                 "--debug-buffer", str(buffer)]) == 1
+                 "--debug-buffer", str(buffer)]) == BAD_INPUT
+    assert failed[0].bad_input
     assert f"FAIL  {check}: " in capsys.readouterr().out
 
 

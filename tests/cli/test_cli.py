@@ -53,10 +53,31 @@ def test_gap_drop_in_rows_match_the_reference(capsys: pytest.CaptureFixture[str]
 
 
 def test_example_shows_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["example"]) == 0
+    assert main(["example", "--width", "80"]) == 0
     out = capsys.readouterr().out
     assert "Method::execute" in out and "DELEGATE_CALL" in out
     assert "layers compared" in out and "cumsum" in out
+    # the profiling part is numdiff profile's readable table at the width asked for, not the drop-in's grid
+    profiling = out[:out.index("Numerical gap")]
+    assert "op                             calls  p50 (ms)  avg (ms)   share  delegate" in profiling
+    assert "event_name" not in profiling and "start_time" not in profiling
+    assert max(len(line) for line in profiling.splitlines()) <= 80
+    assert "numdiff profile --etdump " in " ".join(profiling.split()) and " --full shows every column" in " ".join(profiling.split())
+
+
+def test_gap_drop_in_has_the_reference_columns_only(capsys: pytest.CaptureFixture[str]) -> None:
+    """The reference's calculate_numeric_gap has no module column: --drop-in shows none (it showed an empty one);
+    numdiff's own table fills it from the ETRecord."""
+    assert main(["gap", *_artifacts("mlp_fp32"), "--drop-in"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[1].split() == ["handle", "aot_ops", "runtime_ops", "shape", "gap", "source"], table[1]
+    assert "module" not in load_expected("mlp_fp32")["gap"]["default/SNR"]["columns"]
+    assert main(["gap", *_artifacts("mlp_fp32"), "--drop-in", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "handle,aot_ops,runtime_ops,shape,gap,source"
+    assert main(["gap", *_artifacts("mlp_fp32")]) == 0
+    own = capsys.readouterr().out.splitlines()
+    assert own[1].split() == ["handle", "aot_ops", "runtime_ops", "shape", "gap", "module", "source"], own[1]
+    assert [line.split()[6] for line in own[3::2]] == ["fc1", "act", "fc2"], own
 
 
 @pytest.mark.parametrize(
@@ -95,3 +116,30 @@ def test_missing_required_option_is_a_usage_error(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as e:
         main(["gap", "--etdump", str(MLP / "etdump.etdp")])
     assert e.value.code == 2
+
+
+def test_threshold_op_names_are_documented_and_an_unknown_op_is_warned_about(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--threshold OP``: --help and the README say what OP is; an OP no compared op has changed nothing
+    silently before, now it is one warning line listing the run's op types."""
+    import re
+
+    from numdiff.examples import example_files
+
+    with pytest.raises(SystemExit):
+        main(["culprits", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for said in ("OP is an op type", "aten.linear.default -> linear", "'default' (every floating-point row",
+                 "'quantized' (every quantized row", "FIELD is ok, expected or broken"):
+        assert said in help_text, said
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "`--threshold OP:FIELD=VALUE` is the command line's `thresholds=`: **OP** is an op type" in readme
+    ex = example_files()
+    argv = ["culprits", "--etdump", str(ex.etdump), "--etrecord", str(ex.etrecord), "--debug-buffer",
+            str(ex.debug_buffer), "--threshold", "softmx:expected=3", "--threshold", "cumsum:ok=0.5"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.strip() == ("numdiff culprits: warning: --threshold softmx: no compared op is of op type 'softmx', "
+                           "so it changed nothing; the op types here: cumsum, dequantize_per_tensor"), err
+    assert not re.search("cumsum:", err)
+    assert main([*argv, "--quiet"]) == 0 and capsys.readouterr().err == ""

@@ -19,11 +19,14 @@ FOLDER = FIXTURES / "deeper_decode"
 
 
 def _open() -> tuple[Inspector, list[str]]:
+    """The Inspector and its load notes (every one: the single warning gives their count and the first)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         inspector = Inspector(etdump_path=FOLDER / "etdump.etdp", etrecord=FOLDER / "etrecord.bin",
                               debug_buffer_path=FOLDER / "debug_buffer.bin")
-    return inspector, [str(w.message) for w in caught]
+    [warning] = caught
+    assert f"{len(inspector.notes)} notes" in str(warning.message) and "\n" not in str(warning.message)
+    return inspector, list(inspector.notes)
 
 
 def _logged(inspector: Inspector) -> list[tuple[str, int, list[object]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,9 @@ def reference() -> Analysis:
     return Analysis.from_files(EXAMPLE.etdump, EXAMPLE.etrecord, EXAMPLE.debug_buffer)
 
 
-def floats(values: list[Any]) -> list[str]:
-    """Floats as comparable text (JSON's "Infinity"/"NaN" strings and Python's inf/nan alike)."""
-    return [repr(float(v)) for v in values]
+def floats(values: list[Any]) -> list[str | None]:
+    """Floats as comparable text; None where there is no number (the API's null, Python's inf and nan)."""
+    return [None if v is None or not math.isfinite(float(v)) else repr(float(v)) for v in values]
 
 
 def snr_rows(analysis: Analysis) -> list[tuple[list[str], list[str], list[str]]]:

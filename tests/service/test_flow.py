@@ -149,3 +149,35 @@ def test_stages_wait_their_turn_and_a_failed_stage_stops_the_rest(tmp_path: Path
     assert jobs["profile"]["status"] == "failed" and jobs["profile"]["reason"] == run["reason"]
     assert all(jobs[k]["status"] == "failed" and jobs[k]["reason"] == "not run: the profile stage failed"
                for k in ("gap", "culprits", "report"))
+
+
+def test_api_json_writes_null_where_the_cli_json_does(sqlite_server: Server, reference: Analysis,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """No "Infinity"/"NaN" strings in the API's answers: numbers as numbers and null where there is none, as
+    ``numdiff gap --format json`` writes them (the bundled example has layers at an infinite SNR)."""
+    import math
+
+    assert reference.gap is not None and any(math.isinf(v) for r in reference.gap.rows for v in r.snr)
+    token = sqlite_server.token("nulls")
+    with Client(sqlite_server.url, token) as client:
+        run_id = submit_files(client, model="nulls", device="pixel8")["id"]
+        assert client.wait(run_id)["status"] == "done"
+    body = httpx.get(f"{sqlite_server.url}/api/v1/runs/{run_id}/result",
+                     headers={"Authorization": f"Bearer {token}"}, timeout=30).text
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"the API wrote the non-JSON constant {constant}")
+
+    result = json.loads(body, parse_constant=refuse)
+    assert "Infinity" not in body and "NaN" not in body
+    api_gaps = [r["gap"] for r in result["gap"]]
+    assert [[None if not math.isfinite(v) else v for v in r.snr] for r in reference.gap.rows] == api_gaps
+    assert None in [v for gap in api_gaps for v in gap]
+    assert all(isinstance(v, float) or v is None for c in result["culprits"] for v in c.values()
+               if isinstance(v, float) or v is None)
+
+    code, out, _ = _cli(capsys, "gap", "--etdump", str(EXAMPLE.etdump), "--etrecord", str(EXAMPLE.etrecord),
+                        "--debug-buffer", str(EXAMPLE.debug_buffer), "--format", "json")
+    assert code == 0
+    cli_gaps = [r["gap"] for r in json.loads(out, parse_constant=refuse)["rows"]]
+    assert cli_gaps == api_gaps  # the same rows, and null in the same places

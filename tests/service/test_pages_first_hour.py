@@ -127,3 +127,19 @@ def test_compare_marks_culprit_and_inherited(tmp_path: Path) -> None:
         assert rows[0].find_elements(By.CSS_SELECTOR, "td.num")[0].get_attribute("title") == "culprit on pixel8"
         OUTPUT.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(OUTPUT / "compare-marks.png"))
+
+
+def test_a_run_id_that_is_not_a_number_is_the_missing_run_page_not_json(sqlite_server: Server) -> None:
+    """``/ui/runs/abc`` (and 0, a 20-digit id, or the report of one) answers the HTML error page with a way
+    back, as a missing run does; FastAPI's JSON 422 was shown before. The id never reaches the database."""
+    cookies = sign_in(sqlite_server.url, sqlite_server.token("pages-ids"))
+    for path in ("/ui/runs/abc", "/ui/runs/0", "/ui/runs/-3", "/ui/runs/99999999999999999999",
+                 "/ui/runs/1e3", "/ui/runs/abc/report", "/ui/runs/%EF%BC%91"):
+        r = httpx.get(sqlite_server.url + path, cookies=cookies, timeout=30)
+        assert r.status_code == 404, (path, r.status_code, r.text[:200])
+        assert r.headers["content-type"].startswith("text/html"), path
+        assert "<h1>Not found</h1>" in r.text and 'id="back" href="/ui"' in r.text, path
+        assert "a run&#39;s id is a whole number from 1 to 2147483647" in r.text, path
+    # not signed in: the sign-in form, as for any page
+    r = httpx.get(sqlite_server.url + "/ui/runs/abc", timeout=30)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/login"

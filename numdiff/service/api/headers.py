@@ -1,9 +1,15 @@
-"""Security headers on every answer: no MIME sniffing, no framing by other sites, reports sandboxed.
+"""Security headers on every answer: no MIME sniffing, no framing by other sites, a strict CSP, reports sandboxed.
+
+Every answer but a report carries :data:`PAGE_CSP`: nothing loads from another origin, no script
+runs (the pages have none), styles come from the server's own style sheet only (never
+``'unsafe-inline'``: a page holds no inline style), forms post to the server only, and only the
+server's own reports may be framed.
 
 Reports are HTML built from uploaded files; the ones served by the API and the pages carry
-``Content-Security-Policy: sandbox allow-scripts``, so even opened directly (the run page's
-"Open the report" link, not only its sandboxed iframe) a report runs in an opaque origin: its
-scripts cannot read the session cookie or call the API as the visitor.
+:data:`REPORT_CSP` (``sandbox allow-scripts``), so even opened directly (the run page's "Open the
+report" link, not only its sandboxed iframe) a report runs in an opaque origin: its scripts cannot
+read the session cookie or call the API as the visitor. Inside, the report's own policy allows its
+one script and one style sheet by their SHA-256 (:mod:`numdiff.report.html`); both apply.
 """
 
 from __future__ import annotations
@@ -12,10 +18,13 @@ import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["REPORT_CSP", "SecurityHeaders"]
+__all__ = ["PAGE_CSP", "REPORT_CSP", "SecurityHeaders"]
 
 #: The policy a report is served with (the run page frames it from the same origin).
-REPORT_CSP = "sandbox allow-scripts; frame-ancestors 'self'"
+REPORT_CSP = "sandbox allow-scripts; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
+#: The policy of every other answer: the pages, /docs, the API.
+PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; form-action 'self'; "
+            "base-uri 'none'; frame-ancestors 'none'")
 _REPORT = re.compile(r"^/(?:ui/runs/[0-9]+/report|api/v1/runs/[0-9]+/report\.html)$")
 
 
@@ -38,8 +47,8 @@ class SecurityHeaders:
                 headers += [(b"x-content-type-options", b"nosniff"),
                             (b"x-frame-options", b"SAMEORIGIN" if report else b"DENY"),
                             (b"referrer-policy", b"same-origin")]
-                if report:
-                    headers.append((b"content-security-policy", REPORT_CSP.encode()))
+                headers = [(k, v) for k, v in headers if k.lower() != b"content-security-policy"]
+                headers.append((b"content-security-policy", (REPORT_CSP if report else PAGE_CSP).encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -15,7 +15,7 @@ __all__ = ["json_response", "run_out", "run_result"]
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
-    """Strict JSON with non-finite floats as "Infinity"/"NaN" strings (as the saved analysis writes them)."""
+    """Strict JSON with non-finite floats as ``null`` (as the command line's JSON writes them)."""
     return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
 
 
@@ -39,7 +39,8 @@ def run_result(store: Store, session: Session, run: db.Run) -> schemas.RunResult
     a = load_analysis(store, run)
     if a.gap is not None:
         out.gap = [schemas.GapRecord(
-            aot_ops=r.aot_ops, runtime_ops=r.runtime_ops, gap=r.snr, aot_debug_handle=r.aot_debug_handle,
+            aot_ops=r.aot_ops, runtime_ops=r.runtime_ops, gap=list[float | None](r.snr),
+            aot_debug_handle=r.aot_debug_handle,
             aot_intermediate_output=None if r.aot_stats is None else r.aot_stats.model_dump(),
             runtime_intermediate_output=None if r.runtime_stats is None else r.runtime_stats.model_dump(),
             matched=r.matched, match=r.match) for r in a.gap.rows]

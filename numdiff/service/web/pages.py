@@ -17,11 +17,11 @@ from fastapi import APIRouter, Cookie, Depends, FastAPI, Form, HTTPException, Re
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from urllib.parse import quote, urlsplit
 
+from numdiff._core.terminal import printable
 from numdiff.errors import NumdiffError
 from numdiff.service import crud, db
 from numdiff.service.api.deps import (
     COOKIE,
-    RunId,
     ServiceDep,
     SessionDep,
     StoreDep,
@@ -32,9 +32,10 @@ from numdiff.service.api.deps import (
 )
 from numdiff.service.api.out import program_check
 from numdiff.service.auth import SESSION_MAX_AGE_S, end_session, start_session
+from numdiff.service.schemas import MAX_ID
 from numdiff.service.status import Status
 from numdiff.report.verdicts import CULPRIT, INHERITED, cause, lowest_snr, total_p50
-from numdiff.service.web.render import page
+from numdiff.service.web.render import STYLESHEET, page
 from numdiff.service.web.summary import run_rows
 
 __all__ = ["PageAnswer", "add_page_answers", "router"]
@@ -86,10 +87,19 @@ def page_model(name: str, project: SignedIn, session: SessionDep) -> db.ModelRow
         raise _not_found(e, session, project) from e
 
 
-def page_run(run_id: RunId, project: SignedIn, session: SessionDep) -> db.Run:
-    """The project's run ``run_id``, or an error page with a way back."""
+def page_run(run_id: str, project: SignedIn, session: SessionDep) -> db.Run:
+    """The project's run ``run_id``, or an error page with a way back.
+
+    The id is read here, not by FastAPI's validation: ``/ui/runs/abc`` (or 0, or a 20-digit id) is the
+    same page as a missing run, never a JSON 422; it is checked before the database sees it.
+    """
+    number = int(run_id) if run_id.isascii() and run_id.isdigit() and len(run_id) <= 10 else 0
+    if not 1 <= number <= MAX_ID:
+        shown = printable(run_id, newlines=False)[:40]
+        raise _not_found(HTTPException(404, f"no run {shown!r}: a run's id is a whole number from 1 to {MAX_ID}"),
+                         session, project)
     try:
-        return owned_run(session, project, run_id)
+        return owned_run(session, project, number)
     except HTTPException as e:
         raise _not_found(e, session, project) from e
 
@@ -127,6 +137,12 @@ def root() -> RedirectResponse:
 @router.get("/favicon.ico")
 def favicon() -> Response:
     return Response(status_code=204)
+
+
+@router.get("/static/pages.css")
+def stylesheet() -> Response:
+    """The pages' style sheet (no page holds inline styles: their CSP allows this file, not ``'unsafe-inline'``)."""
+    return Response(STYLESHEET, media_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
 
 
 @router.get("/ui/login", response_class=HTMLResponse)
