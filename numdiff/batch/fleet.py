@@ -244,20 +244,14 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
     template = (resources.files("numdiff.batch") / "templates" / "fleet.html.j2").read_text(encoding="utf-8")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     diverging = [(op, g, c) for op in s.ops for g in s.groups if (c := s.cells.get((op, g))) and c.diverging]
-<<<<<<< HEAD
     from numdiff.report.device_outliers import outliers, pair_matrix
 
-    return env.from_string(template).render(
-        title=title, s=s, css=template_text("report.css"), div_svg=div_svg, lat_svg=lat_svg, diverging=diverging,
-        outliers=outliers(s.ops, s.groups, s.cells, s.by), pairs=pair_matrix(s.ops, s.groups, s.cells),
-=======
     # one style sheet, allowed by its hash (no 'unsafe-inline'); the heat maps carry no inline CSS
     css = template_text("report.css").replace("\r\n", "\n") + (
         "\n.heat svg { width: 100%; height: auto; display: block; }\ntd.div { color: var(--bad); font-weight: 600; }\n")
     return env.from_string(template).render(
         title=title, s=s, css=css, csp=content_security_policy([], [css]), div_svg=div_svg, lat_svg=lat_svg,
-        diverging=diverging,
->>>>>>> wt-ux
+        diverging=diverging, outliers=outliers(s.ops, s.groups, s.cells, s.by), pairs=pair_matrix(s.ops, s.groups, s.cells),
         fmt=_fmt, latency=_latency, total_ok=sum(s.runs_ok.values()), total_failed=sum(s.runs_failed.values()),
         escape=html.escape)
 
