@@ -56,6 +56,7 @@ def find_culprits(
     thresholds: ThresholdsArg = None,
     disable_debug_handle_validation: bool = False,
     etdump_path: str | None = None,
+    debug_buffer_path: str | None = None,
     release: Release | None = None,
     float_program: FloatProgram | None = None,
     target_snr_db: float | None = None,
@@ -76,6 +77,7 @@ def find_culprits(
             :func:`~numdiff.culprits._noise.resolve_thresholds`).
         disable_debug_handle_validation: As in ``calculate_numeric_gap``.
         etdump_path: For messages.
+        debug_buffer_path: For messages (the file to check when the files do not belong together).
         release: Called with each runtime output once its row is written.
         float_program: The float model's ``ExportedProgram`` or ETRecord path: adds the
             quantization view (``report.quantization``, see :mod:`numdiff.culprits.quant_view`).
@@ -129,10 +131,11 @@ def find_culprits(
 
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
-                        etdump_path, release, later_run=True)
+                        etdump_path, release, later_run=True, debug_buffer_path=debug_buffer_path)
 
     report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
-                      etdump_path, release, quant, None if not steps else steps[0])
+                      etdump_path, release, quant, None if not steps else steps[0],
+                      debug_buffer_path=debug_buffer_path)
     if taps is not None:
         from numdiff.culprits.taps import inside_delegates
 
@@ -146,7 +149,8 @@ def find_culprits(
 
         def analyse_step(run: int, inputs: tuple[object, ...] | None) -> CulpritReport:
             return _analyse(etrecord, in_run(events, run), comparator, reference_graph, thresholds,
-                            disable_debug_handle_validation, etdump_path, release, None, inputs, later_run=run > 0)
+                            disable_debug_handle_validation, etdump_path, release, None, inputs, later_run=run > 0,
+                            debug_buffer_path=debug_buffer_path)
 
         decoded = decode_view(runs, steps, analyse_step, report, output_node(etrecord, report.graph_name))
         per_run = tuple(figures(r, rep, report) for r, rep in enumerate(decoded.per_step)) if runs > 1 else ()
@@ -160,7 +164,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
-             step_input: tuple[object, ...] | None = None, *, later_run: bool = False) -> CulpritReport:
+             step_input: tuple[object, ...] | None = None, *, later_run: bool = False,
+             debug_buffer_path: str | None = None) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
     SNR) also runs the quantization view in the same replay. ``later_run``: a run after the first,
     whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
@@ -223,7 +228,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
             "--step-inputs) or regenerate the ETRecord with them.")
     if mismatch is not None:
         raise MismatchedArtifactsError(
-            f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer is the one the runtime wrote "
+            f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer"
+            f"{f' {debug_buffer_path!r}' if debug_buffer_path else ''} is the one the runtime wrote "
             "with this ETDump (not another model's or another run's buffer: files of other formats are refused when "
             "opened) and that the ETRecord was generated for the program that ran. If they are the right files, "
             "nearly every op computes something unrelated on the device: calculate_numeric_gap still shows each "

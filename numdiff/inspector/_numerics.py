@@ -155,6 +155,7 @@ class NumericsMixin:
                             if b.run_output and (b.method_name or FORWARD) == FORWARD), None)
         return find_culprits(etrecord, events, self._comparator(distance), reference_graph=reference_graph,
                              thresholds=thresholds, etdump_path=self._etdump_path,
+                             debug_buffer_path=self._debug_buffer.path if self._debug_buffer is not None else None,
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
                              decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs,

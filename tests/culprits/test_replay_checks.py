@@ -60,7 +60,8 @@ def test_another_models_etdump_is_mismatched_artifacts_not_culprits() -> None:
     ins = _inspector(FIXTURES / "culprit_mlp" / "etrecord.bin", other / "etdump.etdp", other / "debug_buffer.bin")
     with pytest.raises(MismatchedArtifactsError,
                        match=r"3 of 5 compared ops disagree with their own replay on the runtime's inputs from the "
-                             r"first op on \(row 0 linear.*\nCheck that the debug buffer is the one the runtime wrote"):
+                             r"first op on \(row 0 linear.*\nCheck that the debug buffer '.*culprit_clean_fp32/debug_buffer.bin' is the one "
+                             r"the runtime wrote"):
         ins.find_culprits("SNR")
 
 
