@@ -73,16 +73,17 @@ def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, flo
 
 
 def nothing_comparable(rows: Sequence[CulpritRow], local_rel: Mapping[int, float]) -> str | None:
-    """Why no row could be compared because the runtime's tensors have other sizes than the reference
-    run's, or None. An ETRecord of another program whose instruction ids happen to cover the run's (a
-    single delegate call, say) gets this far; so does a run of a dynamic-shape program on inputs of
-    other sizes than the representative ones. Either way no answer can be given."""
-    if not rows or any(not math.isnan(local_rel.get(r.index, math.nan)) for r in rows):
-        return None
+    """Why (nearly) no row could be compared because the runtime's tensors have other sizes than the
+    reference run's (at least half the rows), or None. An ETRecord of another program whose instruction
+    ids and kernel names happen to cover the run's gets this far; so does a run of a dynamic-shape
+    program on inputs of other sizes than the representative ones. Either way no answer can be given.
+    A program run on the inputs its ETRecord was made with gives every pair the same element count."""
     sized = [r for r in rows if r.note and "element counts differ" in r.note]
-    if not sized:
+    if not sized or len(sized) * 2 < len(rows):
         return None
     first = sized[0]
     why = next(part for part in (first.note or "").split("; ") if "element counts differ" in part)
-    return (f"none of the {len(rows)} aligned ops could be compared: the runtime's tensors have other sizes than "
+    compared = sum(not math.isnan(local_rel.get(r.index, math.nan)) for r in rows)
+    what = "none" if not compared else f"only {compared}"
+    return (f"{what} of the {len(rows)} aligned ops could be compared: the runtime's tensors have other sizes than "
             f"the reference run's ({len(sized)} of them; row {first.index} {first.node}: {why.strip()})")
