@@ -112,40 +112,35 @@ RUNTIME_FAULT_DB = 10.0
 
 def output_snr_db(run: Run) -> float | None:
     """SNR of the runtime's logged program output against the ETRecord's reference output (first run)."""
-    import torch
-
     for block in run.inspector.event_blocks:
         got, want = block.run_output, block.reference_output
         if not got or not want:
             continue
-        worst = math.inf
-        for a, b in zip(want, got):
-            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
-                return None
-            a, b = a.double(), b.double()
-            noise, signal = float(((a - b) ** 2).sum()), float((a**2).sum())
-            if noise:
-                worst = min(worst, 10 * math.log10(signal / noise) if signal else -math.inf)
-        return worst
+        return worst_snr_db(list(want), list(got))
     return None
+
+
+def worst_snr_db(reference: list[Any], other: list[Any]) -> float | None:
+    """The lowest SNR (dB) of ``other``'s tensors against ``reference``'s, pairwise; inf when all are
+    bit-identical, None when the two cannot be paired (counts, types or shapes differ)."""
+    import torch
+
+    if not reference or len(reference) != len(other):
+        return None
+    worst = math.inf
+    for a, b in zip(reference, other):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
+            return None
+        a, b = a.double(), b.double()
+        noise, signal = float(((a - b) ** 2).sum()), float((a**2).sum())
+        if noise:
+            worst = min(worst, 10 * math.log10(signal / noise) if signal else -math.inf)
+    return worst
 
 
 def observed_effect_db(twin: Run, control: Run, row: Any) -> float | None:
     """SNR of the twin's logged outputs at ``row`` against the control's (inf: bit-identical)."""
-    import torch
-
-    a, b = _logged(control.inspector, row.runtime_handle), _logged(twin.inspector, row.runtime_handle)
-    if not a or len(a) != len(b):
-        return None
-    worst = math.inf
-    for x, y in zip(a, b):
-        if x.shape != y.shape:
-            return None
-        x, y = x.double(), y.double()
-        noise, signal = float(((x - y) ** 2).sum()), float((x**2).sum())
-        if noise:
-            worst = min(worst, 10 * math.log10(signal / noise) if signal else -math.inf)
-    return worst
+    return worst_snr_db(_logged(control.inspector, row.runtime_handle), _logged(twin.inspector, row.runtime_handle))
 
 
 def _ops(row: Any) -> set[str]:
