@@ -39,6 +39,7 @@ from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, 
 from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis
 from numdiff.analysis.records import EventStats, GapRowModel
+from numdiff.analysis.signature import same_program
 from numdiff.errors import MismatchedArtifactsError
 
 __all__ = ["CATEGORIES", "DiffReport", "DifferentProgramsError", "GateThresholds", "OpDelta", "categorize",
@@ -111,7 +112,7 @@ def check_same_program(base: Analysis, new: Analysis) -> str | None:
         DifferentProgramsError: Their program signatures differ.
     """
     if base.program is not None and new.program is not None:
-        if base.program.sha256 != new.program.sha256:
+        if not same_program(base.program, new.program):
             raise DifferentProgramsError(
                 f"base {_who(base)} and new {_who(new)} are analyses of different programs: their ops cannot be "
                 "compared\nCompare two analyses of one program (the same ETRecord's graph); if the model was "

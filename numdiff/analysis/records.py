@@ -59,10 +59,15 @@ class ArtifactInfo(_Model):
 
 class ProgramSignature(_Model):
     """Which program was analysed (:mod:`numdiff.analysis.signature`): a SHA-256 over each Edge
-    method's op targets in graph order, and each method's op count (to say how two programs differ)."""
+    method's op targets in graph order, each method's op count (to say how two programs differ), and a
+    SHA-256 that also covers the ATen program (what is inside delegates)."""
 
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     methods: dict[str, int] = Field(default_factory=dict, description="method -> number of op nodes")
+    whole_sha256: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 over the Edge ops and the ATen program's ops, which include the ops a delegate "
+                    "took (absent in analyses written before it; then only sha256 is compared)")
 
 
 class EventStats(_Model):

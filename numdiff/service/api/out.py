@@ -6,6 +6,8 @@ from pydantic import BaseModel
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from numdiff.analysis.records import ProgramSignature
+from numdiff.analysis.signature import same_program
 from numdiff.service import crud, db, schemas
 from numdiff.service.api.deps import load_analysis
 from numdiff.service.status import Status
@@ -60,12 +62,12 @@ def program_check(store: Store, session: Session, run: db.Run) -> tuple[str | No
     if run.status != Status.DONE or run.analysis_sha256 is None:
         return None, None, None
     analysed = load_analysis(store, run).program
-    program = None if analysed is None else analysed.sha256
     baseline = _baseline_program(store, session, run)
-    return program, baseline, None if program is None or baseline is None else program != baseline
+    differs = None if analysed is None or baseline is None else not same_program(analysed, baseline)
+    return (None if analysed is None else analysed.sha256), (None if baseline is None else baseline.sha256), differs
 
 
-def _baseline_program(store: Store, session: Session, run: db.Run) -> str | None:
+def _baseline_program(store: Store, session: Session, run: db.Run) -> ProgramSignature | None:
     """The program signature of the run's model's baseline (None without a done baseline or a signature)."""
     model = crud.get_model(session, run.model_id)
     if model is None or model.baseline_run_id is None:
@@ -73,5 +75,4 @@ def _baseline_program(store: Store, session: Session, run: db.Run) -> str | None
     base = crud.run_of_project(session, model.project_id, model.baseline_run_id)
     if base is None or base.status != Status.DONE or base.analysis_sha256 is None:
         return None
-    program = load_analysis(store, base).program
-    return None if program is None else program.sha256
+    return load_analysis(store, base).program
