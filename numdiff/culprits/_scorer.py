@@ -227,12 +227,13 @@ class Scorer:
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
         call = self.delegates.get(frozenset(pair.runtime_handle))
+        inner = traces if call is None else {**stack_traces_for(list(lin.replayed), self.stack_traces), **traces}
         delegate = None if call is None else describe_delegate(call[0], call[1], node, lin.replayed,
-                                                               self.module_paths, traces)
+                                                               self.module_paths, inner)
         module_path = self.module_paths.get(node.name)
         source_line = user_frame(traces.get(node.name)) or next((user_frame(t) for t in traces.values() if t), None)
-        if call is not None:
-            module_path, source_line = delegate_location(node, lin.replayed, self.module_paths, traces)
+        if call is not None:  # the compute ops may be replayed nodes, not the row's own ops: their traces too
+            module_path, source_line = delegate_location(node, lin.replayed, self.module_paths, inner)
         self.acc_rel[index] = acc_rel
         self.by_node.setdefault((node.name, item.element), []).append(index)
         self.rows.append(CulpritRow(
