@@ -94,7 +94,10 @@ class _Lazy(Generic[_T]):
             return self
         values, loaders = obj._values, obj._loaders
         if self.name in loaders:
-            values[self.name] = loaders.pop(self.name)()
+            # the loader stays until it succeeds: a failed read raises again on the next one,
+            # never leaves the attribute looking absent (None) to later calls
+            values[self.name] = loaders[self.name]()
+            del loaders[self.name]
         if self.name not in values:
             values[self.name] = self.default()
         value: _T = values[self.name]
