@@ -19,6 +19,10 @@ the same from 0.7.0 to 1.5.1). Finally that release's ``Inspector`` is built on 
 and its answers are stored in ``expected.json``: per block the events' names, op types, debug
 handles, perf sample counts and debug data; and ``calculate_numeric_gap`` for MSE, L1 and SNR (or
 the error it raised). ``tests/schema/test_releases.py`` compares numdiff with them.
+
+With ``--pt2-only`` it writes ``tests/fixtures/releases/torch-<torch version>/model.pt2`` instead
+(``torch.export.save`` of the MLP plus a split) and the nodes, inputs and outputs that torch's own
+``torch.export.load`` gives (``tests/schema/test_releases.py`` reads it with ``numdiff``'s loader).
 """
 
 from __future__ import annotations
@@ -173,12 +177,49 @@ def answers(out: Path) -> dict[str, Any]:
     return result
 
 
+class _Pt2Model(torch.nn.Module):
+    """The MLP plus a multi-output op (split), whose nodes get generated names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp, _ = _model()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a, b = torch.split(self.mlp(x), 2, dim=1)
+        return torch.relu(a), b * 2
+
+
+def write_pt2(root: Path) -> Path:
+    """``torch-<version>/model.pt2`` written by this torch's torch.export.save, and the node names its own
+    torch.export.load gives (``expected.json``)."""
+    out = root / f"torch-{torch.__version__.split('+')[0]}"
+    out.mkdir(parents=True, exist_ok=True)
+    _, inputs = _model()
+    ep = torch.export.export(_Pt2Model().eval(), inputs)
+    torch.export.save(ep, str(out / "model.pt2"))
+    loaded = torch.export.load(str(out / "model.pt2"))
+    with torch.no_grad():
+        outputs = loaded.module()(*inputs)
+    expected = {
+        "generator": f"scripts/make_release_fixtures.py with torch {torch.__version__}",
+        "nodes": [[n.op, n.name, str(n.target)] for n in loaded.graph.nodes],
+        "inputs": _plain(list(inputs)),
+        "outputs": _plain(list(outputs)),
+    }
+    (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runtime", default=ORACLE_PYTHON, help="python of ExecuTorch 1.5.1, used when this "
                         "release's bindings write no ETDump. Defaults to the oracle virtualenv's.")
     parser.add_argument("--out", type=Path, default=None, help="Defaults to tests/fixtures/releases/<version>.")
+    parser.add_argument("--pt2-only", action="store_true", help="only write torch-<version>/model.pt2")
     args = parser.parse_args()
+    if args.pt2_only:
+        print(f"wrote {write_pt2(REPO / 'tests' / 'fixtures' / 'releases')}")
+        return
     # the release's exporter runs `flatc` from PATH; the wheel installs it beside this python
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     release = _version()

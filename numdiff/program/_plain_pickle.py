@@ -31,15 +31,17 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from numdiff.limits import current_limits, raise_hint
+from numdiff.program.graph_meta import ProgramLoadError
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PlainPickleError", "load_plain_pickle"]
+__all__ = ["load_plain_pickle"]
 
 
-class PlainPickleError(Exception):
-    """The pickle holds something other than tensors, containers and scalars, or is malformed."""
+def _refused(problem: str) -> ProgramLoadError:
+    """The refusal: the pickle holds something other than tensors, containers and scalars, or is malformed."""
+    return ProgramLoadError(problem)
 
 
 #: Storage class names of the legacy ``torch.save`` layout → torch dtype attribute name.
@@ -80,11 +82,11 @@ class _Hooks(OrderedDict[Any, Any]):
 def _rebuild_tensor(storage: object, offset: object, sizes: object, strides: object,
                     requires_grad: object = False, hooks: object = None, metadata: object = None) -> _TensorRecord:
     if not isinstance(storage, _Storage):
-        raise PlainPickleError(f"a tensor is rebuilt from a {type(storage).__name__}, not a storage")
+        raise _refused(f"a tensor is rebuilt from a {type(storage).__name__}, not a storage")
     if not (_ints(sizes) and _ints(strides) and type(offset) is int and isinstance(requires_grad, bool)):
-        raise PlainPickleError(f"a tensor's sizes {sizes!r}, strides {strides!r} or offset {offset!r} are not integers")
+        raise _refused(f"a tensor's sizes {sizes!r}, strides {strides!r} or offset {offset!r} are not integers")
     if hooks or metadata:
-        raise PlainPickleError("a tensor carries backward hooks or metadata, which plain inputs never have")
+        raise _refused("a tensor carries backward hooks or metadata, which plain inputs never have")
     assert isinstance(sizes, (tuple, list)) and isinstance(strides, (tuple, list))  # _ints checked it
     return _TensorRecord(storage, offset, tuple(sizes), tuple(strides), requires_grad)
 
@@ -104,15 +106,15 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = self._names.get((module, name))
         if found is None:
-            raise PlainPickleError(f"it names {module}.{name}, which is not a tensor, container or scalar")
+            raise _refused(f"it names {module}.{name}, which is not a tensor, container or scalar")
         return found
 
     def persistent_load(self, pid: Any) -> Any:
         if self._names is not _LEGACY_NAMES:
-            raise PlainPickleError("it refers to data outside itself (a persistent id)")
+            raise _refused("it refers to data outside itself (a persistent id)")
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage" and isinstance(pid[1], _StorageType)
                 and isinstance(pid[2], str) and type(pid[4]) is int and pid[4] >= 0 and (len(pid) == 5 or pid[5] is None)):
-            raise PlainPickleError(f"a storage reference of an unknown form: {str(pid)[:100]}")
+            raise _refused(f"a storage reference of an unknown form: {str(pid)[:100]}")
         self.persistent.append(pid)
         return pid
 
@@ -120,7 +122,7 @@ class _Unpickler(pickle.Unpickler):
 def _latin1(text: object, encoding: object = "latin1") -> bytes:
     """``_codecs.encode``, which pickle protocol 2 uses for bytes: latin-1 of a string only."""
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
-        raise PlainPickleError("it encodes something other than bytes with _codecs.encode")
+        raise _refused("it encodes something other than bytes with _codecs.encode")
     return text.encode("latin-1")
 
 
@@ -138,7 +140,7 @@ _LEGACY_NAMES: dict[tuple[str, str], object] = {
 def _load_storage(data: object) -> _Storage:
     """One storage from a legacy ``torch.save`` of it (what ``torch.storage._load_from_bytes`` is given)."""
     if not isinstance(data, bytes):
-        raise PlainPickleError("a storage is loaded from something other than bytes")
+        raise _refused("a storage is loaded from something other than bytes")
     stream = io.BytesIO(data)
 
     def one() -> Any:
@@ -147,21 +149,21 @@ def _load_storage(data: object) -> _Storage:
 
     (magic, _), (protocol, _), (info, _) = one(), one(), one()
     if magic != _LEGACY_MAGIC or protocol != _LEGACY_PROTOCOL or not isinstance(info, dict):
-        raise PlainPickleError("a storage is not in torch.save's legacy layout")
+        raise _refused("a storage is not in torch.save's legacy layout")
     if info.get("little_endian") is not True:
-        raise PlainPickleError("a storage was written on a big-endian machine")
+        raise _refused("a storage was written on a big-endian machine")
     root, persistent = one()
     keys, _ = one()
     if len(persistent) != 1 or root is not persistent[0] or keys != [persistent[0][2]]:
-        raise PlainPickleError("a storage entry holds something other than exactly one storage")
+        raise _refused("a storage entry holds something other than exactly one storage")
     dtype, numel = persistent[0][1].dtype, persistent[0][4]
     head = stream.read(8)
     if len(head) != 8 or struct.unpack("<q", head)[0] != numel:
-        raise PlainPickleError("a storage's element count does not match its header")
+        raise _refused("a storage's element count does not match its header")
     itemsize = _itemsize(dtype)
     raw = stream.read()
     if len(raw) != numel * itemsize:
-        raise PlainPickleError(f"a storage of {numel} elements of {itemsize} bytes holds {len(raw)} bytes")
+        raise _refused(f"a storage of {numel} elements of {itemsize} bytes holds {len(raw)} bytes")
     return _Storage(dtype, raw)
 
 
@@ -184,22 +186,23 @@ def load_plain_pickle(data: bytes) -> Any:
     """Unpickle ``data`` admitting tensors, lists, tuples, dicts, scalars and strings only.
 
     Raises:
-        PlainPickleError: Anything else is named, or the bytes are not a well-formed pickle of these.
+        ProgramLoadError: Anything else is named, or the bytes are not a well-formed pickle of these
+            (the problem only: the caller adds the entry and the hint).
     """
     try:
         value = _Unpickler(io.BytesIO(data), _OUTER_NAMES).load()
-    except PlainPickleError:
+    except ProgramLoadError:
         raise
     except RecursionError as e:
-        raise PlainPickleError("it is nested deeper than Python's recursion limit") from e
+        raise _refused("it is nested deeper than Python's recursion limit") from e
     except Exception as e:  # UnpicklingError, EOFError, ValueError, TypeError, ... from malformed bytes
-        raise PlainPickleError(f"it is not a readable pickle ({type(e).__name__}: {str(e)[:200]})") from e
+        raise _refused(f"it is not a readable pickle ({type(e).__name__}: {str(e)[:200]})") from e
     try:
         return _materialize(value)
-    except PlainPickleError:
+    except ProgramLoadError:
         raise
     except (RuntimeError, ValueError, TypeError, OverflowError) as e:  # torch refusing a geometry it was given
-        raise PlainPickleError(f"a tensor cannot be made from it ({type(e).__name__}: {str(e)[:200]})") from e
+        raise _refused(f"a tensor cannot be made from it ({type(e).__name__}: {str(e)[:200]})") from e
 
 
 def _materialize(value: Any) -> Any:
@@ -211,13 +214,13 @@ def _materialize(value: Any) -> Any:
         if isinstance(item, _TensorRecord):
             return _tensor(item)
         if isinstance(item, (_Storage, _StorageType)):
-            raise PlainPickleError("it holds a bare storage outside a tensor")
+            raise _refused("it holds a bare storage outside a tensor")
         if not isinstance(item, (list, tuple, dict)):
             return item
         if id(item) in on_path:
-            raise PlainPickleError("a container contains itself")
+            raise _refused("a container contains itself")
         if depth >= limit:
-            raise PlainPickleError(f"containers nested more than {limit} deep (max_nesting_depth); "
+            raise _refused(f"containers nested more than {limit} deep (max_nesting_depth); "
                                    + raise_hint("max_nesting_depth"))
         on_path.add(id(item))
         try:
@@ -237,12 +240,12 @@ def _tensor(record: _TensorRecord) -> torch.Tensor:
 
     sizes, strides, offset = record.sizes, record.strides, record.offset
     if len(sizes) != len(strides) or any(s < 0 for s in sizes) or any(s < 0 for s in strides) or offset < 0:
-        raise PlainPickleError(f"a tensor's sizes {list(sizes)}, strides {list(strides)} or offset {offset} are impossible")
+        raise _refused(f"a tensor's sizes {list(sizes)}, strides {list(strides)} or offset {offset} are impossible")
     dtype = _torch_dtype(record.storage.dtype)
     itemsize = _itemsize(record.storage.dtype)
     elements = len(record.storage.data) // itemsize
     if math.prod(sizes) and offset + sum((n - 1) * s for n, s in zip(sizes, strides)) >= elements:
-        raise PlainPickleError(f"a tensor of sizes {list(sizes)}, strides {list(strides)} and offset {offset} "
+        raise _refused(f"a tensor of sizes {list(sizes)}, strides {list(strides)} and offset {offset} "
                                f"reaches past its storage of {elements} elements")
     flat = torch.frombuffer(bytearray(record.storage.data), dtype=torch.uint8) if record.storage.data else \
         torch.empty(0, dtype=torch.uint8)

@@ -48,7 +48,7 @@ def load_torch_artifact(data: bytes, what: str, plain: bool = False) -> Any:
         return None
     if plain and data[:1] == b"\x80" and data[1:2] in _PICKLE_PROTOCOLS:
         return _load_plain_pickle(data, what)
-    _check_inner_zip(data, what)
+    _check_inner_zip(data, what, plain)
     import torch
 
     try:
@@ -74,23 +74,27 @@ _PLAIN_PICKLE_HINT = (
 
 def _load_plain_pickle(data: bytes, what: str) -> Any:
     """A plain ``pickle.dumps`` entry (ExecuTorch 1.0.x), read by the restricted reader and checked."""
-    from numdiff.program._plain_pickle import PlainPickleError, load_plain_pickle
+    from numdiff.program._plain_pickle import load_plain_pickle
 
     try:
         value = load_plain_pickle(data)
-    except PlainPickleError as e:
+    except ProgramLoadError as e:
         raise ProgramLoadError(f"{what} is a plain pickle (as ExecuTorch 1.0.x writes it) that numdiff does not "
-                               f"read: {e}", _PLAIN_PICKLE_HINT) from e
+                               f"read: {e.problem}", e.hint or _PLAIN_PICKLE_HINT) from e
     check_plain_values(value, what, len(data), plain=True)
     return value
 
 
-def _check_inner_zip(data: bytes, what: str) -> None:
+def _check_inner_zip(data: bytes, what: str, plain: bool) -> None:
     """A ``torch.save`` artifact is a zip: refuse other formats, and records that would inflate past the limits.
 
     torch reads each record whole, so a deflated record would be a zip bomb inside the entry.
     """
     if not data.startswith(b"PK\x03\x04"):
+        if not plain:  # (a state dict or a .pt2 weight: only ever a torch.save zip)
+            raise ProgramLoadError(f"{what} is not a torch.save zip archive (it starts with {data[:8]!r})",
+                                   "It is written with torch.save, which writes a zip archive: the file was altered, "
+                                   "damaged or written by another tool.")
         raise ProgramLoadError(
             f"{what} is neither a torch.save zip archive nor a pickle (it starts with {data[:8]!r})",
             "ExecuTorch writes these entries with torch.save (a zip archive; releases after 1.0) or pickle.dumps "

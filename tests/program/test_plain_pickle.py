@@ -22,7 +22,8 @@ import torch
 
 from numdiff import Inspector, parse_etrecord
 from numdiff.errors import ETRecordError
-from numdiff.program._plain_pickle import PlainPickleError, load_plain_pickle
+from numdiff.program._plain_pickle import load_plain_pickle
+from numdiff.program.graph_meta import ProgramLoadError
 from tests.conftest import FIXTURES
 
 MLP = FIXTURES / "mlp_fp32"
@@ -178,7 +179,7 @@ def test_the_reader_refuses_persistent_ids_in_the_outer_pickle() -> None:
 
     buffer = io.BytesIO()
     Out(buffer, protocol=2).dump(["x"])
-    with pytest.raises(PlainPickleError, match="persistent id"):
+    with pytest.raises(ProgramLoadError, match="persistent id"):
         load_plain_pickle(buffer.getvalue())
 
 

@@ -21,7 +21,7 @@ from numdiff import Inspector, parse_etrecord
 from tests.conftest import FIXTURES
 
 RELEASES = FIXTURES / "releases"
-VERSIONS = sorted(p.name for p in RELEASES.iterdir() if (p / "expected.json").is_file()) if RELEASES.is_dir() else []
+VERSIONS = sorted(p.name for p in RELEASES.iterdir() if (p / "etrecord.bin").is_file()) if RELEASES.is_dir() else []
 
 
 def _expected(version: str) -> dict[str, Any]:
@@ -96,3 +96,20 @@ def test_the_gap_is_the_releases(version: str, metric: str) -> None:
     assert len(got_gaps) == len(want_gaps)
     for got, expected in zip(got_gaps, want_gaps):
         assert got == expected if isinstance(expected, str) else got == pytest.approx(expected, rel=1e-12)
+
+
+PT2 = sorted(p.name for p in RELEASES.glob("torch-*") if (p / "model.pt2").is_file()) if RELEASES.is_dir() else []
+
+
+@pytest.mark.parametrize("folder", PT2)
+def test_a_pt2_archive_of_that_torch_loads_as_its_own_loader_loads_it(folder: str) -> None:
+    """torch 2.9 writes schema 8.14 nodes without names: the same names and outputs as its torch.export.load."""
+    from numdiff.schema.pt2 import load_pt2
+
+    want = json.loads((RELEASES / folder / "expected.json").read_text())
+    program = load_pt2(RELEASES / folder / "model.pt2")
+    assert [[n.op, n.name] for n in program.graph.nodes] == [[op, name] for op, name, _ in want["nodes"]]
+    inputs = tuple(torch.tensor(t["values"], dtype=torch.float32).reshape(t["shape"]) for t in want["inputs"])
+    with torch.no_grad():
+        outputs = program.module()(*inputs)
+    assert _plain(list(outputs)) == want["outputs"]
