@@ -113,3 +113,21 @@ def test_a_pt2_archive_of_that_torch_loads_as_its_own_loader_loads_it(folder: st
     with torch.no_grad():
         outputs = program.module()(*inputs)
     assert _plain(list(outputs)) == want["outputs"]
+
+
+def test_hints_about_an_etrecord_name_every_releases_way_to_write_one(tmp_path: Path) -> None:
+    """A damaged 0.7 ETRecord's hint names 0.7's API too, not only to_edge_transform_and_lower (which 0.7 lacks)."""
+    import zipfile
+
+    from numdiff.errors import ETRecordError
+
+    damaged = tmp_path / "etrecord.bin"
+    with zipfile.ZipFile(RELEASES / "0.7.0" / "etrecord.bin") as src, zipfile.ZipFile(damaged, "w") as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            dst.writestr(info, body.replace(b'"debug_handle": "6"', b'"debug_handle": "six"')
+                         if info.filename == "edge_dialect_exported_program" else body)
+    with pytest.raises(ETRecordError, match=r"non-integer debug_handle 'six'") as info:
+        parse_etrecord(damaged).op_nodes()
+    assert "executorch.devtools.generate_etrecord(path, ...) (0.7)" in str(info.value)
+    assert "get_etrecord().save(path) (1.0 and later)" in str(info.value)
