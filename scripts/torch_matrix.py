@@ -111,6 +111,8 @@ def cli_runs(python: str, baseline: str, kind: str) -> str:
 
 def pytest_runs(python: str, tests: list[str]) -> str:
     done = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], timeout=7200)
+    for line in [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))][:10]:
+        print(f"    {line[:200]}")
     tail = done.stdout.strip().splitlines()[-1:] or ["(no output)"]
     counts = dict((kind, int(n)) for n, kind in re.findall(r"(\d+) (passed|failed|error|errors|skipped)", tail[0]))
     return (f"{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed"
@@ -141,12 +143,12 @@ def main() -> None:
         row = Row(version)
         found = _run([python, "-c", "import torch, numdiff; print(torch.__version__)"])
         row.results["torch"] = found.stdout.strip() or f"import failed: {found.stderr.strip()[-200:]}"
-        print(f"torch {version}: tests", flush=True)
-        row.results["tests"] = pytest_runs(python, args.tests or DEFAULT_TESTS)
-        for kind in ("profile", "gap", "culprits"):
-            print(f"torch {version}: {kind}", flush=True)
-            row.results[kind] = cli_runs(python, args.baseline, kind)
-        row.results["mypy --strict"] = mypy_run(python)
+        steps = [("tests", lambda: pytest_runs(python, args.tests or DEFAULT_TESTS)),
+                 *((kind, lambda kind=kind: cli_runs(python, args.baseline, kind)) for kind in ("profile", "gap", "culprits")),
+                 ("mypy --strict", lambda: mypy_run(python))]
+        for name, step in steps:
+            row.results[name] = step()
+            print(f"torch {version}: {name}: {row.results[name]}", flush=True)
         row.results["minutes"] = f"{(time.monotonic() - start) / 60:.1f}"
         rows.append(row)
         print(json.dumps({row.torch: row.results}), flush=True)
