@@ -2,8 +2,9 @@
 
 Dev script, not part of CI (every torch other than the pinned one is a download of several GB on
 x86_64). For each ``--torch`` version it makes a fresh virtualenv (``<venv-root>/numdiff-torch-<v>``,
-kept for the next run unless ``--fresh``), installs that torch and numdiff (editable, with pytest,
-hypothesis and mypy; torch held at the version by a constraint), then runs:
+kept for the next run unless ``--fresh``), installs that torch and numdiff (editable, with its
+``test`` extra, as the development virtualenv has it; torch held at the version by a constraint),
+then runs:
 
 * ``tests``: the pytest subset (``--tests``; defaults to the rooms that run or read programs);
 * ``profile``, ``gap``, ``culprits``: ``numdiff profile`` / ``gap --format json`` / ``culprits
@@ -38,7 +39,6 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 DEFAULT_TESTS = ["tests/schema", "tests/program", "tests/inspector", "tests/capture", "tests/align", "tests/gap",
                  "tests/culprits"]
-EXTRA = ["pytest>=7.4", "hypothesis>=6.90", "mypy>=1.8"]
 
 
 @dataclass
@@ -62,7 +62,7 @@ def make_venv(version: str, root: Path, fresh: bool) -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
         pins.write(f"torch=={version}\n")
-    for args in (["torch==" + version], ["-c", pins.name, "-e", ".", *EXTRA]):
+    for args in (["torch==" + version], ["-c", pins.name, "-e", ".[test]"]):
         done = _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *args])
         if done.returncode:
             raise SystemExit(f"pip install {' '.join(args)} failed for torch {version}:\n{done.stderr[-2000:]}")
