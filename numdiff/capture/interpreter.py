@@ -150,7 +150,9 @@ class IntermediateOutputCapturer(Interpreter):
         self._recording = _Recording(keeper=self._keepers())
         self._last_result = None
         try:
-            with torch.enable_grad():  # the reference's mode; run_node detaches, so nothing is recorded
+            # the reference's mode; run_node detaches, so nothing is recorded (enable_grad is untyped in
+            # torch 2.9's stubs, typed in 2.13's)
+            with torch.enable_grad():  # type: ignore[no-untyped-call, unused-ignore]
                 graph_output = super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
             self._last_result = self._result(self._recording, graph_output)
         finally:

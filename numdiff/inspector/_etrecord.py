@@ -158,6 +158,8 @@ def load_etrecord(etrecord: object) -> ETRecordLike | None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
         return parse_etrecord(etrecord)  # (the Inspector pauses the cyclic collector around its loading)
+    if isinstance(etrecord, ETRecord):
+        return etrecord  # (hasattr would build its Edge program now, which the profiling view never needs)
     if hasattr(etrecord, "_debug_handle_map") and hasattr(etrecord, "edge_dialect_program"):
         return etrecord  # type: ignore[return-value]  # numdiff's or the reference's record (duck-typed, as before)
     raise UsageTypeError(f"Unsupported ETRecord type: etrecord must be a path or a parsed ETRecord, not "

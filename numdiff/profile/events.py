@@ -238,9 +238,10 @@ def logged_runs(event: object) -> int:
 
 
 def _get_reference_output(self: EventBlock) -> ProgramOutput | None:
-    loader = self.__dict__.pop("_reference_loader", None)
-    if loader is not None:
+    loader = self.__dict__.get("_reference_loader")
+    if loader is not None:  # kept until it succeeds: a failed read fails again, never reads as None
         self.__dict__["_reference_output"] = loader()
+        del self.__dict__["_reference_loader"]
     value: ProgramOutput | None = self.__dict__.get("_reference_output")
     return value
 
@@ -251,9 +252,10 @@ def _set_reference_output(self: EventBlock, value: ProgramOutput | None) -> None
 
 
 def _get_events(self: EventBlock) -> list[Event]:
-    loader = self.__dict__.pop("_events_loader", None)
-    if loader is not None:
+    loader = self.__dict__.get("_events_loader")
+    if loader is not None:  # kept until it succeeds (see _get_reference_output)
         self.__dict__["_events"] = loader()
+        del self.__dict__["_events_loader"]
         self.__dict__.pop("_columns", None)
     value: list[Event] = self.__dict__["_events"]
     return value

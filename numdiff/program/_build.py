@@ -15,6 +15,7 @@ graph) when it is built.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,7 +32,31 @@ from numdiff.program.graph_args import Unsupported
 from numdiff.program.graph_meta import ProgramLoadError
 from numdiff.program.guard import ProgramNames
 
-__all__ = ["LoadedProgram", "NumdiffEdgeVerifier", "module_call_graph", "range_constraints", "signature"]
+__all__ = ["LoadedProgram", "NumdiffEdgeVerifier", "module_call_graph", "range_constraints", "require_supported_torch",
+           "signature"]
+
+#: The oldest torch whose ``torch.export`` has every graph-signature kind this module decodes
+#: (``OutputKind.PARAMETER_MUTATION`` arrived in 2.9); pyproject.toml declares the tested range.
+MIN_TORCH = (2, 9)
+
+
+def require_supported_torch(version: str) -> None:
+    """Refuse a torch older than :data:`MIN_TORCH` with a named error instead of an AttributeError later.
+
+    Raises:
+        UsageError: ``version`` (``torch.__version__``) is older; the message says what to install.
+    """
+    from numdiff.errors import UsageError
+
+    parts = re.findall(r"\d+", version.split("+")[0])[:2]
+    found = tuple(int(p) for p in parts)
+    if len(found) == 2 and found < MIN_TORCH:
+        raise UsageError(f"numdiff builds and runs programs with torch 2.9 or newer; this environment has torch {version}\n"
+                         "Install a tested torch: pip install 'torch>=2.9.1,<2.15' (the profiling view, which needs "
+                         "no torch, works with any).")
+
+
+require_supported_torch(torch.__version__)
 
 _INPUT_KINDS = {
     "user_input": gs.InputKind.USER_INPUT, "parameter": gs.InputKind.PARAMETER, "buffer": gs.InputKind.BUFFER,

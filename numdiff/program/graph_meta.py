@@ -88,9 +88,14 @@ def check_header(program: object) -> None:
         raise ProgramLoadError("not an exported program (no schema_version)")
     major, minor = version.get("major"), version.get("minor")
     if major not in _ACCEPTED.get() and (major, minor) != (0, 0):
+        newer = isinstance(major, int) and major > max(_ACCEPTED.get())
         raise ProgramLoadError(
             f"unknown export schema version {major}.{minor}",
-            f"numdiff reads the schema ExecuTorch 1.x writes (major {SUPPORTED_SCHEMA_MAJOR}).",
+            f"numdiff reads the export schema ExecuTorch 0.7 to 1.5 writes (major {SUPPORTED_SCHEMA_MAJOR}: 5.3 in 0.7 "
+            "and 1.0, 5.4 in 1.5). "
+            + ("A newer major comes from an ExecuTorch release newer than this numdiff knows: update numdiff."
+               if newer else "This major is not one any ExecuTorch release from 0.7 on writes: the file was altered "
+               "or written by another tool; export the model again with ExecuTorch 0.7 or later."),
         )
     verifiers, dialect = program.get("verifiers") or [], program.get("dialect") or ""
     if not isinstance(verifiers, list) or not all(isinstance(v, str) for v in verifiers) or not isinstance(dialect, str):

@@ -36,6 +36,7 @@ from numdiff.program._build import (
     module_call_graph,
     signature,
 )
+from numdiff.program.node_names import derive_node_names
 from numdiff.program.guard import ProgramNames, guard_program
 
 __all__ = ["OP_TYPE_KEY", "SUPPORTED_SCHEMA_MAJOR", "UNRUNNABLE_KEY", "ProgramLoadError", "load_program"]
@@ -71,6 +72,8 @@ def load_program(
             program = json.loads(program.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
             raise ProgramLoadError(f"program is not valid JSON: {e}") from e
+        if isinstance(program, dict):
+            derive_node_names(program)  # ExecuTorch 0.7 and torch 2.9 wrote nodes without names
     check_header(program)
     if not isinstance(program, dict):  # check_header guarantees it; this narrows the type
         raise ProgramLoadError("program JSON is not an object")

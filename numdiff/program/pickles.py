@@ -1,6 +1,8 @@
 """Unpickle the ETRecord's ``torch.save`` entries safely (tensors and plain containers only).
 
-Loading is ``torch.load(weights_only=True)`` (no code runs). What comes out is then checked before
+Loading is ``torch.load(weights_only=True)`` (no code runs); the plain ``pickle.dumps`` entries of
+ExecuTorch 1.0.x go through numdiff's own restricted reader (:mod:`numdiff.program._plain_pickle`),
+which admits the same tensors, containers and scalars and nothing else. What comes out is then checked before
 anyone uses it: containers nested no deeper than ``max_nesting_depth`` and without cycles, and
 every tensor's sizes, strides and storage offset consistent with its storage and no larger than
 the entry can honestly describe (a stride-0 view of four bytes can claim terabytes, which a later
@@ -44,7 +46,9 @@ def load_torch_artifact(data: bytes, what: str, plain: bool = False) -> Any:
     """
     if len(data) == 0:
         return None
-    _check_inner_zip(data, what)
+    if plain and data[:1] == b"\x80" and data[1:2] in _PICKLE_PROTOCOLS:
+        return _load_plain_pickle(data, what)
+    _check_inner_zip(data, what, plain)
     import torch
 
     try:
@@ -58,16 +62,43 @@ def load_torch_artifact(data: bytes, what: str, plain: bool = False) -> Any:
     return value
 
 
-def _check_inner_zip(data: bytes, what: str) -> None:
+#: The protocol bytes after pickle's PROTO opcode that ``pickle.dumps`` writes (protocols 2 to 5).
+_PICKLE_PROTOCOLS = (b"\x02", b"\x03", b"\x04", b"\x05")
+_PLAIN_PICKLE_HINT = (
+    "ExecuTorch 1.0.x writes this entry with pickle.dumps; numdiff reads such a pickle only when it holds tensors, "
+    "lists, tuples, dicts and numbers (as torch.load(weights_only=True) would), and never runs code from it. This one "
+    "holds something else, so it was altered or written by another tool: regenerate the ETRecord with ExecuTorch, or "
+    "give the inputs directly (ETRecord.update_representative_inputs)."
+)
+
+
+def _load_plain_pickle(data: bytes, what: str) -> Any:
+    """A plain ``pickle.dumps`` entry (ExecuTorch 1.0.x), read by the restricted reader and checked."""
+    from numdiff.program._plain_pickle import load_plain_pickle
+
+    try:
+        value = load_plain_pickle(data)
+    except ProgramLoadError as e:
+        raise ProgramLoadError(f"{what} is a plain pickle (as ExecuTorch 1.0.x writes it) that numdiff does not "
+                               f"read: {e.problem}", e.hint or _PLAIN_PICKLE_HINT) from e
+    check_plain_values(value, what, len(data), plain=True)
+    return value
+
+
+def _check_inner_zip(data: bytes, what: str, plain: bool) -> None:
     """A ``torch.save`` artifact is a zip: refuse other formats, and records that would inflate past the limits.
 
     torch reads each record whole, so a deflated record would be a zip bomb inside the entry.
     """
     if not data.startswith(b"PK\x03\x04"):
+        if not plain:  # (a state dict or a .pt2 weight: only ever a torch.save zip)
+            raise ProgramLoadError(f"{what} is not a torch.save zip archive (it starts with {data[:8]!r})",
+                                   "It is written with torch.save, which writes a zip archive: the file was altered, "
+                                   "damaged or written by another tool.")
         raise ProgramLoadError(
-            f"{what} is not a torch.save zip archive (it starts with {data[:8]!r})",
-            "ExecuTorch writes these entries with torch.save, which writes a zip archive: the file was altered, "
-            "damaged or written by another tool. Regenerate the ETRecord with ExecuTorch.",
+            f"{what} is neither a torch.save zip archive nor a pickle (it starts with {data[:8]!r})",
+            "ExecuTorch writes these entries with torch.save (a zip archive; releases after 1.0) or pickle.dumps "
+            "(1.0.x and older): the file was altered, damaged or written by another tool. Regenerate the ETRecord with ExecuTorch.",
         )
     limits = current_limits()
     try:

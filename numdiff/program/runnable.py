@@ -62,8 +62,9 @@ def runnable_module(program: torch.export.ExportedProgram) -> torch.fx.GraphModu
     for node in reversed(list(graph.nodes)):  # as module() does: no getitem for an output nothing reads
         if node.op == "call_function" and node.target is operator.getitem and not node.users:
             graph.erase_node(node)
-    graph.set_codegen(_FlatInputs())
-    graph.lint()
+    # (CodeGen.__init__ and Graph.lint are untyped in torch 2.9's stubs, typed in 2.13's)
+    graph.set_codegen(_FlatInputs())  # type: ignore[no-untyped-call, unused-ignore]
+    graph.lint()  # type: ignore[no-untyped-call, unused-ignore]
     return torch.fx.GraphModule(root, graph)
 
 

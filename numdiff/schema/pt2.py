@@ -29,12 +29,13 @@ from numdiff.limits import current_limits
 from numdiff.schema.etrecord.entries import EntryReader, Program, check_directory_at_end
 from numdiff.program.graph_args import DTYPES
 from numdiff.program.graph_meta import ProgramLoadError, accept_torch_schema, check_header
+from numdiff.program.node_names import derive_node_names
 from numdiff.program.pickles import load_torch_artifact
 from numdiff._core.safe_json import TooDeepError, loads_checked
 
 __all__ = ["load_pt2"]
 
-RESAVE = ("Save it again with torch.export.save (torch >= 2.8 writes this layout), or pass the ExportedProgram "
+RESAVE = ("Save it again with torch.export.save (numdiff reads the .pt2 layout of torch 2.9 to 2.14), or pass the ExportedProgram "
           "itself, or an ETRecord of the same program.")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}\Z")
 _STRIDED = 7
@@ -137,6 +138,7 @@ def _read(reader: EntryReader, path: str, present: set[str], model: str | None) 
             check_header(program)
         if not isinstance(program, dict):  # check_header guarantees it; this narrows the type
             raise ProgramLoadError("program JSON is not an object")
+        derive_node_names(program)  # torch 2.9 (schema 8.14) wrote nodes without names
     except TooDeepError as e:
         raise ProgramArchiveError(path, f"model {model!r}: {e}", e.hint) from e
     except ProgramLoadError as e:

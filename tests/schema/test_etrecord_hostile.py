@@ -452,7 +452,7 @@ def _cycle() -> list[Any]:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (b"not a pickle at all", r"entry 'representative_inputs' is not a torch.save zip archive \(it starts with b'not a pi'\)"),
+        (b"not a pickle at all", r"entry 'representative_inputs' is neither a torch.save zip archive nor a pickle \(it starts with b'not a pi'\)"),
         (b"PK\x03\x04truncated", r"is not a readable torch.save archive \(BadZipFile"),
         (_torn(saved([(torch.ones(3),)])), r"cannot be loaded with torch.load\(weights_only=True\): "),
         (_deflated(saved([(torch.zeros(8 << 20, dtype=torch.uint8),)])), r"records would inflate to \d+ bytes, more than"),

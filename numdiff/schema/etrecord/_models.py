@@ -70,7 +70,8 @@ ENTRY_SHAPES: dict[str, tuple[TypeAdapter[Any], str]] = {
 
 _HINT = (
     "ExecuTorch writes {name} as {shape}; this file was altered, damaged or written by another tool. "
-    "Regenerate it with ExecuTorch: to_edge_transform_and_lower(..., generate_etrecord=True) and etrecord.save(path)."
+    "Regenerate it with the ExecuTorch release that exported the model: generate_etrecord=True when lowering, then "
+    "get_etrecord().save(path) (1.0 and later), or executorch.devtools.generate_etrecord(path, ...) (0.7)."
 )
 
 

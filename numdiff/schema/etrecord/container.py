@@ -94,7 +94,10 @@ class _Lazy(Generic[_T]):
             return self
         values, loaders = obj._values, obj._loaders
         if self.name in loaders:
-            values[self.name] = loaders.pop(self.name)()
+            # the loader stays until it succeeds: a failed read raises again on the next one,
+            # never leaves the attribute looking absent (None) to later calls
+            values[self.name] = loaders[self.name]()
+            del loaders[self.name]
         if self.name not in values:
             values[self.name] = self.default()
         value: _T = values[self.name]
@@ -270,6 +273,19 @@ class ETRecord:
         return f"ETRecord(path={self.path!r}, methods={methods})"
 
 
+@dataclass(frozen=True, slots=True)
+class _OneRun:
+    """ExecuTorch 0.7's representative inputs (one run's list of inputs) as later releases hold them: ``[tuple]``."""
+
+    load: Callable[[], Any]
+
+    def __call__(self) -> list[Any] | None:
+        value = self.load()
+        if isinstance(value, list) and not any(isinstance(item, (list, tuple)) for item in value):
+            return [tuple(value)]
+        return value  # type: ignore[no-any-return]
+
+
 def edge_methods(record: ETRecord) -> tuple[str, ...]:
     """The methods ``record`` holds a serialized Edge program for, read without building any (no torch).
 
@@ -390,6 +406,10 @@ def _read_archive(reader: EntryReader, path: str | None) -> ETRecord:
             unknown.append(name)
     if not edge and edge_single is not None:
         edge = {"forward": edge_single}
+        if "exported_program" not in present and "_representative_inputs" in record._loaders:
+            # ExecuTorch 0.7's layout (the Edge program alone): its representative inputs are one
+            # run's inputs (the first bundled test case's), where later releases keep one tuple per run
+            record._loaders["_representative_inputs"] = _OneRun(record._loaders["_representative_inputs"])
     if edge:
         record._edge_json = {method: program.json for method, program in edge.items()}
         if len(edge) == 1:

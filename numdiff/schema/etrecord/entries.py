@@ -25,6 +25,7 @@ from numdiff.limits import Limits, current_limits, raise_hint, use_limits
 from numdiff.schema.etrecord._models import validate_entry
 from numdiff.program.graph_meta import ProgramLoadError, check_header
 from numdiff.program.checks import check_program
+from numdiff.program.node_names import derive_node_names
 from numdiff._core.safe_json import TooDeepError, json_depth, loads_checked
 
 if TYPE_CHECKING:
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
 _EOCD_SIGNATURE = b"PK\x05\x06"
 _EOCD_SIZE = 22
 COMPANION_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
-REGENERATE = "Regenerate it with ExecuTorch: to_edge_transform_and_lower(..., generate_etrecord=True) and etrecord.save(path)."
+REGENERATE = (
+    "Regenerate it with the ExecuTorch release that exported the model: generate_etrecord=True when lowering, then "
+    "get_etrecord().save(path) (1.0 and later), or executorch.devtools.generate_etrecord(path, ...) (0.7)."
+)
 
 
 def check_directory_at_end(archive: zipfile.ZipFile, path: str | None) -> None:
@@ -221,6 +225,7 @@ def _parse_program(path: str | None, name: str, data: bytes) -> dict[str, Any]:
         check_header(program)
     except ProgramLoadError as e:
         raise ETRecordError(path, f"entry {name!r}: {e.problem}", e.hint or _ALTERED) from e
+    derive_node_names(program)  # ExecuTorch 0.7 (schema 5.3) wrote nodes without names
     return program  # type: ignore[no-any-return]
 
 
