@@ -331,8 +331,9 @@ def table(scores: list[Score]) -> str:
     for b in BACKENDS + ("all",):
         rows = [s for s in clean if b in ("all", s.backend)]
         n = Counter(s.outcome for s in rows)
+        faults = f"{n['runtime-fault']}/{n['runtime-fault'] + n['runtime-fault-missed']}"
         lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['false-culprit']:>14} {n['broken']:>11} {n['refused']:>8} "
-                     f"{n['runtime-fault']}/{n['runtime-fault'] + n['runtime-fault-missed']:<12}")
+                     f"{faults:>14}")
     lines.append("runtime fault: a clean export whose runtime output is unrelated to the ETRecord's reference output")
     lines.append(f"  (< {RUNTIME_FAULT_DB:g} dB): not a control; named/all = numdiff named a culprit in it.")
     lines.append("")
@@ -346,9 +347,9 @@ def table(scores: list[Score]) -> str:
                 continue
             n = Counter(s.outcome for s in rows)
             judged = len(rows) - n["missed-explained"] - n["within-allowance"]
-            pct = 100.0 * n["exact"] / judged if judged else math.nan
+            pct = f"{100.0 * n['exact'] / judged:.1f}%" if judged else "–"
             lines.append(f"{b:<14} {g:<7} {len(rows):>5} {n['exact']:>6} {n['partial']:>8} {n['missed']:>7} "
-                         f"{n['undecided']:>10} {n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>7.1f}%")
+                         f"{n['undecided']:>10} {n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>8}")
     lines.append("undecided: refused because every op of a one- or two-op program is unrelated to its replay (numdiff")
     lines.append("  says it cannot tell wrong files from every op being wrong).")
     lines.append("invisible: the runtime logged the same values as the control at the planted row, or the fault is")
@@ -418,9 +419,21 @@ def write_sample(root: Path, out: Path) -> None:
             shutil.copytree(src / v, dst / v)
 
 
+#: Makes (once) the virtualenv with ExecuTorch 1.5.1 that generating the zoo needs; numdiff never needs it.
+ORACLE_VENV_SCRIPT = Path(os.environ.get("NUMDIFF_ORACLE_VENV_SCRIPT", REPO.parent / "shared" / "oracle-venv.sh"))
+
+
 def generate(root: Path, only: list[str], jobs: int, twins: int) -> None:
-    oracle = subprocess.run(["bash", str(REPO.parent / "shared" / "oracle-venv.sh")], check=True,
-                            capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    if not ORACLE_VENV_SCRIPT.is_file():
+        raise SystemExit(
+            f"zoo.py: generating the zoo needs ExecuTorch 1.5.1 in a separate virtualenv, made by {ORACLE_VENV_SCRIPT} "
+            "(not found).\nSet NUMDIFF_ORACLE_VENV_SCRIPT to a script that prints that venv's python on its last "
+            "line, or score a zoo that exists already with --dir (the committed sample: --dir tests/fixtures/zoo).")
+    made = subprocess.run(["bash", str(ORACLE_VENV_SCRIPT)], capture_output=True, text=True)
+    if made.returncode != 0 or not made.stdout.strip():
+        raise SystemExit(f"zoo.py: {ORACLE_VENV_SCRIPT} failed (exit {made.returncode}): "
+                         f"{(made.stderr.strip().splitlines() or [''])[-1]}")
+    oracle = made.stdout.strip().splitlines()[-1]
     cmd = [oracle, str(REPO / "scripts" / "make_zoo.py"), "--out", str(root), "--jobs", str(jobs), "--twins", str(twins)]
     for a in only:
         cmd += ["--only", a]
@@ -429,11 +442,15 @@ def generate(root: Path, only: list[str], jobs: int, twins: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
-    parser.add_argument("--regenerate", action="store_true")
-    parser.add_argument("--only", action="append", default=[])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--twins", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                        help=f"the zoo to score (and to generate when it holds none); default {DEFAULT_DIR} "
+                             "(or $NUMDIFF_ZOO); the committed sample is tests/fixtures/zoo")
+    parser.add_argument("--regenerate", action="store_true",
+                        help="generate the zoo anew first (needs ExecuTorch 1.5.1's virtualenv, about 40 min on 2 cores)")
+    parser.add_argument("--only", action="append", default=[], metavar="ARCH",
+                        help="only this architecture (repeatable; scripts/make_zoo.py --list names them)")
+    parser.add_argument("--jobs", type=int, default=2, help="generator processes (default 2)")
+    parser.add_argument("--twins", type=int, default=3, help="planted twins per architecture and backend (default 3)")
     parser.add_argument("--json", type=Path, help="also write every score as JSON")
     parser.add_argument("--verbose", action="store_true", help="list dropped cases with their reasons")
     parser.add_argument("--crossed", type=int, default=40, metavar="N",

@@ -51,8 +51,15 @@ def note(message: str, stream: TextIO | None = None) -> None:
         print(printable(message), file=stream if stream is not None else sys.stderr)
 
 
+#: Commands that take a run's files otherwise than as --etdump/--debug-buffer, and their own terms.
+_COMMAND_TERMS = {
+    "compare-runs": ((re.compile(r"\(?pass debug_buffer_path=\)?"), "(give it as --run NAME=ETDUMP,DEBUG_BUFFER)"),),
+}
+_command = ""
+
+
 def _cli_terms(text: str) -> str:
-    for pattern, replacement in _CLI_TERMS:
+    for pattern, replacement in _COMMAND_TERMS.get(_command, ()) + _CLI_TERMS:
         text = pattern.sub(replacement, text)
     return text
 
@@ -80,6 +87,9 @@ def cli_warnings(command: str, *, debug: bool) -> Iterator[None]:
 
     Each distinct warning is shown once; Python's format (file, line, source code) never appears.
     """
+
+    global _command
+    _command = command.split()[-1] if command else ""
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: TextIO | None = None, line: str | None = None) -> None:

@@ -236,7 +236,8 @@ class RunsComparison:
         """One line: how many runs part from the base, and where the first does."""
         parted = [r for r in self.runs.values() if r.diverges]
         head = (f"compare-runs ({self.metric} against base {self.base!r}): {len(self.runs)} run"
-                f"{'s' if len(self.runs) != 1 else ''}, {len(parted)} part{'s' if len(parted) == 1 else ''} from the base")
+                f"{'s' if len(self.runs) != 1 else ''}; {len(parted)} of them part{'s' if len(parted) == 1 else ''} "
+                "from the base")
         if not parted:
             return head + ": every run agrees with the base within noise"
         return head + ": " + "; ".join(_run_line(r) for r in parted)

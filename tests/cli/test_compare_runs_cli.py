@@ -22,7 +22,7 @@ def test_table_names_the_op_and_the_side_and_exits_1(capsys: pytest.CaptureFixtu
                  "--run", _run("phone", "scaled")])
     out = capsys.readouterr().out
     assert code == 1
-    assert out.splitlines()[0].startswith("compare-runs (SNRComparator against base 'laptop'): 1 run, 1 parts")
+    assert out.splitlines()[0].startswith("compare-runs (SNRComparator against base 'laptop'): 1 run; 1 of them parts from the base")
     assert "phone parts from the base at linear_2 (fc3): phone departs from the reference there" in out
     assert "outputs are 0.50× the base's (half), R² 1.00" in out
 
@@ -65,3 +65,13 @@ def test_runs_of_another_program_exit_3(capsys: pytest.CaptureFixture[str]) -> N
                  "--run", f"b={other / 'etdump.etdp'},{other / 'debug_buffer.bin'}"])
     err = capsys.readouterr().err
     assert code == 3 and "are not runs of one program: 5 aligned ops against 3" in err
+
+
+@pytest.mark.filterwarnings("default")
+def test_a_run_without_its_debug_buffer_is_told_in_compare_runs_terms(capsys: pytest.CaptureFixture[str]) -> None:
+    etdump, _ = mlp_run("scaled")
+    code = main(["compare-runs", "--etrecord", str(MLP / "etrecord.bin"), "--run", _run("base"),
+                 "--run", f"scaled={etdump}"])
+    err = capsys.readouterr().err
+    assert code == 3 and "--run scaled=ETDUMP,DEBUG_BUFFER" in err
+    assert "(give it as --run NAME=ETDUMP,DEBUG_BUFFER)" in err and "--debug-buffer" not in err
