@@ -6,7 +6,8 @@ so it imports only the standard library at the top::
     PYTHON benchmarks/_measure.py {numdiff,oracle} {profiling,gap} CASE_DIR {time,time-torch,summary,profile}
 
 Modes:
-    time: import time, ``Inspector(...)`` build time (wall and CPU), for ``gap`` also
+    time: import time, ``Inspector(...)`` build time (wall and CPU), for ``profiling`` also the time
+        of a loop reading every event's ``name``, ``perf_data`` and ``op_types``, for ``gap`` also
         ``calculate_numeric_gap("SNR")`` time; cold figures (import included); then peak RSS (``ru_maxrss``) *before* anything
         else runs, then a small digest of the gap rows for the correctness check.
     time-torch: as ``time``, but ``import torch`` happens with the import, before the timer (the
@@ -84,6 +85,17 @@ def measure_time(side: str, case: str, case_dir: Path, torch_first: bool = False
     c2, t2 = _cpu_s(), time.perf_counter()
     result: dict[str, Any] = {"import_s": t1 - t0, "build_s": t2 - t1, "build_cpu_s": c2 - c1,
                               "cold_build_s": t2 - t0}
+    if case == "profiling":
+        # What the seeds' own examples do: walk every event reading its name, perf data and op types.
+        touched = 0
+        for block in inspector.event_blocks:
+            for event in block.events:
+                _ = (event.name, event.perf_data, event.op_types)
+                touched += 1
+        c3, t3 = _cpu_s(), time.perf_counter()
+        result["touch_s"] = t3 - t2
+        result["build_touched_s"] = t3 - t1
+        result["events_touched"] = touched
     if case == "gap":
         frame = inspector.calculate_numeric_gap("SNR")
         c3, t3 = _cpu_s(), time.perf_counter()

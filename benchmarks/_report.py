@@ -43,6 +43,8 @@ def table(info: dict[str, Any]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in grid]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
+    lines.append(f"intra-op threads per side: {info.get('threads')} (rows that say default threads: the "
+                 "libraries' defaults); load average at start " + str(info["machine"].get("load_avg_at_start")))
     lines.append("import (median): " + _imports(info))
     lines.append(f"gap answers: {info['gap_agreement']}")
     for row in info["rows"]:

@@ -66,7 +66,7 @@ def _run(python: Path, case: Path, what: str, threads: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads (default 1; 0 = library defaults)")
     parser.add_argument("--cache-dir", type=Path, default=_env.DEFAULT_CACHE)
     parser.add_argument("--oracle-python", default=None)
     parser.add_argument("--numdiff-python", default=None)
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     time_ratio, mem_ratio = med["culprits"] / med["gap"], peak["culprits"] / peak["gap"]
     print(f"case: {case} ({runs['gap'][0]['rows']} gap rows, {runs['culprits'][0]['rows']} culprit rows, "
           f"{runs['culprits'][0]['culprits']} culprits); {args.repeat} runs each, median wall, max peak RSS")
+    print(f"intra-op threads: {args.threads or 'library default'} (--threads; 0 = the libraries' defaults); "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for what, label in (("gap", "calculate_numeric_gap"), ("culprits", "find_culprits")):
         walls = ", ".join(f"{r['wall_s']:.2f}" for r in runs[what])
         peaks = ", ".join(f"{r['peak_mib']:.1f}" for r in runs[what])

@@ -52,10 +52,14 @@ class Target:
 #: is compared with torch already imported on both sides, and from a cold start on both sides.
 TARGETS = (
     Target("profiling: Inspector()", "profiling", "build_s", 100.0, 0.5),  # issue 13's figure (was 20x)
+    Target("profiling: Inspector() + every Event touched (name, perf_data, op_types)", "profiling",
+           "build_touched_s", 100.0, 0.5),  # issue 21 item 3
     Target("gap: Inspector() + calculate_numeric_gap('SNR'), torch imported first on both sides",
            "gap_torch_first", "end_to_end_s", 3.0, 0.5),
     Target("gap: import + Inspector() + calculate_numeric_gap('SNR') (cold start, both sides)",
            "gap", "cold_end_to_end_s", 3.0, 0.5),
+    Target("gap: Inspector() + calculate_numeric_gap('SNR'), torch imported first, both sides at the "
+           "libraries' default threads", "gap_default_threads", "end_to_end_s", 5.0, 0.5),  # issue 21 item 2
 )
 #: Reported without a target.
 INFO_ROWS = (
@@ -88,9 +92,12 @@ def warm_page_cache(case_dir: Path) -> None:
 THREADS = {"n": 1}
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(default_threads: bool = False) -> dict[str, str]:
     env = dict(os.environ)
-    if THREADS["n"] > 0:
+    if default_threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env.pop(var, None)
+    elif THREADS["n"] > 0:
         # On a shared 2-CPU machine torch's default OpenMP pool spin-waits whenever another
         # process holds a core: both sides then vary 3-10x run to run. One thread is stable.
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -98,12 +105,13 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def measure(python: Path, side: str, case: str, case_dir: Path, mode: str) -> dict[str, Any]:
+def measure(python: Path, side: str, case: str, case_dir: Path, mode: str,
+            default_threads: bool = False) -> dict[str, Any]:
     """Run ``_measure.py`` in a fresh process (page cache warmed first); its ``@@RESULT`` line, parsed."""
     warm_page_cache(case_dir)
     cmd = [str(python), str(MEASURE), side, case, str(case_dir), mode]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=_env.REPO,
-                          env=_child_env(), check=False)
+                          env=_child_env(default_threads), check=False)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("@@RESULT "):
             return json.loads(line[len("@@RESULT "):])  # type: ignore[no-any-return]
@@ -143,7 +151,13 @@ PLAN = (
     # The oracle's import always loads torch; numdiff loads it inside Inspector()/the gap.
     # This run moves numdiff's torch import before the timer too (compared with the oracle's "gap").
     ("gap_torch_first", "gap", "numdiff", "time-torch"),
+    # The same gap with both sides at the libraries' default thread settings (whatever --threads
+    # says), torch imported before the timer on both: the two figures side by side in one run.
+    ("gap_default_threads", "gap", "numdiff", "time-torch"),
+    ("gap_default_threads", "gap", "oracle", "time"),
 )
+#: Runs made at the libraries' default intra-op threads whatever ``--threads`` says.
+DEFAULT_THREAD_RUNS = frozenset({"gap_default_threads"})
 
 
 def timed_runs(pythons: dict[str, Path], root: Path, repeat: int) -> dict[str, dict[str, list[Any]]]:
@@ -153,7 +167,8 @@ def timed_runs(pythons: dict[str, Path], root: Path, repeat: int) -> dict[str, d
         for name, case, side, mode in PLAN:
             start = time.perf_counter()
             try:
-                result: Any = measure(pythons[side], side, case, root / case, mode)
+                result: Any = measure(pythons[side], side, case, root / case, mode,
+                                      default_threads=name in DEFAULT_THREAD_RUNS)
             except (SideFailed, subprocess.TimeoutExpired) as e:
                 result = f"error: {e}"
             runs[name][side].append(result)

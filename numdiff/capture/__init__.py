@@ -38,6 +38,7 @@ from numdiff.capture.interpreter import (
     IntermediateOutputCapturer,
     OnOutput,
     capture_intermediate_outputs,
+    runs_without_side_effects,
 )
 from numdiff.capture.nodes import (
     aot_debug_handle_to_op_names,
@@ -63,4 +64,5 @@ __all__ = [
     "plan_debug_handle_propagation",
     "propagate_back_debug_handle",
     "resolve_reference_graph",
+    "runs_without_side_effects",
 ]

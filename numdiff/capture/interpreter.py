@@ -55,7 +55,7 @@ from numdiff._core.types import DebugHandle
 from numdiff.capture.nodes import DEBUG_HANDLE_KEY, aot_debug_handle_to_op_names, handle_key, is_captured_node
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["CaptureResult", "IntermediateOutputCapturer", "OnOutput", "capture_intermediate_outputs"]
+__all__ = ["CaptureResult", "IntermediateOutputCapturer", "OnOutput", "capture_intermediate_outputs", "runs_without_side_effects"]
 
 #: Streaming callback: ``on_output(handle, node, value)``, called once per captured handle.
 OnOutput = Callable[[DebugHandle, torch.fx.Node, Any], None]
@@ -274,6 +274,15 @@ def capture_intermediate_outputs(
     """
     capturer = IntermediateOutputCapturer(graph_module, on_output=on_output, keep_outputs=keep_outputs)
     return capturer.capture(*inputs)
+
+
+def runs_without_side_effects(graph_module: torch.fx.GraphModule) -> bool:
+    """Whether running ``graph_module`` can leave it as it was: only ATen-style calls none of which
+    writes into a tensor (no buffer update such as a KV cache's ``copy_``), no submodule or method calls.
+    Such a module can be run again (captured, then replayed) with the same results."""
+    nodes = graph_module.graph.nodes
+    return all(n.op in ("placeholder", "get_attr", "call_function", "output") for n in nodes) and \
+        not any(_may_mutate(n) for n in nodes if n.op == "call_function")
 
 
 def _may_mutate(node: torch.fx.Node) -> bool:

@@ -191,8 +191,10 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
     inputs.aot_outputs.clear()
     score_accumulated([item for items in by_handle.values() for item in items], meter, release)
-    graph_module, _ = resolve_reference_graph(etrecord, inputs.graph_name if reference_graph is None else reference_graph,
-                                              disable_debug_handle_validation)
+    # The capture's graph module serves the replay too, unless running it changes it (a buffer
+    # written in place): then the replay builds a fresh one, as the capture had.
+    graph_module, _ = inputs.reusable_graph or resolve_reference_graph(
+        etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation)
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():

@@ -41,6 +41,9 @@ class GapInputs:
     rerun: Callable[[Callable[[DebugHandle, Any, Any], None]], Any] | None = None
     """Set by ``gather(..., shapes_only=True)``: ``aot_outputs`` then hold meta tensors (shape and dtype
     only) and ``rerun(on_output)`` runs the reference graph again, streaming (see numdiff.gap.stream)."""
+    reusable_graph: tuple[torch.fx.GraphModule, str] | None = field(default=None, repr=False, compare=False)
+    """The reference graph module that was run and its name, when running it again gives the same
+    results (``numdiff.capture.runs_without_side_effects``): the culprits' replay reuses it."""
 
 
 def stack_traces_for(aot_ops: list[str], by_handle: Mapping[DebugHandle, Mapping[str, str | None]]) -> dict[str, str | None]:
@@ -113,7 +116,8 @@ def _gather(
 ) -> GapInputs:
     etrecord = require_etrecord(etrecord)
     from numdiff.align import collect_runtime_outputs, delegate_output_ids
-    from numdiff.capture import aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph
+    from numdiff.capture import (aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph,
+                                 runs_without_side_effects)
     from numdiff.schema.debug_buffer import MissingTensor
 
     events = list(events)
@@ -172,6 +176,7 @@ def _gather(
         method=method,
         rerun=(lambda on_output: capture_intermediate_outputs(graph_module, [runs], on_output=on_output))
         if shapes_only else None,
+        reusable_graph=(graph_module, graph_name) if runs_without_side_effects(graph_module) else None,
     )
 
 

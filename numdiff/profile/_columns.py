@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numdiff._core.types import ProgramOutput
-from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event
+from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, _set_start_row
 from numdiff.profile.perf import PerfData
 
 __all__ = ["BlockColumns", "SlotDebug", "SlotLink", "materialise"]
@@ -96,8 +96,8 @@ class BlockColumns:
 
 def materialise(cols: BlockColumns) -> list[Event]:
     """The ``Event`` records of a block, as the eager builder made them."""
-    durations = cols.durations.T.tolist()  # slots x runs, Python floats
-    starts = cols.start_times.T.tolist()  # slots x runs, Python ints
+    durations = np.ascontiguousarray(cols.durations.T)  # slots x runs; PerfData makes floats on first read
+    starts = np.ascontiguousarray(cols.start_times.T)  # slots x runs; Python ints on first read
     profiled = cols.profiled.tolist()
     links = cols.links
     events = []
@@ -113,8 +113,8 @@ def materialise(cols: BlockColumns) -> list[Event]:
             ev.delegate_backend_name = link.delegate_backend_name
             ev.op_types, ev.stack_traces, ev.module_hierarchy = link.op_types, link.stack_traces, link.module_hierarchy
         if profiled[j]:
-            ev.perf_data = PerfData(durations[j])
-            ev._start_time = starts[j]
+            ev.perf_data = PerfData._of_row(durations[j])
+            _set_start_row(ev, starts[j])
         meta = cols.metadata.get(j)
         if meta is not None:
             ev._delegate_debug_metadatas = meta

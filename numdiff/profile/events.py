@@ -251,6 +251,24 @@ def _set_reference_output(self: EventBlock, value: ProgramOutput | None) -> None
     self.__dict__["_reference_output"] = value
 
 
+def _get_start_time(self: Event) -> list[int | float] | None:
+    row = self.__dict__.pop("_start_row", None)
+    if row is not None:
+        self.__dict__["_start_time_value"] = row.tolist()
+    value: list[int | float] | None = self.__dict__.get("_start_time_value")
+    return value
+
+
+def _set_start_time(self: Event, value: list[int | float] | None) -> None:
+    self.__dict__.pop("_start_row", None)
+    self.__dict__["_start_time_value"] = value
+
+
+def _set_start_row(event: Event, row: Any) -> None:
+    """Have ``event``'s start times made from ``row`` (a numpy row of the block's columns) on first read."""
+    event.__dict__["_start_row"] = row
+
+
 def _get_events(self: EventBlock) -> list[Event]:
     loader = self.__dict__.get("_events_loader")
     if loader is not None:  # kept until it succeeds (see _get_reference_output)
@@ -273,4 +291,7 @@ _BLOCK_COMPARED = tuple(f.name for f in dataclasses.fields(EventBlock) if f.comp
 # A property over the dataclass field: the generated __init__ assigns through the setter, and the
 # Inspector can install a loader so that building the profiling view never unpickles tensors.
 EventBlock.events = property(_get_events, _set_events)  # type: ignore[assignment]
+# Likewise each event's start times: the Inspector's events keep them as a numpy row until read, so
+# walking every event of a large dump makes no Python ints.
+Event._start_time = property(_get_start_time, _set_start_time)  # type: ignore[assignment]
 EventBlock.reference_output = property(_get_reference_output, _set_reference_output)  # type: ignore[assignment]
