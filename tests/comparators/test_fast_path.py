@@ -81,3 +81,19 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_infinities_leave_the_fast_path_without_a_numpy_warning() -> None:
+    """A causal mask's -inf on both sides makes inf - inf: the sums are not finite, the caller takes the
+    reference path (which counts them), and numpy's 'invalid value' warning does not reach the user."""
+    import warnings
+
+    import torch
+
+    from numdiff.comparators.numerics import finite_difference_sums
+
+    a = torch.tensor([[0.0, float("-inf")], [1.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert finite_difference_sums(a, a.clone()) is None
+        assert finite_difference_sums(torch.tensor([3e200], dtype=torch.float64), torch.tensor([0.0])) is None
