@@ -123,11 +123,16 @@ def resolve_reference_graph(
         if failure is None:
             name = EXPORTED_PROGRAM_GRAPH
         elif reference_graph is None:
+            # The opt-out names the ATen graph: only true when the ETRecord has one (ExecuTorch 0.7's hold
+            # the Edge program alone).
+            hint = _OPT_OUT_HINT if etrecord.exported_program is not None else (
+                "The ETRecord holds no ATen program (ExecuTorch 0.7 wrote the Edge program alone): the Edge "
+                "program is the reference graph.")
             _log.warning(  # the reference's sentence first (users grep logs for it), then the details
                 "Either ATen dialect exported program is not in ETRecord, or debug handle backpropagation "
                 "failed. Falling back to 'edge_dialect_exported_program'.\nWhy: %s\n%s",
                 failure,
-                _OPT_OUT_HINT,
+                hint,
             )
             name = EDGE_DIALECT_GRAPH
         elif etrecord.exported_program is None or _edge_program(etrecord) is None:

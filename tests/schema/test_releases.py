@@ -131,3 +131,15 @@ def test_hints_about_an_etrecord_name_every_releases_way_to_write_one(tmp_path: 
         parse_etrecord(damaged).op_nodes()
     assert "executorch.devtools.generate_etrecord(path, ...) (0.7)" in str(info.value)
     assert "get_etrecord().save(path) (1.0 and later)" in str(info.value)
+
+
+def test_the_fallback_to_the_edge_graph_gives_a_true_hint_for_an_etrecord_without_an_aten_program(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """0.7's ETRecord holds the Edge program alone: the fallback must not suggest using 'the ATen graph
+    anyway' (there is none), as it does when back-propagation fails on a record that has one."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="numdiff.capture.graphs"):
+        _inspector("0.7.0").calculate_numeric_gap("SNR")
+    said = " ".join(r.getMessage() for r in caplog.records if "Falling back" in r.getMessage())
+    assert "The ETRecord holds no ATen program" in said and "to use the ATen graph anyway" not in said
