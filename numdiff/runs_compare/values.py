@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -155,7 +156,11 @@ def open_run(name: str, files: RunFiles, etrecord: ETRecordLike, *, distance: st
     from numdiff.profile.events import logged_runs
     from numdiff.schema.debug_buffer import MissingTensor
 
-    inspector = Inspector(etdump_path=files.etdump, etrecord=etrecord, debug_buffer_path=files.debug_buffer)
+    with warnings.catch_warnings():
+        # A decode run's steps log different values by design: the Inspector's note says its drop-in
+        # debug_data holds run 0's, which compare_runs never reads (each step is read on its own).
+        warnings.filterwarnings("ignore", message=r"(?s).*logged values that differ from run 0", category=UserWarning)
+        inspector = Inspector(etdump_path=files.etdump, etrecord=etrecord, debug_buffer_path=files.debug_buffer)
     blocks = [b for b in inspector.event_blocks if (b.method_name or FORWARD) == FORWARD]
     events = tuple(ev for block in inspector.event_blocks for ev in block.events)
     run_output = next((b.run_output for b in blocks if b.run_output), None)

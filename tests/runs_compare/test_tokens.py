@@ -87,3 +87,16 @@ def test_several_runs_without_decode_compare_run_0_and_say_so() -> None:
     run = result.runs["flip"]
     assert run.tokens is None and run.first_divergent is None  # step 0 agrees
     assert any(n.startswith("the ETDumps hold 6 runs that logged different values: run 0 compared") for n in run.notes)
+
+
+def test_decode_runs_compare_without_the_inspectors_run_0_note() -> None:
+    """A decode run's steps log different values by design; the Inspector's note that its drop-in
+    debug_data holds run 0's concerns nothing compare_runs reads, so the user does not see it."""
+    import warnings
+
+    d, e = DECODE, DEEPER
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        compare_runs(e / "etrecord.bin", {name: (d / name / "etdump.etdp", d / name / "debug_buffer.bin",
+                                                 d / name / "step_inputs.pt") for name in ("base", "flip")})
+    assert not [w for w in seen if "differ from run 0" in str(w.message)]
