@@ -63,6 +63,9 @@ class Score:
     plant: str = ""
     detail: str = ""
     culprits: tuple[str, ...] = ()
+    #: clean controls: the largest local error in noise units on floating-point and quantized rows
+    noise_float: float = 0.0
+    noise_quantized: float = 0.0
 
 
 def _float(x: Any) -> float | None:
@@ -186,7 +189,8 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
                          detail="; ".join(culprits))
         if broken:
             return Score(**base, kind="clean", outcome="broken", detail="; ".join(_describe(r) for r in broken))
-        return Score(**base, kind="clean", outcome="ok")
+        return Score(**base, kind="clean", outcome="ok", noise_float=_largest_noise(rep, quantized=False),
+                     noise_quantized=_largest_noise(rep, quantized=True))
 
     closure = set(truth["closure"])
     label = f"{plant['kind']} {plant['site']} ×{plant['size']}"
@@ -223,6 +227,12 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
     if row.verdict.value == "unmatched":
         return Score(**common, outcome="missed", detail=f"the planted op's row could not be compared: {why}")
     return Score(**common, outcome="missed", detail=why)
+
+
+def _largest_noise(rep: Any, quantized: bool) -> float:
+    """The largest local error (noise units) among a report's quantized or floating-point rows."""
+    return max((r.local_noise_units for r in rep.rows if not math.isnan(r.local_noise_units)
+                and ("step" in r.noise and "no rounding" not in r.noise) == quantized), default=0.0)
 
 
 def _db(x: float | None) -> str:
@@ -334,6 +344,10 @@ def table(scores: list[Score]) -> str:
         faults = f"{n['runtime-fault']}/{n['runtime-fault'] + n['runtime-fault-missed']}"
         lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['false-culprit']:>14} {n['broken']:>11} {n['refused']:>8} "
                      f"{faults:>14}")
+    controls = [s for s in clean if s.outcome == "ok"]
+    lines.append(f"largest local error on the {len(controls)} controls: "
+                 f"{max((s.noise_float for s in controls), default=0.0):.2g} noise units on floating-point rows, "
+                 f"{max((s.noise_quantized for s in controls), default=0.0):.2g} on quantized rows")
     lines.append("runtime fault: a clean export whose runtime output is unrelated to the ETRecord's reference output")
     lines.append(f"  (< {RUNTIME_FAULT_DB:g} dB): not a control; named/all = numdiff named a culprit in it.")
     lines.append("")
@@ -361,21 +375,18 @@ def table(scores: list[Score]) -> str:
     n = Counter(s.outcome for s in dropped)
     lines.append(f"Not scored: {len(dropped)} ({', '.join(f'{k} {v}' for k, v in sorted(n.items())) or 'none'}); "
                  "see --verbose for reasons")
-    bad = [s for s in scores if s.outcome in ("false-culprit", "broken", "refused", "partial", "missed",
-                                              "runtime-fault-missed")]
-    if bad:
-        lines.append("")
-        lines.append("Wrong or incomplete verdicts:")
-        for s in bad:
-            lines.append(f"  {s.arch}/{s.backend}/{s.variant} [{s.outcome}] {s.plant} {s.detail}"[:400])
-    explained = [s for s in scores if s.outcome in ("missed-explained", "within-allowance", "runtime-fault",
-                                                    "undecided")]
-    if explained:
-        lines.append("")
-        lines.append("Explained misses:")
-        for s in explained:
-            lines.append(f"  {s.arch}/{s.backend}/{s.variant} [{s.outcome}] {s.plant}: {s.detail}"[:400])
+    for title, outcomes in (("Wrong or incomplete verdicts:", WRONG + ("partial",)),
+                            ("Explained misses:", ("missed-explained", "within-allowance", "runtime-fault",
+                                                   "undecided"))):
+        listed = [s for s in scores if s.outcome in outcomes]
+        if listed:
+            lines += ["", title] + [f"  {s.arch}/{s.backend}/{s.variant} [{s.outcome}] {s.plant}: {s.detail}"[:400]
+                                    for s in listed]
     return "\n".join(lines)
+
+
+#: Outcomes that are numdiff's own mistakes (the command exits 1 on any).
+WRONG = ("false-culprit", "broken", "refused", "missed", "runtime-fault-missed")
 
 
 #: The sample committed under tests/fixtures/zoo/ (scored by tests/culprits/test_zoo_sample.py): the
@@ -475,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  dropped {s.arch}/{s.backend}/{s.variant}: {s.outcome} {s.detail}")
     if args.json:
         args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1))
-    wrong = sum(s.outcome in ("false-culprit", "broken", "refused", "missed", "runtime-fault-missed") for s in scores)
+    wrong = sum(s.outcome in WRONG for s in scores)
     wrong += sum(c.outcome != "refused" for c in crossed)
     return 1 if wrong else 0
 

@@ -5,12 +5,11 @@ program. The signature is a SHA-256 over each method's op targets in graph order
 sorted), nothing else: not the weights, not the file names or paths, not debug handles or source
 lines. So two runs of one program on two devices share it, and a rebuilt program with another
 graph (an op added, removed, replaced or moved) does not. Ops inside a delegate's lowered module are
-not in the Edge graph (two different models fully delegated to XNNPACK have the same Edge graph: a
-delegate call and its outputs, and the ETRecord's Edge program is the one before partitioning: one
-model lowered for the portable kernels and for XNNPACK has one Edge graph), so ``whole_sha256`` also
-covers the ATen program's op targets and each method's instructions as lowered (debug handles and
-delegate backend per instruction, from the ETRecord's maps). Analyses written before it have only ``sha256``: :func:`same_program`
-compares the fullest signature both sides have.
+not in the Edge graph, and the ETRecord's Edge program is the one before partitioning (one model
+lowered for the portable kernels and for XNNPACK has one Edge graph), so ``whole_sha256`` also covers
+the ATen program's op targets and each method's instructions as lowered (debug handles and delegate
+backend per instruction, from the ETRecord's maps). Analyses written before it have only ``sha256``:
+:func:`same_program` compares the fullest signature both sides have.
 """
 
 from __future__ import annotations
@@ -74,9 +73,19 @@ def _instructions(rec: ETRecordLike) -> dict[str, list[str]]:
 
 
 def _aten_ops(rec: ETRecordLike) -> dict[str, list[str]]:
-    """The ATen program's op targets in graph order (``forward``), or {} without one."""
+    """The ATen program's op targets in graph order (``forward``), or {} without one: from its JSON
+    while numdiff's record has not built it (building it costs about a second on a small Llama),
+    else from the built graph."""
     from numdiff.profile.symbolicate import op_nodes_from_graph
+    from numdiff.program.graph_meta import ProgramLoadError, op_nodes_from_json
 
+    source = getattr(rec, "program_source", None)
+    serialized = source("exported_program") if source is not None else None
+    if serialized is not None:
+        try:
+            return {"forward": [info.op_type for info in op_nodes_from_json(serialized[0])]}
+        except ProgramLoadError:
+            return {}
     program = rec.exported_program
     if program is None:
         return {}

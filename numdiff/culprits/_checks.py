@@ -72,18 +72,18 @@ def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, flo
             f"{local_rel[first.index]:.3g}): the logged values do not come from the program the ETRecord describes")
 
 
-def nothing_comparable(rows: Sequence[CulpritRow], local_rel: Mapping[int, float]) -> str | None:
-    """Why (nearly) no row could be compared because the runtime's tensors have other sizes than the
-    reference run's (at least half the rows), or None. An ETRecord of another program whose instruction
-    ids and kernel names happen to cover the run's gets this far; so does a run of a dynamic-shape
-    program on inputs of other sizes than the representative ones. Either way no answer can be given.
-    A program run on the inputs its ETRecord was made with gives every pair the same element count."""
-    sized = [r for r in rows if r.note and "element counts differ" in r.note]
-    if not sized or len(sized) * 2 < len(rows):
+def nothing_comparable(rows: Sequence[CulpritRow], local_rel: Mapping[int, float],
+                       unsized: Mapping[int, str]) -> str | None:
+    """Why (nearly) no row could be compared because the runtime's tensors hold other numbers of
+    elements than the reference run's (``unsized``: row index -> the two shapes; at least half the
+    rows), or None. An ETRecord of another program whose instruction ids and kernel names happen to
+    cover the run's gets this far; so does a run of a dynamic-shape program on inputs of other sizes
+    than the representative ones. Either way no answer can be given. A program run on the inputs its
+    ETRecord was made with gives every pair the same element count."""
+    if not unsized or len(unsized) * 2 < len(rows):
         return None
-    first = sized[0]
-    why = next(part for part in (first.note or "").split("; ") if "element counts differ" in part)
+    first = rows[min(unsized)]
     compared = sum(not math.isnan(local_rel.get(r.index, math.nan)) for r in rows)
     what = "none" if not compared else f"only {compared}"
     return (f"{what} of the {len(rows)} aligned ops could be compared: the runtime's tensors have other sizes than "
-            f"the reference run's ({len(sized)} of them; row {first.index} {first.node}: {why.strip()})")
+            f"the reference run's ({len(unsized)} of them; row {first.index} {first.node}: {unsized[first.index]})")

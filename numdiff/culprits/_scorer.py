@@ -140,6 +140,8 @@ class Scorer:
         self.acc_rel: dict[int, float] = {}
         #: ``rms(replay - runtime) / rms(replay)`` per row (NaN when not compared).
         self.local_rel: dict[int, float] = {}
+        #: Rows whose runtime tensor holds another number of elements than the replay's, and the shapes.
+        self.unsized: dict[int, str] = {}
         self.first_nonfinite: NonFinite | None = None
         #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
         self.input_problems: Mapping[str, str] = {}
@@ -181,6 +183,9 @@ class Scorer:
              noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         pair, index = item.pair, len(self.rows)
         notes: list[str] = []
+        logged = pair.runtime_output
+        if isinstance(logged, torch.Tensor) and isinstance(replay, torch.Tensor) and logged.numel() != replay.numel():
+            self.unsized[index] = f"runtime shape {tuple(logged.shape)} vs AOT {tuple(replay.shape)}"
         lin = self.lineages.get(node.name, Lineage())
         compare_runtime = runtime if runtime is not None else pair.runtime_output
         local, sums = self.meter.measure(pair, replay, compare_runtime, notes, "local")

@@ -221,7 +221,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, step_input))
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel)
-    unsized = nothing_comparable(scorer.rows, scorer.local_rel) if step_input is None and not later_run else None
+    unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
         raise MismatchedArtifactsError(
             f"{etdump_path or 'the ETDump'}: {unsized}\nCheck that the ETRecord was generated for the program that "

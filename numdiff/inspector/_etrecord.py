@@ -176,8 +176,15 @@ def _check_same_model(blocks: list[EventBlock], handle_map: Mapping[str, object]
     """The ETDump's instructions are the ETRecord's: the kernel and delegate calls the runtime ran have
     entries in the ETRecord's ``debug_handle_map``. Not all of them do (a ``cond`` branch's kernels,
     3 of 10 in the real_cond fixture), so the files disagree when most do not."""
-    ids = {str(ev._instruction_id) for b in blocks for ev in b._link_records()
-           if ev._instruction_id is not None and ev._instruction_id >= 0 and ev.name not in FRAMEWORK_EVENTS}
+    ids: set[str] = set()
+    calls: set[tuple[str, int]] = set()  # (name, instruction) of kernel and delegate calls
+    for block in blocks:
+        for ev in block._link_records():
+            if ev._instruction_id is None or ev._instruction_id < 0 or ev.name in FRAMEWORK_EVENTS:
+                continue
+            ids.add(str(ev._instruction_id))
+            if not ev.is_delegated_op and (ev.name == DELEGATE_CALL or ev.name.startswith("native_call_")):
+                calls.add((ev.name, ev._instruction_id))
     if ids and handle_map is not None and not ids & set(handle_map):
         raise MismatchedArtifactsError(
             f"ETRecord and ETDump {etdump_path!r} do not describe the same model: none of the "
@@ -186,9 +193,6 @@ def _check_same_model(blocks: list[EventBlock], handle_map: Mapping[str, object]
         )
     if handle_map is None:
         return
-    calls = {(ev.name, ev._instruction_id) for b in blocks for ev in b._link_records()
-             if ev._instruction_id is not None and ev._instruction_id >= 0 and not ev.is_delegated_op
-             and (ev.name == DELEGATE_CALL or ev.name.startswith("native_call_"))}
     unknown = sorted((iid, name) for name, iid in calls if str(iid) not in handle_map)
     if len(unknown) * 2 > len(calls):
         iid, name = unknown[0]

@@ -168,6 +168,10 @@ def test_the_json_and_the_loaded_graph_give_one_signature() -> None:
     signature = program_signature(record)
     assert signature is not None and signature.whole_sha256 is not None
     assert (signature.sha256, signature.methods) == (from_graph.sha256, from_graph.methods)
+    # the ATen program's ops read from its JSON (not built) and from the built graph agree too
+    built = parse_etrecord(FIXTURES / "cnn_nested" / "etrecord.bin")
+    assert built.exported_program is not None
+    assert program_signature(built) == signature
 
 
 def test_one_model_lowered_for_two_backends_is_two_programs() -> None:

@@ -57,6 +57,9 @@ def test_the_table_reports_every_outcome_and_the_explained_miss() -> None:
     assert "all            all         8      7        0       0          0          1          0   100.0%" in text
     assert "int8_xnnpack   small       1      0        0       0          0          1          0        –" in text
     assert "Wrong or incomplete verdicts" not in text
+    controls = [s for s in scores().values() if s.outcome == "ok" and s.kind == "clean"]
+    assert len(controls) == 7 and "largest local error on the 7 controls:" in text
+    assert max(s.noise_float for s in controls) < 1 and max(s.noise_quantized for s in controls) < 1  # all "ok"
     assert "depthwise_separable/int8_xnnpack/twin0 [missed-explained]" in text
 
 

@@ -9,7 +9,6 @@ virtualenv; see ``tests/fixtures/releases/README.md``).
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import torch
 
 from numdiff import Inspector, parse_etrecord
 from tests.conftest import FIXTURES
+from tests.dev_scripts import load_script
 
 RELEASES = FIXTURES / "releases"
 VERSIONS = sorted(p.name for p in RELEASES.iterdir() if (p / "etrecord.bin").is_file()) if RELEASES.is_dir() else []
@@ -36,18 +36,8 @@ def _inspector(version: str) -> Inspector:
                          debug_buffer_path=str(folder / "debug_buffer.bin"))
 
 
-def _plain(value: Any) -> Any:
-    """What the generator stored for a value (``scripts/make_release_fixtures.py``'s ``_plain``)."""
-    if isinstance(value, torch.Tensor):
-        return {"dtype": str(value.dtype), "shape": list(value.shape),
-                "values": value.detach().to(torch.float64).flatten().tolist()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and math.isnan(value):
-        return "nan"
-    if isinstance(value, float) and math.isinf(value):
-        return str(value)
-    return value
+#: What the generator stored for a value: its own function, so the two cannot drift apart.
+_plain = load_script("scripts/make_release_fixtures.py")._plain
 
 
 def test_every_release_has_a_sample() -> None:
