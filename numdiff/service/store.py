@@ -25,6 +25,7 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import BinaryIO
@@ -38,6 +39,20 @@ CHUNK = 1 << 20
 #: Another host's temporary directory is removed once nothing in it changed for this long (longer than any job).
 STALE_TMP_S = 6 * 3600.0
 _OWNER = re.compile(r"^(?P<host>.+)-(?P<pid>[0-9]+)$")
+
+
+#: Serialises "make this process's temporary directory and a file in it" with "remove it when empty":
+#: request threads finish uploads while others start them, and without it one thread's rmdir could
+#: land between another's mkdir and its file (FileExistsError or FileNotFoundError, an HTTP 500).
+_TMP_LOCK = threading.Lock()
+
+
+def _new_tmp_lock() -> None:
+    global _TMP_LOCK
+    _TMP_LOCK = threading.Lock()  # a forked child starts with its own, never one a parent thread held
+
+
+os.register_at_fork(after_in_child=_new_tmp_lock)
 
 
 def _owner() -> str:
@@ -272,20 +287,21 @@ class Store:
 
     def temp_file(self, prefix: str) -> tuple[int, str]:
         """A new temporary file in this process's directory: ``(fd, path)`` as :func:`tempfile.mkstemp` gives."""
-        for attempt in range(3):
-            try:
-                return tempfile.mkstemp(dir=self.tmp, prefix=prefix)
-            except FileNotFoundError:  # the directory was tidied away by a finishing upload: make it again
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        with _TMP_LOCK:
+            return tempfile.mkstemp(dir=self.tmp, prefix=prefix)
+
+    def temp_dir(self, prefix: str) -> Path:
+        """A new temporary directory in this process's directory (:func:`tempfile.mkdtemp`)."""
+        with _TMP_LOCK:
+            return Path(tempfile.mkdtemp(prefix=prefix, dir=self.tmp))
 
     def tidy_tmp(self) -> None:
         """Remove this process's temporary directory when it is empty (it is made again when needed)."""
-        try:
-            os.rmdir(self.tmp_root / _owner())
-        except OSError:
-            pass
+        with _TMP_LOCK:
+            try:
+                os.rmdir(self.tmp_root / _owner())
+            except OSError:
+                pass
 
     def release_tmp(self) -> None:
         """Remove this process's temporary directory (at a clean exit)."""

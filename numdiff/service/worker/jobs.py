@@ -24,7 +24,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -193,7 +192,7 @@ class Worker:
         labels = {str(k): str(v) for k, v in (run.labels or {}).items()}
         labels.setdefault("model", model.name)
         parts = self._stored_parts(run.id) if job.stage > 0 else {}
-        out = Path(tempfile.mkdtemp(prefix=f"job{job_id}-", dir=self.store.tmp))
+        out = self.store.temp_dir(f"job{job_id}-")
         started = time.monotonic()
         try:
             runner = self.runner()
