@@ -15,7 +15,8 @@ A row's *local error* (replay on the runtime's inputs vs the runtime's output) i
 The verdict compares the noise units with :class:`Thresholds` (documented defaults, overridable
 per op type): ``ok`` (at most ``ok``), ``expected-noise`` (at most ``expected``), ``suspicious``
 (at most ``broken``), ``broken`` (above). A runtime output with NaN/Inf where the replay has none
-is ``broken``.
+is ``broken``. An undelegated row ending in one rounding is also ``suspicious`` when elements land a
+step off far from any rounding tie (:mod:`numdiff.culprits._rounding`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import SupportsInt, cast
 
 import torch
 
+from numdiff.culprits._rounding import TieMargin
 from numdiff.errors import UsageError
 
 __all__ = ["DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds"]
@@ -210,6 +212,9 @@ class Noise:
             them). A dequantize of values already on the grid (a constant's, or its producer's
             runtime integers) rounds nothing: its honest error is floating-point only, so
             ``quant_step`` then gives the layout but not the noise.
+        tie: Where the elements of the row's one rounding lay before it, when the row replays
+            exactly one rounding of values computed from the runtime's inputs (see
+            :mod:`numdiff.culprits._rounding`); None otherwise.
     """
 
     reduction: int = 1
@@ -217,6 +222,7 @@ class Noise:
     quant_axis: int | None = None
     zero_point: float | None = None
     rounding: bool = True
+    tie: TieMargin | None = None
 
     @property
     def _step(self) -> float | torch.Tensor | None:

@@ -25,6 +25,7 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import Noise, op_type, reduction_length
+from numdiff.culprits._rounding import TieMargin, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
 __all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
@@ -136,6 +137,11 @@ class ReplayInterpreter(Interpreter):
         self._reduction: dict[str, int] = {}
         #: Unpaired nodes whose value went through a quantize op since the last paired values.
         self._rounded: set[str] = set()
+        #: Nodes whose value depends on the run (graph inputs, paired nodes and what they feed), with
+        #: up to two quantize ops that rounded such values since the last paired values.
+        self._since: dict[str, frozenset[str]] = {}
+        #: Tie margins of per-tensor quantize ops of run values, and of dequantize ops reading them.
+        self._ties: dict[str, TieMargin] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -147,15 +153,25 @@ class ReplayInterpreter(Interpreter):
         """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
         self._reduction = {}
         self._rounded = set()
+        self._since, self._ties = {}, {}
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
     def run_node(self, n: torch.fx.Node) -> object:
         """Run one node on substituted arguments; hand paired nodes to ``on_paired``."""
         if n.op == "placeholder":
+            self._since[n.name] = frozenset()
             return self._graph_input(n, super().run_node(n))
         if n.op != "call_function":
             return super().run_node(n)
+        try:
+            return self._call(n)
+        finally:
+            for gone in self.user_to_last_uses.get(n, ()):
+                self._since.pop(gone.name, None)
+                self._ties.pop(gone.name, None)
+
+    def _call(self, n: torch.fx.Node) -> object:
         try:
             args, kwargs = self.fetch_args_kwargs_from_env(n)
             result = self.call_function(n.target, args, kwargs)
@@ -169,14 +185,36 @@ class ReplayInterpreter(Interpreter):
             ) from e
         inner = max((self._reduction.get(a.name, 0) for a in n.all_input_nodes), default=0)
         length = reduction_length(n.target, args, kwargs, result) + inner
-        rounds = op_type(n.target) in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
+        kind = op_type(n.target)
+        rounds = kind in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
+        tie = self._track_rounding(n, kind, args, length)
         if n.name not in self._paired:
             self._reduction[n.name] = length
             if rounds:
                 self._rounded.add(n.name)
             return result
+        self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
+        self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds))
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie))
+
+    def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], length: int) -> TieMargin | None:
+        """Record the run-dependent roundings behind ``n``; its tie margin if it ends the only one."""
+        varying = [self._since[a.name] for a in n.all_input_nodes if a.name in self._since]
+        if not varying:
+            return None  # computed from constants only: the same on every kernel
+        since = frozenset().union(*varying)
+        if kind in _QUANTIZE:
+            since |= {n.name}
+        self._since[n.name] = frozenset(sorted(since)[:2])
+        tie = None
+        if len(since) == 1 and kind == "quantize_per_tensor" and args:
+            tie = tie_margin(args[0], args[1] if len(args) > 1 else None, length)
+        elif len(since) == 1 and kind == "dequantize_per_tensor" and isinstance(n.args[0], torch.fx.Node):
+            tie = self._ties.get(n.args[0].name)
+        if tie is not None:
+            self._ties[n.name] = tie
+        return tie
 
     def _graph_input(self, n: torch.fx.Node, value: object) -> object:
         """The argument a delegate call logged for this graph input, else the representative input."""

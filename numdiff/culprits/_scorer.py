@@ -28,6 +28,7 @@ from numdiff.culprits._delegates import delegate_location, describe_delegate
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
+from numdiff.culprits._rounding import judged_off, off_tie
 from numdiff.culprits.report import CulpritRow, NonFinite
 from numdiff.gap import stack_traces_for
 
@@ -205,6 +206,14 @@ class Scorer:
         if nonfinite and not replay_nonfinite:
             verdict = Verdict.BROKEN
         source, sources = self._source(lin, notes)
+        call = self.delegates.get(frozenset(pair.runtime_handle))
+        off_grid = False
+        if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
+                and runtime is not None and isinstance(replay, torch.Tensor):
+            why = self._rounding_check(replay, runtime, noise)
+            if why is not None:
+                verdict, off_grid = Verdict.SUSPICIOUS, True
+                notes.append(why)
         unknown_inputs = [g for g in lin.graph_inputs if g not in self.inputs_from_runtime] \
             if self.inputs_unknown else []
         if unknown_inputs:
@@ -213,7 +222,10 @@ class Scorer:
                          "the representative input is another run's; pass step_inputs to judge this op")
         if verdict.beyond_noise and not nonfinite:
             acc_units = accumulated_units(units, sums, item.acc_rms)
-            if replay_nonfinite or (not limits.verdict(acc_units).beyond_noise and not math.isnan(acc_units)):
+            # Off-grid rows are within the noise units by definition: their replay is doubted only when
+            # the runtime is much closer to the reference run from the start than to its own replay.
+            within = acc_units < units / 2 if off_grid else not limits.verdict(acc_units).beyond_noise
+            if replay_nonfinite or (within and not math.isnan(acc_units)):
                 verdict = Verdict.REPLAY_MISMATCH
                 notes.append(replay_problem(units, acc_units, sources, replay_nonfinite))
         self.local_rel[index] = math.nan if runtime is None or unknown_inputs else relative_error(replay, runtime, sums)
@@ -231,7 +243,6 @@ class Scorer:
             self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
-        call = self.delegates.get(frozenset(pair.runtime_handle))
         inner = traces if call is None else {**stack_traces_for(list(lin.replayed), self.stack_traces), **traces}
         delegate = None if call is None else describe_delegate(call[0], call[1], node, lin.replayed,
                                                                self.module_paths, inner)
@@ -251,6 +262,20 @@ class Scorer:
             module_path=module_path, source_line=source_line,
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
             note="; ".join(notes) or None, input_sources=sources, delegate=delegate))
+
+    def _rounding_check(self, replay: torch.Tensor, runtime: torch.Tensor, noise: Noise) -> str | None:
+        """Why the row's one rounding is not an honest one (see :mod:`~numdiff.culprits._rounding`), or None."""
+        if noise.tie is None:
+            return None
+        tolerance = noise.tie.tolerance(self.limits["default"].expected)
+        found = off_tie(replay, runtime, noise.quant_step, noise.quant_axis, noise.tie, tolerance)
+        if found is None or not judged_off(found[0], found[1]):
+            return None
+        count, elements, closest = found
+        return (f"not rounding: {count} of {elements} elements are a step or more from the replay where the value "
+                f"before rounding lay {closest:.3g} steps or more from a rounding tie; a kernel that computes the same "
+                f"value and rounds it differently moves only values within {tolerance:.2g} steps of a tie, so this op "
+                "computes another value")
 
     def _amplification(self, acc_rel: float, producers: list[int], notes: list[str]) -> float:
         upstream = [self.acc_rel[p] for p in producers if not math.isnan(self.acc_rel[p])]

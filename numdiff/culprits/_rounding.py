@@ -1,0 +1,114 @@
+"""The rounding check: an honest kernel puts a quantized value on another step only near a tie.
+
+A row whose replay ends in exactly one rounding onto the quantization grid (a quantize op, then
+perhaps its dequantize) of values computed in floating point from the runtime's own inputs knows
+where each element lay before it was rounded. A kernel that computes the same real value (another
+accumulation order, fused multiply-add, another rounding mode at exact ties) can land on another
+step only where that value lay within its floating-point error of a *tie*, half-way between two
+steps. An element one step or more away from the replay whose replayed value was farther from a
+tie than that was not rounded differently: the op computed another value. A 1% change of a scale
+or a weight moves many elements by one step (1-3 noise units, inside the quantized allowance of
+``sqrt(12)``); honest rounding moves none of them this way.
+
+The check holds only where the kernel computes in floating point before rounding, as the replay
+does: ExecuTorch's portable and optimized kernels (undelegated rows). A delegate may requantize in
+fixed point or through look-up tables and so move a value by a step anywhere; its rows keep the
+noise-unit allowance alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "judged_off", "off_tie", "tie_margin"]
+
+#: A row is judged by the rounding check when at least this many elements ...
+MIN_OFF_TIE = 3
+#: ... and this share of its elements are off the replay's step away from a tie.
+OFF_TIE_SHARE = 1e-3
+#: Smallest tolerance, in steps: far above float32's own representation error of a value on an
+#: 8-bit grid (2**-17 steps at 127).
+_FLOOR = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class TieMargin:
+    """Where the elements of one rounding lay before it.
+
+    Attributes:
+        margin: Per element, the distance in steps from the pre-rounding value to the nearest tie
+            (0.5 on a grid point, 0 half-way between two).
+        sigma: The floating-point noise of the computation that fed the rounding, in steps
+            (``eps * sqrt(K) * max|value / scale|``, the floating-point noise unit).
+    """
+
+    margin: torch.Tensor
+    sigma: float
+
+    def tolerance(self, allowance: float) -> float:
+        """How far from a tie an honest kernel's value may have been, in steps, for a floating-point
+        ``allowance`` in noise units (the ``expected`` limit)."""
+        return max(_FLOOR, allowance * self.sigma)
+
+
+def tie_margin(value: object, scale: object, reduction: int) -> TieMargin | None:
+    """The :class:`TieMargin` of ``quantize_per_tensor(value, scale, ...)``; None when not a per-tensor float.
+
+    ``reduction`` is the reduction length of the computation that produced ``value`` (see
+    :func:`~numdiff.culprits._noise.reduction_length`).
+    """
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() == 0:
+        return None
+    if isinstance(scale, torch.Tensor):
+        if scale.numel() != 1:
+            return None
+        scale = float(scale)
+    if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
+        return None
+    steps = value.detach().double() / float(scale)
+    finite = torch.isfinite(steps)
+    steps = torch.where(finite, steps, 0)
+    margin = (0.5 - (steps - torch.round(steps)).abs()).float()
+    peak = float(steps.abs().max())
+    eps = torch.finfo(value.dtype).eps
+    return TieMargin(margin, eps * math.sqrt(max(1, reduction)) * peak)
+
+
+def off_tie(replay: torch.Tensor, runtime: torch.Tensor, step: float | torch.Tensor | None, axis: int | None,
+            tie: TieMargin, tolerance: float) -> tuple[int, int, float] | None:
+    """``(elements off the replay's step away from a tie, elements, their smallest margin)``; None if not comparable.
+
+    ``step`` is the grid's step in the values' units (a dequantize's scale; None for the integer
+    output of a quantize op: 1); an element is off when the two values are half a step apart or more.
+    """
+    if replay.shape != runtime.shape or tie.margin.shape != replay.shape:
+        return None
+    diff = runtime.detach().double() - replay.detach().double()
+    if isinstance(step, torch.Tensor):
+        if step.numel() == 1:
+            step = float(step)
+        elif axis is not None and replay.dim() > 0 and step.numel() == replay.shape[axis % replay.dim()]:
+            shape = [1] * replay.dim()
+            shape[axis % replay.dim()] = -1
+            diff = diff / step.double().reshape(shape)
+            step = None
+        else:
+            return None
+    if isinstance(step, float):
+        if not step > 0:
+            return None
+        diff = diff / step
+    off = (diff.abs() >= 0.5) & torch.isfinite(diff)
+    # One step next to a tie is honest; more than one step is never a rounding difference.
+    unexplained = off & ((tie.margin > tolerance) | (diff.abs() >= 1.5))
+    count = int(unexplained.sum())
+    closest = float(tie.margin[unexplained].min()) if count else math.nan
+    return count, replay.numel(), closest
+
+
+def judged_off(count: int, elements: int) -> bool:
+    """Whether ``count`` off-tie elements of ``elements`` are enough to call the op wrong."""
+    return count >= max(MIN_OFF_TIE, OFF_TIE_SHARE * elements)
