@@ -56,10 +56,17 @@ def replay_problem(local_units: float, acc_units: float, sources: Sequence[str],
     return "replay problem, not a culprit: " + why + " (inputs: " + "; ".join(sources) + ")"
 
 
-def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, float]) -> str | None:
-    """Why the files do not belong together, or None when the replay is consistent enough to judge."""
+def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, float], *,
+                         inputs_confirmed: bool = False) -> str | None:
+    """Why the files do not belong together, or None when the replay is consistent enough to judge.
+
+    ``inputs_confirmed``: the runtime logged the program's inputs (a delegate logs its arguments) and
+    they are exactly the ETRecord's representative inputs. A debug buffer of another program, or of
+    another run, holds other inputs; so in a program of one or two compared ops, whose replays alone
+    cannot tell wrong files from wrong ops, confirmed inputs say the ops are wrong.
+    """
     compared = [r for r in rows if not math.isnan(local_rel.get(r.index, math.nan))]
-    if not compared:
+    if not compared or (inputs_confirmed and len(compared) < MISMATCHED_MIN_ROWS):
         return None
     unrelated = [r for r in compared if not local_rel[r.index] <= UNRELATED]  # NaN-safe: inf and NaN count
     first = compared[0]

@@ -147,6 +147,8 @@ class ReplayInterpreter(Interpreter):
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
         #: Graph inputs a delegate logged but whose logged value could not be used, and why.
         self.input_problems: dict[str, str] = {}
+        #: Graph inputs taken from what a delegate logged: whether the value equals the representative input.
+        self.inputs_agree: dict[str, bool] = {}
 
     def run(self, *args: object, initial_env: dict[torch.fx.Node, object] | None = None,
             enable_io_processing: bool = True) -> object:
@@ -228,4 +230,5 @@ class ReplayInterpreter(Interpreter):
                                            f"{value.dtype}: representative input used")
             return value
         self.inputs_from_runtime[n.name] = logged.source
+        self.inputs_agree[n.name] = bool(torch.equal(got, value))
         return got.clone()

@@ -220,7 +220,9 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, step_input))
-    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel)
+    confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
+        and all(replay.inputs_agree.values())
+    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed)
     unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
         raise MismatchedArtifactsError(

@@ -85,3 +85,28 @@ def test_planted_and_clean_fixtures_are_judged_as_before() -> None:
         rep = report(name)
         assert not [r for r in rep.rows if r.verdict.value == "replay-mismatch"], name
         assert all(math.isnan(r.local_noise_units) or r.verdict.value != "unmatched" for r in rep.rows)
+
+
+def test_a_one_op_program_whose_logged_inputs_are_the_representative_ones_gets_a_culprit(tmp_path: Path) -> None:
+    """A program of one compared op (one XNNPACK delegate) whose output is unrelated to its replay: wrong
+    files or a wrong op? The delegate logged its input, and it is exactly the ETRecord's representative
+    input, so the buffer is this program's run and the delegate is named. (The debug buffer is the zoo
+    sample's, with the delegate's logged output negated in place.)"""
+    run = Path(__file__).resolve().parent.parent / "fixtures" / "zoo" / "depthwise_separable" / "int8_xnnpack"
+    clean = Inspector(etdump_path=run / "clean" / "etdump.etdp", etrecord=str(run / "etrecord.bin"),
+                      debug_buffer_path=run / "clean" / "debug_buffer.bin").find_culprits("SNR")
+    (row,) = clean.rows
+    assert row.input_source == "runtime" and not clean.culprits
+    data = (run / "clean" / "debug_buffer.bin").read_bytes()
+    ins = Inspector(etdump_path=run / "clean" / "etdump.etdp", etrecord=str(run / "etrecord.bin"),
+                    debug_buffer_path=run / "clean" / "debug_buffer.bin")
+    (logged,) = [ev.debug_data[-1] for block in ins.event_blocks for ev in block.events if ev.name == "DELEGATE_CALL"]
+    raw = logged.numpy().tobytes()
+    assert data.count(raw) == 2  # the delegate's output, and the program's output event: both negated
+    data = data.replace(raw, (-logged).numpy().tobytes())
+    (tmp_path / "debug_buffer.bin").write_bytes(data)
+    rep = Inspector(etdump_path=run / "clean" / "etdump.etdp", etrecord=str(run / "etrecord.bin"),
+                    debug_buffer_path=tmp_path / "debug_buffer.bin").find_culprits("SNR")
+    (culprit,) = rep.culprits
+    assert culprit.runtime_ops == ["DELEGATE_CALL"] and culprit.input_source == "runtime"
+    assert culprit.verdict.value == "broken"
