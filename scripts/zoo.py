@@ -405,13 +405,17 @@ SAMPLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # a clean export the XNNPACK int8 runtime computes wrongly (-7 dB from the reference): the delegate
     # is the culprit, and the scorer does not count it as a control
     ("manual_rnn", "int8_xnnpack", ("clean",)),
-    # the graph input read by a layer_norm, a residual, a gate and a linear, around delegates
-    ("input_fanout", "xnnpack", ("clean", "twin1")),
+    # the graph input read by a layer_norm, a residual, a gate and a linear, around delegates; twin0's
+    # 0.3% bias change in a delegate is 26 noise units: beyond XNNPACK's fp32 limit (8), not the default 64
+    ("input_fanout", "xnnpack", ("clean", "twin0", "twin1")),
     # RMSNorm, RoPE, grouped-query attention on the portable kernels
     ("llama_gqa_rope", "portable", ("clean", "twin1")),
     # a 1% larger quantize scale: 2.3 noise units, inside the quantized allowance; named by the rounding
     # check (elements a step off far from any rounding tie)
     ("autoencoder", "int8_portable", ("clean", "twin0")),
+    # a 1% larger scale inside an int8 XNNPACK delegate: 2.9 noise units, beyond XNNPACK's quantized
+    # limit (2; its clean delegates match the replay bit for bit), within the general sqrt(12)
+    ("glu", "int8_xnnpack", ("clean", "twin0")),
 )
 
 

@@ -48,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", action="append", default=[], metavar="OP:FIELD=VALUE",
                    help="override a verdict limit, in noise units. OP is an op type: the reference graph's op "
                    "without namespace and overload (aten.linear.default -> linear, aten._softmax.default -> "
-                   "_softmax; the node linear_1 is a linear), or 'default' (every floating-point row without its "
-                   "own) or 'quantized' (every quantized row without its own). FIELD is ok, expected or broken "
+                   "_softmax; the node linear_1 is a linear), a delegate backend (XnnpackBackend, "
+                   "XnnpackBackend/quantized: its delegate calls' rows), or 'default' (every floating-point row without "
+                   "its own) or 'quantized' (every quantized row without its own). FIELD is ok, expected or broken "
                    "(the README's Verdicts give the defaults). An OP no compared op has is warned about. "
                    "Repeatable.")
     add_deeper_arguments(parser)
@@ -114,9 +115,14 @@ def _warn_unmatched_thresholds(thresholds: dict[str, dict[str, float]] | None, r
     import warnings
 
     present = sorted({r.op_type for r in report.rows})
-    for op in sorted(set(thresholds or {}) - {"default", "quantized"} - set(present)):
-        warnings.warn(f"--threshold {op}: no compared op is of op type {op!r}, so it changed nothing; "
-                      f"the op types here: {', '.join(present) or 'none'}", stacklevel=2)
+    backends = {r.delegate.split(" #", 1)[0] for r in report.rows if r.delegate}
+    known = {"default", "quantized"} | backends | {f"{b}/quantized" for b in backends}
+    for op in sorted(set(thresholds or {}) - known - set(present)):
+        what = f"delegate backend {op.split('/')[0]!r}" if op.endswith("/quantized") or op.endswith("Backend") \
+            else f"op type {op!r}"
+        warnings.warn(f"--threshold {op}: no compared op is of {what}, so it changed nothing; "
+                      f"the op types here: {', '.join(present) or 'none'}"
+                      + (f"; the delegate backends: {', '.join(sorted(backends))}" if backends else ""), stacklevel=2)
 
 
 def _cell(value: object) -> str:

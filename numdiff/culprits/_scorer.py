@@ -201,12 +201,15 @@ class Scorer:
                 notes.append(why)
         kind = op_type(node.target)
         quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
-        limits = self.limits.get(kind, self.limits["quantized" if quantized else "default"])
+        call = self.delegates.get(frozenset(pair.runtime_handle))
+        general = "quantized" if quantized else "default"
+        backend = None if call is None else call[0] + ("/quantized" if quantized else "")
+        key = kind if kind in self.limits else backend if backend is not None and backend in self.limits else general
+        limits = self.limits[key]
         verdict = limits.verdict(units)
         if nonfinite and not replay_nonfinite:
             verdict = Verdict.BROKEN
         source, sources = self._source(lin, notes)
-        call = self.delegates.get(frozenset(pair.runtime_handle))
         off_grid = False
         if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
                 and runtime is not None and isinstance(replay, torch.Tensor):
@@ -257,7 +260,7 @@ class Scorer:
             runtime_ops=find_op_names(pair.runtime_handle, self.meter.runtime_names), runtime_handle=pair.runtime_handle,
             node=node.name, element=item.element, op_type=kind, local_gap=local, accumulated_gap=accumulated,
             local_noise_units=units, accumulated_rel=acc_rel, amplification=amplification, verdict=verdict,
-            is_culprit=culprit, noise=noise.describe(), input_source=source, producers=tuple(producers),
+            is_culprit=culprit, noise=noise.describe() + (f", {key} limits" if key == backend else ""), input_source=source, producers=tuple(producers),
             replayed_ops=lin.replayed, transform=transform, match=pair.match.value,
             module_path=module_path, source_line=source_line,
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,

@@ -130,7 +130,8 @@ def test_threshold_op_names_are_documented_and_an_unknown_op_is_warned_about(
         main(["culprits", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     for said in ("OP is an op type", "aten.linear.default -> linear", "'default' (every floating-point row",
-                 "'quantized' (every quantized row", "FIELD is ok, expected or broken"):
+                 "'quantized' (every quantized row", "FIELD is ok, expected or broken",
+                 "a delegate backend (XnnpackBackend, XnnpackBackend/quantized"):
         assert said in help_text, said
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
     assert "`--threshold OP:FIELD=VALUE` is the command line's `thresholds=`: **OP** is an op type" in readme
@@ -140,6 +141,7 @@ def test_threshold_op_names_are_documented_and_an_unknown_op_is_warned_about(
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert err.strip() == ("numdiff culprits: warning: --threshold softmx: no compared op is of op type 'softmx', "
-                           "so it changed nothing; the op types here: cumsum, dequantize_per_tensor"), err
+                           "so it changed nothing; the op types here: cumsum, dequantize_per_tensor; the delegate "
+                           "backends: XnnpackBackend"), err
     assert not re.search("cumsum:", err)
     assert main([*argv, "--quiet"]) == 0 and capsys.readouterr().err == ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,12 @@ def test_planted_twins_are_named_exactly_or_explained(case: str) -> None:
 
 def test_the_table_reports_every_outcome_and_the_explained_miss() -> None:
     text = zoo.table(list(scores().values()))
-    assert "all                9     8              0           0        0            1/1" in text  # 1 runtime fault
-    assert "all            all         9      8        0       0          0          1          0   100.0%" in text
-    assert "int8_xnnpack   small       1      0        0       0          0          1          0        –" in text
+    assert "all               10     9              0           0        0            1/1" in text  # 1 runtime fault
+    assert "all            all        11     10        0       0          0          1          0   100.0%" in text
+    assert "int8_xnnpack   small       2      1        0       0          0          1          0   100.0%" in text
     assert "Wrong or incomplete verdicts" not in text
     controls = [s for s in scores().values() if s.outcome == "ok" and s.kind == "clean"]
-    assert len(controls) == 8 and "largest local error on the 8 controls:" in text
+    assert len(controls) == 9 and "largest local error on the 9 controls:" in text
     assert max(s.noise_float for s in controls) < 1 and max(s.noise_quantized for s in controls) < 1  # all "ok"
     assert "depthwise_separable/int8_xnnpack/twin0 [missed-explained]" in text
 
@@ -110,11 +111,12 @@ def test_a_changed_int8_weight_read_by_a_dequantize_is_judged_without_rounding_n
 def test_files_of_another_model_are_refused_with_a_true_hint() -> None:
     """Each sample run with another sample model's ETRecord, and with its debug buffer: never an answer."""
     crossed = zoo.crossed_pairs(SAMPLE, 20)
-    assert len(crossed) == 18 and all(c.outcome == "refused" for c in crossed), zoo.crossed_table(crossed)
+    clean_runs = sum("clean" in v for _, _, v in zoo.SAMPLE)
+    assert len(crossed) == 2 * clean_runs and all(c.outcome == "refused" for c in crossed), zoo.crossed_table(crossed)
     said = {(c.run, c.swapped): c.detail for c in crossed}
     # most kernel and delegate calls are instructions the ETRecord does not have
-    assert "79 of the 85 kernel and delegate calls the runtime ran are instructions the ETRecord's " \
-           "debug_handle_map does not have" in said[("llama_gqa_rope/portable", "etrecord")]
+    assert re.search(r"\d+ of the 85 kernel and delegate calls the runtime ran are instructions the ETRecord's "
+                     "debug_handle_map does not have", said[("llama_gqa_rope/portable", "etrecord")])
     # a one-delegate program whose only instruction id the other ETRecord also has: no op of its graph
     assert "logs intermediate outputs for 1 events (e.g. DELEGATE_CALL), but the ETRecord gives none of them an " \
            "op of its graph" in said[("depthwise_separable/int8_xnnpack", "etrecord")]
