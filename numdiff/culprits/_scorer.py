@@ -146,6 +146,7 @@ class Scorer:
         self.first_nonfinite: NonFinite | None = None
         #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
         self.input_problems: Mapping[str, str] = {}
+        self._targets: dict[str, str] | None = None
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -203,7 +204,7 @@ class Scorer:
         quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
         call = self.delegates.get(frozenset(pair.runtime_handle))
         general = "quantized" if quantized else "default"
-        backend = None if call is None else call[0] + ("/quantized" if quantized else "")
+        backend = None if call is None or self._dynamic(node, lin) else call[0] + ("/quantized" if quantized else "")
         key = kind if kind in self.limits else backend if backend is not None and backend in self.limits else general
         limits = self.limits[key]
         verdict = limits.verdict(units)
@@ -265,6 +266,13 @@ class Scorer:
             module_path=module_path, source_line=source_line,
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
             note="; ".join(notes) or None, input_sources=sources, delegate=delegate))
+
+    def _dynamic(self, node: torch.fx.Node, lin: Lineage) -> bool:
+        """Whether the row quantizes dynamically (a ``choose_qparams`` op among its nodes): the backends'
+        own limits were measured on static quantization only, so such rows keep the general ones."""
+        if self._targets is None:
+            self._targets = {n.name: op_type(n.target) for n in node.graph.nodes if n.op == "call_function"}
+        return any(self._targets.get(name, "").startswith("choose_qparams") for name in (node.name, *lin.replayed))
 
     def _rounding_check(self, replay: torch.Tensor, runtime: torch.Tensor, noise: Noise) -> str | None:
         """Why the row's one rounding is not an honest one (see :mod:`~numdiff.culprits._rounding`), or None."""

@@ -31,7 +31,7 @@ def _files(case: str) -> dict[str, str]:
 
 def test_the_backend_defaults_and_how_the_users_limits_replace_them() -> None:
     limits = resolve_thresholds(None)
-    assert limits["XnnpackBackend/quantized"].expected == 2 and limits["XnnpackBackend"].expected == 8
+    assert limits["XnnpackBackend/quantized"].expected == 1 and limits["XnnpackBackend"].expected == 8
     assert limits["quantized"] == DEFAULT_QUANTIZED_THRESHOLDS and limits["default"] == DEFAULT_THRESHOLDS
     # one Thresholds is for every row: no backend keeps its own
     assert set(resolve_thresholds(Thresholds(1, 4, 64))) == {"default", "quantized"}
@@ -46,7 +46,7 @@ def test_the_backend_defaults_and_how_the_users_limits_replace_them() -> None:
 def test_a_fault_inside_an_int8_xnnpack_delegate_within_sqrt12_is_beyond_xnnpacks_limit() -> None:
     twin = Inspector(**_files("glu/int8_xnnpack/twin0")).find_culprits("SNR")
     (culprit,) = twin.culprits
-    assert 2 < culprit.local_noise_units < math.sqrt(12) and culprit.verdict.value == "suspicious"
+    assert 1 < culprit.local_noise_units < math.sqrt(12) and culprit.verdict.value == "suspicious"
     assert culprit.noise.endswith(", XnnpackBackend/quantized limits") and culprit.delegate.startswith("XnnpackBackend #")
     clean = Inspector(**_files("glu/int8_xnnpack/clean")).find_culprits("SNR")
     assert not clean.culprits and all(r.local_noise_units == 0 for r in clean.rows)  # bit-exact
