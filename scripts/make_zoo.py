@@ -47,7 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _fixture_runtime as rt  # noqa: E402
 import _zoo_models as zm  # noqa: E402
 
-BACKENDS = ("portable", "xnnpack", "int8_portable", "int8_xnnpack")
+BACKENDS = ("portable", "xnnpack", "int8_portable", "int8_xnnpack", "int8dyn_xnnpack")
+#: ``int8dyn_xnnpack``: dynamic quantization (int8 activations quantized at run time by
+#: ``choose_qparams``, per-channel int8 weights) of the linear layers, delegated to XNNPACK: the way
+#: language models usually ship.
 #: Graded sizes per perturbation kind: small, medium, large (relative magnitudes, see _plant_*).
 SIZES: dict[str, tuple[float, float, float]] = {
     "weight": (0.003, 0.03, 0.3),
@@ -79,12 +82,14 @@ def _seed(*parts: str) -> int:
 # --- lowering --------------------------------------------------------------------------------------
 
 
-def _quantizer() -> Any:
+def _quantizer(backend: str) -> Any:
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
 
+    if backend.startswith("int8dyn"):
+        return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
     return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=False))
 
 
@@ -106,11 +111,12 @@ def _lower_graph(graph_module: torch.nn.Module, example: zm.Inputs, backend: str
     return rt.Lowered(program.buffer, program.get_etrecord(), graph_module)
 
 
-def _converted(model: torch.nn.Module, example: zm.Inputs, calibration: list[zm.Inputs]) -> torch.fx.GraphModule:
+def _converted(model: torch.nn.Module, example: zm.Inputs, calibration: list[zm.Inputs],
+               backend: str) -> torch.fx.GraphModule:
     import executorch.kernels.quantized  # noqa: F401  (registers the quantize/dequantize kernels)
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    prepared = prepare_pt2e(torch.export.export(model, example).module(), _quantizer())
+    prepared = prepare_pt2e(torch.export.export(model, example).module(), _quantizer(backend))
     for inp in calibration:
         prepared(*inp)
     return convert_pt2e(prepared)
@@ -357,7 +363,7 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int) -> list[
         calibration = [example] + [arch.inputs(gen) for _ in range(8)]
         reference: torch.nn.Module = model
         if backend.startswith("int8"):
-            reference = _converted(model, example, calibration)
+            reference = _converted(model, example, calibration, backend)
         good = _lower_graph(reference, example, backend)
     except Exception as e:
         return [{**base, "variant": "clean", "status": "not-lowered", "reason": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}]
@@ -382,7 +388,8 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int) -> list[
 
     results.append(run(good.buffer, "clean", {"plant": None, "planted_aot_ops": [], "closure": []}))
     rng = random.Random(_seed(arch.name, backend, "plants"))
-    kinds = ["weight", "bias"] + (["scale"] if backend.startswith("int8") else [])
+    # dynamic quantization computes its scales at run time: no scale to plant
+    kinds = ["weight", "bias"] + (["scale"] if backend in ("int8_portable", "int8_xnnpack") else [])
     if not backend.startswith("int8"):
         kinds += ["constant"] * bool(arch.constants) + ["bound"] * bool(arch.bounds)
     for k in range(twins):

@@ -40,7 +40,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = Path(os.environ.get("NUMDIFF_ZOO", Path.home() / ".cache" / "numdiff-zoo"))
-BACKENDS = ("portable", "xnnpack", "int8_portable", "int8_xnnpack")
+BACKENDS = ("portable", "xnnpack", "int8_portable", "int8_xnnpack", "int8dyn_xnnpack")
 #: A planted fault whose effect on its op is within this many dB of the control's local error at
 #: the same row is below the noise: nothing distinguishes it from the clean run.
 BELOW_NOISE_MARGIN_DB = 3.0

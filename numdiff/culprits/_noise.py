@@ -238,6 +238,9 @@ class Noise:
         tie: Where the elements of the row's one rounding lay before it, when the row replays
             exactly one rounding of values computed from the runtime's inputs (see
             :mod:`numdiff.culprits._rounding`); None otherwise.
+        carried: Rounding noise (rms, in the output's units) the row's value carries from dynamic
+            quantization inside it, whose grid the runtime computes its own way (see
+            :func:`numdiff.culprits._rounding.carried`); 0 when it has none.
     """
 
     reduction: int = 1
@@ -246,6 +249,7 @@ class Noise:
     zero_point: float | None = None
     rounding: bool = True
     tie: TieMargin | None = None
+    carried: float = 0.0
 
     @property
     def _step(self) -> float | torch.Tensor | None:
@@ -253,7 +257,7 @@ class Noise:
 
     def quantized(self, runtime_dtype: torch.dtype) -> bool:
         """Whether the row is judged as quantized (it rounds onto a known step, or the output is an integer grid)."""
-        return self._step is not None or not runtime_dtype.is_floating_point
+        return self._step is not None or not runtime_dtype.is_floating_point or self.carried > 0
 
     def describe(self) -> str:
         parts = [f"K={self.reduction}"]
@@ -263,6 +267,8 @@ class Noise:
             parts.append(f"step {self.quant_step:.4g}")
         if self.quant_step is not None and not self.rounding:
             parts.append("no rounding replayed: floating-point noise only")
+        if self.carried:
+            parts.append(f"dynamic quantization's rounding {self.carried:.3g} rms")
         return ", ".join(parts)
 
     def sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
@@ -281,10 +287,10 @@ class Noise:
             if step.numel() == reference.shape[axis]:
                 shape[axis] = -1
                 per_channel = step.double().reshape(shape) / math.sqrt(12)
-                return torch.sqrt(per_channel**2 + sigma_f**2).clamp_min(_TINY)
+                return torch.sqrt(per_channel**2 + sigma_f**2 + self.carried**2).clamp_min(_TINY)
         scalar = float(step.abs().max()) if isinstance(step, torch.Tensor) else step
         sigma_q = 0.0 if scalar is None else float(scalar) / math.sqrt(12)
-        return torch.tensor(max(math.sqrt(sigma_q**2 + sigma_f**2), _TINY), dtype=torch.float64)
+        return torch.tensor(max(math.sqrt(sigma_q**2 + sigma_f**2 + self.carried**2), _TINY), dtype=torch.float64)
 
 
 #: Floor of sigma: below this the reference is all zeros and any difference counts.

@@ -25,7 +25,7 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import Noise, op_type, reduction_length
-from numdiff.culprits._rounding import TieMargin, tie_margin
+from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
 __all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
@@ -34,6 +34,9 @@ OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object
 
 _QUANTIZE = frozenset({"quantize_per_tensor", "quantize_per_channel"})
 _DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel"})
+#: Quantize and dequantize ops whose scale may be computed at run time (dynamic quantization).
+_ANY_QUANTIZE = _QUANTIZE | {"quantize_per_token"}
+_ANY_DEQUANTIZE = _DEQUANTIZE | {"dequantize_per_token"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,10 @@ class ReplayInterpreter(Interpreter):
         self._since: dict[str, frozenset[str]] = {}
         #: Tie margins of per-tensor quantize ops of run values, and of dequantize ops reading them.
         self._ties: dict[str, TieMargin] = {}
+        #: Rounding noise carried by unpaired values from dynamic quantization (see Noise.carried).
+        self._carried: dict[str, float] = {}
+        #: Quantize ops of run values onto a grid computed at run time.
+        self._dynamic: set[str] = set()
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -155,7 +162,7 @@ class ReplayInterpreter(Interpreter):
         """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
         self._reduction = {}
         self._rounded = set()
-        self._since, self._ties = {}, {}
+        self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -172,6 +179,8 @@ class ReplayInterpreter(Interpreter):
             for gone in self.user_to_last_uses.get(n, ()):
                 self._since.pop(gone.name, None)
                 self._ties.pop(gone.name, None)
+                self._carried.pop(gone.name, None)
+                self._dynamic.discard(gone.name)
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
@@ -190,15 +199,28 @@ class ReplayInterpreter(Interpreter):
         kind = op_type(n.target)
         rounds = kind in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
         tie = self._track_rounding(n, kind, args, length)
+        noise = self._carry(n, kind, args)
         if n.name not in self._paired:
             self._reduction[n.name] = length
             if rounds:
                 self._rounded.add(n.name)
+            if noise:
+                self._carried[n.name] = noise
             return result
         self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie))
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise))
+
+    def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...]) -> float:
+        """The rounding noise ``n``'s value carries from dynamic quantization since the last paired values."""
+        if kind in _ANY_QUANTIZE and len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node) and n.name in self._since:
+            self._dynamic.add(n.name)  # a run value rounded onto a grid computed at run time
+        source = n.args[0] if n.args else None
+        if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._dynamic:
+            return dynamic_rounding(self._carried.get(source.name, 0.0), args[1] if len(args) > 1 else None)
+        sigmas = tuple(self._carried.get(a.name, 0.0) if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
+        return carried(kind, args, sigmas)
 
     def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], length: int) -> TieMargin | None:
         """Record the run-dependent roundings behind ``n``; its tie margin if it ends the only one."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "judged_off", "off_tie", "tie_margin"]
+__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie", "tie_margin"]
 
 #: A row is judged by the rounding check when at least this many elements ...
 MIN_OFF_TIE = 3
@@ -112,3 +112,58 @@ def off_tie(replay: torch.Tensor, runtime: torch.Tensor, step: float | torch.Ten
 def judged_off(count: int, elements: int) -> bool:
     """Whether ``count`` off-tie elements of ``elements`` are enough to call the op wrong."""
     return count >= max(MIN_OFF_TIE, OFF_TIE_SHARE * elements)
+
+
+# --- rounding noise carried through a row: dynamic quantization -----------------------------------------
+#
+# A dynamically quantized op rounds its input onto a grid computed at run time (``choose_qparams``).
+# A delegate computes that grid its own way (XNNPACK: per row, asymmetric), so the device's rounding
+# and the replay's differ at every element, by up to a step of either grid: about ``step / sqrt(6)``
+# rms (two independent roundings). That difference flows through the rest of the row; to first order
+# a linear or convolution scales it by the largest L2 norm of its weight's rows, an addition adds the
+# two in quadrature, a product by the other factor's largest magnitude, and other ops (activations,
+# layout, pooling) pass it on unchanged. Static quantization uses the same grid on both sides and
+# carries nothing.
+
+_WEIGHTED = frozenset({"linear", "conv1d", "conv2d", "conv3d", "convolution"})
+_MATMULS = frozenset({"mm", "bmm", "matmul"})
+
+
+def _max_norm(weight: object, dims: tuple[int, ...]) -> float:
+    if not isinstance(weight, torch.Tensor) or not weight.is_floating_point() or weight.dim() <= max(dims, default=0):
+        return 0.0
+    return float(weight.detach().double().pow(2).sum(dim=dims).sqrt().max()) if weight.numel() else 0.0
+
+
+def _peak(value: object) -> float:
+    if isinstance(value, torch.Tensor) and value.numel():
+        return float(value.detach().abs().max())
+    return abs(float(value)) if isinstance(value, (int, float)) else 0.0
+
+
+def carried(kind: str, args: tuple[object, ...], sigmas: tuple[float, ...]) -> float:
+    """The rounding noise (rms, in the output's units) an op's output carries, from its positional
+    ``args`` and the noise each carries (``sigmas``, 0 for constants and exact runtime values)."""
+    if not any(sigmas):
+        return 0.0
+    first = sigmas[0] if sigmas else 0.0
+    second = sigmas[1] if len(sigmas) > 1 else 0.0
+    if kind in _WEIGHTED and len(args) > 1 and isinstance(args[1], torch.Tensor):
+        rows = tuple(range(1, args[1].dim()))
+        return first * _max_norm(args[1], rows) + second * _max_norm(args[0], (args[0].dim() - 1,)
+                                                                      if isinstance(args[0], torch.Tensor) else ())
+    if kind in _MATMULS and len(args) > 1 and isinstance(args[0], torch.Tensor) and isinstance(args[1], torch.Tensor) \
+            and args[0].dim() >= 2 and args[1].dim() >= 2:
+        return first * _max_norm(args[1], (args[1].dim() - 2,)) + second * _max_norm(args[0], (args[0].dim() - 1,))
+    if kind in ("add", "sub", "rsub"):
+        return math.sqrt(first**2 + second**2)
+    if kind == "mul" and len(args) > 1:
+        return first * _peak(args[1]) + second * _peak(args[0])
+    return max(sigmas)
+
+
+def dynamic_rounding(carried_in: float, scale: object) -> float:
+    """The noise after a dequantize of a dynamically quantized value: what it carried, and the two
+    grids' rounding (``max step / sqrt(6)``)."""
+    step = _peak(scale)
+    return math.sqrt(carried_in**2 + step**2 / 6)

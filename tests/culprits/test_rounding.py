@@ -116,3 +116,57 @@ def test_the_replay_gives_a_tie_margin_only_to_a_row_ending_its_one_rounding() -
     seen.clear()
     ReplayInterpreter(gm, {deq[1]}, on_paired).run(torch.randn(8), torch.randn(8))
     assert seen[deq[1]].tie is None  # two roundings of run values since the last paired value
+
+
+def test_carried_rounding_noise_through_linear_add_mul_and_the_rest() -> None:
+    from numdiff.culprits._rounding import carried, dynamic_rounding
+
+    w = torch.tensor([[3.0, 4.0], [1.0, 0.0]])  # row norms 5 and 1
+    x = torch.ones(2, 2)
+    assert carried("linear", (x, w), (0.1, 0.0)) == pytest.approx(0.5)
+    conv_w = torch.zeros(2, 1, 2, 2)
+    conv_w[1] = 1.0  # out-channel norms 0 and 2
+    assert carried("conv2d", (torch.ones(1, 1, 3, 3), conv_w), (0.1, 0.0)) == pytest.approx(0.2)
+    assert carried("add", (x, x), (0.3, 0.4)) == pytest.approx(0.5)
+    assert carried("mul", (x, 2 * x), (0.1, 0.0)) == pytest.approx(0.2)
+    assert carried("bmm", (torch.ones(1, 2, 2), torch.ones(1, 2, 3)), (0.1, 0.0)) == pytest.approx(0.1 * math.sqrt(2))
+    assert carried("relu", (x,), (0.25,)) == 0.25 and carried("linear", (x, w), (0.0, 0.0)) == 0.0
+    assert dynamic_rounding(0.0, torch.tensor([0.06])) == pytest.approx(0.06 / math.sqrt(6))
+    assert dynamic_rounding(0.3, 0.0) == pytest.approx(0.3)
+
+
+def test_only_a_grid_computed_at_run_time_carries_rounding_noise_into_the_row() -> None:
+    """Dynamic quantization (choose_qparams → quantize → dequantize → linear): the runtime computes the
+    grid its own way, so the row's noise includes the rounding carried through the linear. A static
+    grid (a literal scale) is the same on both sides: nothing carried."""
+    importlib.import_module("torch.ao.quantization.fx._decomposed")
+    qd = torch.ops.quantized_decomposed
+    w = torch.tensor([[3.0, 4.0], [0.0, 1.0]])
+
+    def dynamic(x: torch.Tensor) -> torch.Tensor:
+        scale, zero = qd.choose_qparams.tensor(x, -128, 127, 1e-7, torch.int8)
+        q = qd.quantize_per_tensor.tensor(x, scale, zero, -128, 127, torch.int8)
+        return torch.nn.functional.linear(qd.dequantize_per_tensor.tensor(q, scale, zero, -128, 127, torch.int8), w)
+
+    def static(x: torch.Tensor) -> torch.Tensor:
+        q = qd.quantize_per_tensor.default(x, 0.05, 0, -128, 127, torch.int8)
+        return torch.nn.functional.linear(qd.dequantize_per_tensor.default(q, 0.05, 0, -128, 127, torch.int8), w)
+
+    x = torch.tensor([[1.0, -2.0]])
+    for model, expected in ((dynamic, None), (static, 0.0)):
+        gm = torch.fx.symbolic_trace(model)
+        last = [n.name for n in gm.graph.nodes if n.op == "call_function"][-1]
+        seen: dict[str, Noise] = {}
+
+        def on_paired(node: torch.fx.Node, replay: Any, args: Any, kwargs: Any, noise: Noise) -> Any:
+            seen[node.name] = noise
+            return replay
+
+        ReplayInterpreter(gm, {last}, on_paired).run(x)
+        noise = seen[last]
+        if expected is None:
+            step = float(qd.choose_qparams.tensor(x, -128, 127, 1e-7, torch.int8)[0])
+            assert noise.carried == pytest.approx(step / math.sqrt(6) * 5)  # largest row norm of w: 5
+            assert noise.quantized(torch.float32) and "dynamic quantization's rounding" in noise.describe()
+        else:
+            assert noise.carried == expected and not noise.quantized(torch.float32)
