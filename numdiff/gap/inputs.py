@@ -139,6 +139,7 @@ def _gather(
             f"ETDump {etdump_path!r} logs intermediate tensors but no debug buffer was given\n"
             "Pass debug_buffer_path= (CLI: --debug-buffer) with the buffer the runtime wrote in the same run."
         )
+    runtime_outputs, scratch_notes = _without_scratch(etrecord, runtime_outputs, method)
     runs = [inputs] if inputs is not None else representative_inputs(etrecord)
     graph_module, graph_name = (graph if graph is not None else
                                 resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation))
@@ -171,13 +172,39 @@ def _gather(
         runtime_outputs=runtime_outputs,
         runtime_op_names=runtime_op_names,
         module_paths=module_paths(graph_module),
-        notes=tuple(result.notes),
+        notes=(*result.notes, *scratch_notes),
         delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
         method=method,
         rerun=(lambda on_output: capture_intermediate_outputs(graph_module, [runs], on_output=on_output))
         if shapes_only else None,
         reusable_graph=(graph_module, graph_name) if runs_without_side_effects(graph_module) else None,
     )
+
+
+def _without_scratch(
+    etrecord: ETRecordLike, runtime_outputs: dict[DebugHandle, RuntimeOutput], method: str
+) -> tuple[dict[DebugHandle, RuntimeOutput], tuple[str, ...]]:
+    """The runtime outputs without the scratch buffers delegate calls log after their outputs (schema 5.5).
+
+    The scratch sizes come from the lowered modules of the ETRecord's programs for ``method`` (an
+    Edge program recorded after lowering, or a ``graph_map`` program); only read when the runtime
+    logged a delegate call.
+    """
+    from numdiff._core.events import DELEGATE_CALL
+    from numdiff.align import drop_scratch, partition_scratch
+
+    if not any(r.op_name == DELEGATE_CALL for r in runtime_outputs.values()):
+        return runtime_outputs, ()
+    programs: list[object] = []
+    edge = etrecord.edge_dialect_program
+    if isinstance(edge, dict):
+        programs.append(edge.get(method))
+    else:
+        programs.append(edge)
+    graph_map = etrecord.graph_map or {}
+    programs.extend(graph_map[key] for key in graph_map if key == method or key.endswith("/" + method))
+    graphs = [gm for gm in (getattr(p, "graph_module", None) for p in programs) if gm is not None]
+    return drop_scratch(runtime_outputs, partition_scratch(graphs))
 
 
 def _shape_of(value: object) -> object:
