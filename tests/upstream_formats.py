@@ -83,17 +83,26 @@ def _edit_runs(etdump: bytes, edit: Callable[[list[Event]], list[Event]]) -> byt
 
 
 def with_vgf_events(etdump: bytes, metadata: str) -> bytes:
-    """``etdump`` with a ``VGF_NEURAL_STATISTICS`` profiling event carrying ``metadata`` after each ``DELEGATE_CALL``."""
+    """``etdump`` with a ``VGF_NEURAL_STATISTICS`` delegate event carrying ``metadata`` in each delegate call.
+
+    The backend logs it as a delegate profiling event named by string (``delegate_debug_id_str``,
+    integer id -1, no event name: how ETDumpGen stores a named delegate event), inside the call:
+    after the backend's other events and before the call's logged arguments and its
+    ``DELEGATE_CALL`` event.
+    """
 
     def edit(events: list[Event]) -> list[Event]:
         out: list[Event] = []
         for event in events:
-            out.append(event)
             pe = event.profile_event
             if pe is not None and pe.name == "DELEGATE_CALL":
-                out.append(Event(profile_event=ProfileEvent(
-                    VGF_EVENT, pe.chain_index, pe.instruction_id, -1, None, metadata.encode(),
+                at = len(out)
+                while at > 0 and out[at - 1].debug_event is not None:
+                    at -= 1
+                out.insert(at, Event(profile_event=ProfileEvent(
+                    None, pe.chain_index, pe.instruction_id, -1, VGF_EVENT, metadata.encode(),
                     pe.start_time, pe.end_time)))
+            out.append(event)
         return out
 
     return _edit_runs(etdump, edit)

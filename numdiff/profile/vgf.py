@@ -264,7 +264,7 @@ class VgfStatisticsSummary:
         if self.device_name is None:
             device = "device and driver not known to the backend"
         else:
-            device = (f"device {printable(self.device_name, newlines=False)!r} (vendor {_hex(self.vendor_id)}, "
+            device = (f"device '{printable(self.device_name, newlines=False)}' (vendor {_hex(self.vendor_id)}, "
                       f"device {_hex(self.device_id)}), driver {self.driver_version} ({_hex(self.driver_version)})")
         mode = f"mode {printable(str(self.mode), newlines=False)} (ExecuTorch index {self.mode_index})"
         layout = (f"counter layout {printable(self.counter_layout, newlines=False)}" if self.counter_layout
