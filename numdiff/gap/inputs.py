@@ -14,6 +14,7 @@ from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.events import OPERATOR_CALL
 from numdiff._core.types import DebugHandle
 from numdiff.errors import MismatchedArtifactsError, MissingDataError
+from numdiff.gap.aliased import AliasedOutput, emitted_handle_ids, is_aliased
 
 if TYPE_CHECKING:
     import torch
@@ -38,6 +39,8 @@ class GapInputs:
     method: str = "forward"
     delegate_outputs: dict[DebugHandle, tuple[int, ...]] = field(default_factory=dict)
     """``{runtime handle: output handle ids}`` of multi-output delegate calls (see numdiff.align)."""
+    aliased: tuple[AliasedOutput, ...] = ()
+    """Reference ops the program aliased (no kernel, no event), in graph order (see numdiff.gap.aliased)."""
     rerun: Callable[[Callable[[DebugHandle, Any, Any], None]], Any] | None = None
     """Set by ``gather(..., shapes_only=True)``: ``aot_outputs`` then hold meta tensors (shape and dtype
     only) and ``rerun(on_output)`` runs the reference graph again, streaming (see numdiff.gap.stream)."""
@@ -119,6 +122,7 @@ def _gather(
     from numdiff.capture import (aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph,
                                  runs_without_side_effects)
     from numdiff.schema.debug_buffer import MissingTensor
+    from numdiff.schema.etrecord import op_type_name
 
     events = list(events)
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
@@ -146,10 +150,14 @@ def _gather(
     # A captured handle can pair only if it shares an id with some runtime handle.
     runtime_ids: set[int] = set().union(*runtime_outputs)
     kept: dict[DebugHandle, Any] = {}
+    emitted = emitted_handle_ids((etrecord._debug_handle_map or {}).get(method))
+    aliased: list[AliasedOutput] = []
 
     def keep_if_paired(handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
         if not runtime_ids.isdisjoint(handle):
             kept[handle] = _shape_of(value) if shapes_only else value
+        elif is_aliased(op_type := op_type_name(node), handle, emitted):
+            aliased.append(AliasedOutput(handle, node.name, op_type, _shape_of(value) if shapes_only else value))
 
     result = capture_intermediate_outputs(graph_module, [runs], on_output=keep_if_paired)
     if len(result) == 0 or not result.op_names:
@@ -173,6 +181,7 @@ def _gather(
         runtime_op_names=runtime_op_names,
         module_paths=module_paths(graph_module),
         notes=(*result.notes, *scratch_notes),
+        aliased=tuple(aliased),
         delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
         method=method,
         rerun=(lambda on_output: capture_intermediate_outputs(graph_module, [runs], on_output=on_output))
