@@ -150,7 +150,7 @@ def _gather(
     # A captured handle can pair only if it shares an id with some runtime handle.
     runtime_ids: set[int] = set().union(*runtime_outputs)
     kept: dict[DebugHandle, Any] = {}
-    emitted = emitted_handle_ids((etrecord._debug_handle_map or {}).get(method))
+    emitted = emitted_handle_ids((getattr(etrecord, "_debug_handle_map", None) or {}).get(method))
     aliased: list[AliasedOutput] = []
 
     def keep_if_paired(handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
@@ -205,12 +205,12 @@ def _without_scratch(
     if not any(r.op_name == DELEGATE_CALL for r in runtime_outputs.values()):
         return runtime_outputs, ()
     programs: list[object] = []
-    edge = etrecord.edge_dialect_program
+    edge = getattr(etrecord, "edge_dialect_program", None)
     if isinstance(edge, dict):
         programs.append(edge.get(method))
     else:
         programs.append(edge)
-    graph_map = etrecord.graph_map or {}
+    graph_map: dict[str, object] = getattr(etrecord, "graph_map", None) or {}
     programs.extend(graph_map[key] for key in graph_map if key == method or key.endswith("/" + method))
     graphs = [gm for gm in (getattr(p, "graph_module", None) for p in programs) if gm is not None]
     return drop_scratch(runtime_outputs, partition_scratch(graphs))
