@@ -191,18 +191,19 @@ def with_lowered_program(etrecord: bytes, scratch: Sequence[Sequence[int]], *, n
     return _etrecord_bytes(entries)
 
 
-def with_delegate_scratch(etdump: bytes, debug_buffer: bytes, scratch: Sequence[Sequence[int]]) -> tuple[bytes, bytes]:
+def with_delegate_scratch(etdump: bytes, debug_buffer: bytes, scratch: Sequence[Sequence[int]], *,
+                          fill: int = 0xA5) -> tuple[bytes, bytes]:
     """Every run's ``k``-th ``DELEGATE_CALL`` logs one more ``uint8`` value per size in ``scratch[k]``.
 
     The values come after the call's logged inputs and outputs, as the runtime logs a delegate's
-    arguments; their bytes are appended to the debug buffer (``0xA5``: scratch holds whatever the
-    backend left there).
+    arguments; their bytes are appended to the debug buffer (all ``fill``: scratch holds whatever the
+    backend left there, which may differ from run to run).
     """
     buffer = bytearray(debug_buffer)
 
     def scratch_value(nbytes: int) -> Value:
         offset = len(buffer)
-        buffer.extend(b"\xa5" * nbytes)
+        buffer.extend(bytes([fill]) * nbytes)
         while len(buffer) % 16:
             buffer.append(0)
         return Value(ValueType.TENSOR, tensor=Tensor(int(ScalarType.BYTE), (nbytes,), (1,), offset), output=False)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
     from numdiff.align import EventLike, RuntimeOutput
 
-__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for"]
+__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for",
+           "without_scratch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +144,7 @@ def _gather(
             f"ETDump {etdump_path!r} logs intermediate tensors but no debug buffer was given\n"
             "Pass debug_buffer_path= (CLI: --debug-buffer) with the buffer the runtime wrote in the same run."
         )
-    runtime_outputs, scratch_notes = _without_scratch(etrecord, runtime_outputs, method)
+    runtime_outputs, scratch_notes = without_scratch(etrecord, runtime_outputs, method)
     runs = [inputs] if inputs is not None else representative_inputs(etrecord)
     graph_module, graph_name = (graph if graph is not None else
                                 resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation))
@@ -190,7 +191,7 @@ def _gather(
     )
 
 
-def _without_scratch(
+def without_scratch(
     etrecord: ETRecordLike, runtime_outputs: dict[DebugHandle, RuntimeOutput], method: str
 ) -> tuple[dict[DebugHandle, RuntimeOutput], tuple[str, ...]]:
     """The runtime outputs without the scratch buffers delegate calls log after their outputs (schema 5.5).
