@@ -124,7 +124,8 @@ def _etrecord_bytes(entries: dict[str, bytes]) -> bytes:
 
 
 def with_lowered_program(etrecord: bytes, scratch: Sequence[Sequence[int]], *, name: str = "lowered",
-                         backend_id: str = "XnnpackBackend", method: str = "forward") -> bytes:
+                         backend_id: str = "XnnpackBackend", method: str = "forward",
+                         scratch_args: Sequence[int] | None = None) -> bytes:
     """The ETRecord plus, in its ``graph_map``, a lowered program whose ``k``-th delegate call declares ``scratch[k]``.
 
     This is what ``etrecord.add_extra_export_modules({name: edge_manager_after_lowering})`` records
@@ -139,6 +140,10 @@ def with_lowered_program(etrecord: bytes, scratch: Sequence[Sequence[int]], *, n
     nodes' debug handles, whose union the runtime's ``DELEGATE_CALL`` carries. With several, the
     lowered modules store no original program (``original_module`` null, as ExecuTorch writes it
     when there is none), so their calls cannot be told apart by debug handle.
+
+    ``scratch_args`` (sizes in bytes) makes the program one recorded after ``to_executorch``: the
+    scratch pass has appended a ``memory.alloc`` buffer (``uint8``) per size to each delegate call's
+    arguments.
     """
     entries = _etrecord_entries(etrecord)
     edge = f"edge_dialect_exported_program/{method}"
@@ -172,11 +177,20 @@ def with_lowered_program(etrecord: bytes, scratch: Sequence[Sequence[int]], *, n
         names = outputs if last else [f"delegate_out_{k}"]
         if not last:
             graph["tensor_values"][names[0]] = values[outputs[0]]
+        allocs = []
+        for j, nbytes in enumerate(scratch_args or ()):
+            allocs.append(f"scratch_{k}_{j}")
+            graph["nodes"].append({"name": allocs[-1], "target": "memory.alloc",
+                                   "inputs": [{"name": "alloc_arg", "arg": {"as_string": f"({nbytes},);1"}}],
+                                   "outputs": [{"as_tensor": {"name": allocs[-1]}}], "metadata": {}})
+            graph["tensor_values"][allocs[-1]] = {**values[outputs[0]], "dtype": 1, "sizes": [{"as_int": nbytes}],
+                                                  "strides": [{"as_int": 1}], "requires_grad": False}
         graph["nodes"].append({
             "name": "executorch_call_delegate" + (f"_{k}" if k else ""),
             "target": "torch.ops.higher_order.executorch_call_delegate",
             "inputs": [{"name": f"lowered_module_{k}", "arg": {"as_string": lowered(sizes)}}]
-            + [{"name": f"delegate_arg_{i}", "arg": {"as_tensor": {"name": n}}} for i, n in enumerate(user_names)],
+            + [{"name": f"delegate_arg_{i}", "arg": {"as_tensor": {"name": n}}}
+               for i, n in enumerate([*user_names, *allocs])],
             "outputs": [{"as_tensors": [{"name": n} for n in names]}],
             "metadata": {},
         })

@@ -150,10 +150,32 @@ class LoweredModule(torch.nn.Module):
             )
         if self._runner is None:
             self._runner = self.original_module.module()
-        out = self._runner(*args)
+        out = self._runner(*self._inputs(args))
         if self.returns_sequence and isinstance(out, torch.Tensor):
             return (out,)
         return out
+
+
+    def _inputs(self, args: tuple[object, ...]) -> tuple[object, ...]:
+        """``args`` without the scratch buffers a program after ``to_executorch`` passes after the inputs.
+
+        The original program's user inputs say how many of ``args`` are inputs: ``len(scratch_specs)``
+        more are the scratch (``memory.alloc`` buffers, appended by the scratch pass); any other
+        count is refused rather than guessed.
+        """
+        if not self.scratch_specs or self.original_module is None:
+            return args
+        from torch.export.graph_signature import InputKind
+
+        wanted = sum(1 for spec in self.original_module.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT)
+        if len(args) == wanted:
+            return args
+        if len(args) == wanted + len(self.scratch_specs):
+            return args[:wanted]
+        raise CaptureError(
+            f"the {self.backend_id} delegate was called with {len(args)} arguments; its original program takes "
+            f"{wanted} and its lowered module declares {len(self.scratch_specs)} scratch buffer(s)\n"
+            "The ETRecord's program and its lowered module disagree: record the ETRecord again from one export.")
 
 
 class DelegateCall:

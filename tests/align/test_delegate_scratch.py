@@ -130,3 +130,28 @@ def test_too_few_logged_values_are_refused() -> None:
     with pytest.raises(MismatchedArtifactsError, match=r"logged 1 values, fewer than its 1 output\(s\) and the 1 "
                                                        r"scratch buffer\(s\)"):
         drop_scratch(calls, [PartitionScratch("A", frozenset({1}), (4,))])
+
+
+def _lowered_graph_output(tmp_path: Path, declared: list[int], passed: list[int]) -> tuple[object, object]:
+    from numdiff.schema.etrecord import parse_etrecord
+
+    data = with_lowered_program((FIXTURES / "xnnpack" / "etrecord.bin").read_bytes(), [declared], scratch_args=passed)
+    record = parse_etrecord(data)
+    inputs = record._representative_inputs[0]  # type: ignore[index]
+    lowered = record.graph_map["lowered/forward"]  # type: ignore[index]
+    with torch.no_grad():
+        return lowered.module()(*inputs), record.exported_program.module()(*inputs)  # type: ignore[union-attr]
+
+
+def test_a_program_after_to_executorch_runs_its_delegate_without_the_scratch_arguments(tmp_path: Path) -> None:
+    """The lowered program as recorded after to_executorch: memory.alloc scratch buffers follow the call's inputs."""
+    got, want = _lowered_graph_output(tmp_path, [48, 16], [48, 16])
+    torch.testing.assert_close(got, want)
+
+
+def test_a_delegate_called_with_arguments_its_scratch_does_not_explain_is_refused(tmp_path: Path) -> None:
+    from numdiff.errors import CaptureError
+
+    with pytest.raises(CaptureError, match=r"called with 3 arguments; its original program takes 1 and its lowered "
+                                           r"module declares 1 scratch buffer\(s\)"):
+        _lowered_graph_output(tmp_path, [48], [48, 16])
