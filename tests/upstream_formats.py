@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from numdiff.schema.etdump import DebugEvent, ETDumpDoc, Event, ProfileEvent, RunDoc, ScalarType, Tensor, Value, ValueType
+from numdiff.schema.etdump import DebugEvent, ETDumpDoc, Event, ProfileEvent, ScalarType, Tensor, Value, ValueType
 from numdiff.schema.etdump import read_etdump
 from numdiff.schema.etdump.writer import write_etdump
 

@@ -121,12 +121,12 @@ def test_drop_scratch_tells_calls_apart_by_their_original_handles() -> None:
 
 
 def test_drop_scratch_changes_nothing_without_scratch() -> None:
-    calls = {(1,): _call((1,), [torch.ones(1), torch.ones(1)])}
+    calls: dict[tuple[int, ...], RuntimeOutput] = {(1,): _call((1,), [torch.ones(1), torch.ones(1)])}
     assert drop_scratch(calls, [PartitionScratch("A", frozenset(), ())]) == (calls, ())
 
 
 def test_too_few_logged_values_are_refused() -> None:
-    calls = {(1,): _call((1,), [torch.zeros(4, dtype=torch.uint8)], outputs=1)}
+    calls: dict[tuple[int, ...], RuntimeOutput] = {(1,): _call((1,), [torch.zeros(4, dtype=torch.uint8)], outputs=1)}
     with pytest.raises(MismatchedArtifactsError, match=r"logged 1 values, fewer than its 1 output\(s\) and the 1 "
                                                        r"scratch buffer\(s\)"):
         drop_scratch(calls, [PartitionScratch("A", frozenset({1}), (4,))])
