@@ -8,13 +8,14 @@ upstream change changes, as the upstream sources describe it:
   ``devtools/inspector/vgf_neural_statistics.py`` at 7698e441f668): the backend logs a profiling
   event named ``VGF_NEURAL_STATISTICS`` whose delegate debug metadata is the JSON record.
   :func:`vgf_record` writes the record with the keys in the order that serializer writes them;
-  :func:`with_vgf_events` adds one such event after every ``DELEGATE_CALL`` of a real ETDump.
+  :func:`with_vgf_events` adds one such event inside every delegate call of a real ETDump.
 * **Delegate scratch buffers** (pytorch/executorch#21985, commit 358cba698703, export schema 5.5: ``exir/serde/schema.py``
   ``DelegateScratchSpec``, ``exir/emit/_emitter.py`` and ``runtime/executor/method.cpp``): a lowered module's
   JSON gains ``scratch_specs`` (``[{"nbytes": n, "mem_id": m or null}]``), and the delegate call
   gets one ``uint8[nbytes]`` argument per spec after its inputs and outputs; the runtime logs every
   argument of a delegate call, so the ETDump gains those values after the outputs.
-  :func:`with_delegate_scratch` makes both edits.
+  :func:`with_lowered_program` records a lowered program with ``scratch_specs`` in the ETRecord;
+  :func:`with_delegate_scratch` adds the logged scratch values to the ETDump and debug buffer.
 * **Aliased slices** (pytorch/executorch#21552, commit a5fda433b080: ``exir/emit/_emitter.py`` ``_emit_slice``
   emits no instruction): a contiguous ``slice_copy`` becomes an
   ``executorch.exir.memory.slice`` alias that emits no instruction, so the ETDump has no event for
