@@ -9,7 +9,10 @@ Stages, in order::
                                                                    multi-output ops, element-wise)
 
 A multi-output delegate call's outputs are paired with the graph nodes that produce them
-(:func:`delegate_output_ids`, passed as ``delegate_outputs=``), not by the reference's rule.
+(:func:`delegate_output_ids`, passed as ``delegate_outputs=``), not by the reference's rule. A
+delegate call whose lowered module declares scratch buffers (export schema 5.5) logs them after
+its outputs; :func:`drop_scratch` removes them before pairing (:func:`partition_scratch` reads
+them from the graph).
 
 Every skipped pair and every guessed match is a typed :class:`AlignmentNote` on the report; the
 drop-in functions (:func:`map_runtime_aot_intermediate_outputs`,
@@ -31,6 +34,7 @@ from numdiff.align._records import (
     shape_relation,
 )
 from numdiff.align.delegate_outputs import delegate_output_ids, partition_output_ids
+from numdiff.align.delegate_scratch import PartitionScratch, drop_scratch, partition_scratch
 from numdiff.align.pairing import (
     align_intermediate_outputs,
     find_op_names,
@@ -51,11 +55,13 @@ __all__ = [
     "EventLike",
     "MatchKind",
     "NoteKind",
+    "PartitionScratch",
     "RuntimeOutput",
     "ShapeRelation",
     "align_intermediate_outputs",
     "collect_runtime_outputs",
     "delegate_output_ids",
+    "drop_scratch",
     "find_op_names",
     "is_sequence",
     "map_runtime_aot_intermediate_outputs",
@@ -63,5 +69,6 @@ __all__ = [
     "merge_runtime_overlapping_debug_handles",
     "pair_outputs",
     "partition_output_ids",
+    "partition_scratch",
     "shape_relation",
 ]

@@ -9,6 +9,9 @@ examples:
   numdiff profile --etdump model.etdp --etrecord model.etrecord --target-time-scale us
   numdiff profile --etdump model.etdp --full
   numdiff profile --etdump model.etdp --format csv > events.csv
+
+An ETDump with Arm VGF neural statistics (versions 1 and 2) gets one line per record after the
+table: device, driver, statistics mode and counter layout (version 2 records carry them).
 """
 
 from __future__ import annotations
@@ -16,8 +19,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 from numdiff.cli._options import add_artifacts, add_time_scales
+
+if TYPE_CHECKING:
+    from numdiff.inspector import Inspector
 
 FORMATS = ("table", "tsv", "csv", "json")
 
@@ -61,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         print(render_profile_table(inspector.to_dataframe(), args.target_time_scale, width))
     else:
         _write_rows(inspector, args.format)
+    if args.full or args.format == "table":
+        _print_vgf_statistics(inspector)
     if args.tsv:
         from numdiff._core.files import atomic_path
 
@@ -84,3 +93,19 @@ def _write_rows(inspector: object, fmt: str) -> None:
         df.to_csv(sys.stdout, index=False)
     else:
         write_json({"time_unit": inspector._target_time_scale.value, "events": df.to_dict(orient="records")})
+
+
+def _print_vgf_statistics(inspector: Inspector) -> None:
+    """One line per Arm VGF statistics record in the dump (device, driver, mode), if it has any."""
+    from numdiff.errors import DelegateMetadataError
+    from numdiff.profile.vgf import summarize
+
+    try:
+        records = inspector.get_vgf_neural_statistics()
+    except DelegateMetadataError as e:  # the profile itself is fine; say what is wrong with the record
+        from numdiff._core.terminal import printable
+
+        print(f"VGF neural statistics not read: {printable(e)}", file=sys.stderr)
+        return
+    for record in records:
+        print(summarize(record).describe())

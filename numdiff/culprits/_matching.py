@@ -21,8 +21,15 @@ def explain_matching(
     keeper: Mapping[DebugHandle, str],
     row_of_node: Mapping[str, int],
     transforms: Mapping[str, str],
+    aliased: frozenset[str] = frozenset(),
 ) -> tuple[MatchRecord, ...]:
-    """One :class:`MatchRecord` per captured AOT node and per runtime output."""
+    """One :class:`MatchRecord` per captured AOT node and per runtime output.
+
+    ``aliased`` names the nodes the program aliased (:mod:`numdiff.gap.aliased`): their status is
+    :data:`numdiff.gap.aliased.ALIASED` and the detail says why the runtime logged nothing for them.
+    """
+    from numdiff.gap.aliased import ALIASED, ALIASED_REASON
+
     from numdiff.capture import handle_key, is_captured_node
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
@@ -48,7 +55,9 @@ def explain_matching(
             continue
         shared = next((runtime_ids[i] for i in handle if i in runtime_ids), None)
         kept = keeper.get(handle)
-        if shared is None:
+        if shared is None and node.name in aliased:
+            records.append(MatchRecord("aot", node.name, handle, ALIASED, ALIASED_REASON))
+        elif shared is None:
             records.append(MatchRecord("aot", node.name, handle, "unmatched",
                                        "no runtime output shares its debug handle (the runtime did not log it)"))
         elif kept is not None and kept != node.name:

@@ -239,7 +239,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
             "nearly every op computes something unrelated on the device: calculate_numeric_gap still shows each "
             "op's gap.")
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
-                                {r.node: r.index for r in scorer.rows}, scorer.transforms)
+                                {r.node: r.index for r in scorer.rows}, scorer.transforms,
+                                frozenset(a.node for a in inputs.aliased))
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
+from numdiff.gap.aliased import ALIASED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -321,6 +322,11 @@ class CulpritReport:
             lines.append(str(self.decode))
         if self.inside_delegates is not None:
             lines.append(str(self.inside_delegates))
+        aliased = [m for m in self.matching if m.status == ALIASED]
+        if aliased:
+            lines.append(f"{len(aliased)} op{'s' if len(aliased) != 1 else ''} {ALIASED} (the program aliases "
+                         "their memory: no kernel, no runtime value; replayed inside the rows that read them): "
+                         + ", ".join(f"{m.name} (handle {m.handle})" for m in aliased))
         unmatched = sum(1 for m in self.matching if m.status == "unmatched")
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")

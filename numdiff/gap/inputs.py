@@ -14,13 +14,15 @@ from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.events import OPERATOR_CALL
 from numdiff._core.types import DebugHandle
 from numdiff.errors import MismatchedArtifactsError, MissingDataError
+from numdiff.gap.aliased import AliasedOutput, emitted_handle_ids, is_aliased
 
 if TYPE_CHECKING:
     import torch
 
     from numdiff.align import EventLike, RuntimeOutput
 
-__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for"]
+__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for",
+           "without_scratch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,8 @@ class GapInputs:
     method: str = "forward"
     delegate_outputs: dict[DebugHandle, tuple[int, ...]] = field(default_factory=dict)
     """``{runtime handle: output handle ids}`` of multi-output delegate calls (see numdiff.align)."""
+    aliased: tuple[AliasedOutput, ...] = ()
+    """Reference ops the program aliased (no kernel, no event), in graph order (see numdiff.gap.aliased)."""
     rerun: Callable[[Callable[[DebugHandle, Any, Any], None]], Any] | None = None
     """Set by ``gather(..., shapes_only=True)``: ``aot_outputs`` then hold meta tensors (shape and dtype
     only) and ``rerun(on_output)`` runs the reference graph again, streaming (see numdiff.gap.stream)."""
@@ -119,6 +123,7 @@ def _gather(
     from numdiff.capture import (aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph,
                                  runs_without_side_effects)
     from numdiff.schema.debug_buffer import MissingTensor
+    from numdiff.schema.etrecord import op_type_name
 
     events = list(events)
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
@@ -139,16 +144,21 @@ def _gather(
             f"ETDump {etdump_path!r} logs intermediate tensors but no debug buffer was given\n"
             "Pass debug_buffer_path= (CLI: --debug-buffer) with the buffer the runtime wrote in the same run."
         )
+    runtime_outputs, scratch_notes = without_scratch(etrecord, runtime_outputs, method)
     runs = [inputs] if inputs is not None else representative_inputs(etrecord)
     graph_module, graph_name = (graph if graph is not None else
                                 resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation))
     # A captured handle can pair only if it shares an id with some runtime handle.
     runtime_ids: set[int] = set().union(*runtime_outputs)
     kept: dict[DebugHandle, Any] = {}
+    emitted = emitted_handle_ids((getattr(etrecord, "_debug_handle_map", None) or {}).get(method))
+    aliased: list[AliasedOutput] = []
 
     def keep_if_paired(handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
         if not runtime_ids.isdisjoint(handle):
             kept[handle] = _shape_of(value) if shapes_only else value
+        elif is_aliased(op_type := op_type_name(node), handle, emitted):
+            aliased.append(AliasedOutput(handle, node.name, op_type, _shape_of(value) if shapes_only else value))
 
     result = capture_intermediate_outputs(graph_module, [runs], on_output=keep_if_paired)
     if len(result) == 0 or not result.op_names:
@@ -171,13 +181,40 @@ def _gather(
         runtime_outputs=runtime_outputs,
         runtime_op_names=runtime_op_names,
         module_paths=module_paths(graph_module),
-        notes=tuple(result.notes),
+        notes=(*result.notes, *scratch_notes),
+        aliased=tuple(aliased),
         delegate_outputs=delegate_output_ids(graph_module, runtime_outputs),
         method=method,
         rerun=(lambda on_output: capture_intermediate_outputs(graph_module, [runs], on_output=on_output))
         if shapes_only else None,
         reusable_graph=(graph_module, graph_name) if runs_without_side_effects(graph_module) else None,
     )
+
+
+def without_scratch(
+    etrecord: ETRecordLike, runtime_outputs: dict[DebugHandle, RuntimeOutput], method: str
+) -> tuple[dict[DebugHandle, RuntimeOutput], tuple[str, ...]]:
+    """The runtime outputs without the scratch buffers delegate calls log after their outputs (schema 5.5).
+
+    The scratch sizes come from the lowered modules of the ETRecord's programs for ``method`` (an
+    Edge program recorded after lowering, or a ``graph_map`` program); only read when the runtime
+    logged a delegate call.
+    """
+    from numdiff._core.events import DELEGATE_CALL
+    from numdiff.align import drop_scratch, partition_scratch
+
+    if not any(r.op_name == DELEGATE_CALL for r in runtime_outputs.values()):
+        return runtime_outputs, ()
+    programs: list[object] = []
+    edge = getattr(etrecord, "edge_dialect_program", None)
+    if isinstance(edge, dict):
+        programs.append(edge.get(method))
+    else:
+        programs.append(edge)
+    graph_map: dict[str, object] = getattr(etrecord, "graph_map", None) or {}
+    programs.extend(graph_map[key] for key in graph_map if key == method or key.endswith("/" + method))
+    graphs = [gm for gm in (getattr(p, "graph_module", None) for p in programs) if gm is not None]
+    return drop_scratch(runtime_outputs, partition_scratch(graphs))
 
 
 def _shape_of(value: object) -> object:

@@ -3,7 +3,7 @@
 ``numeric_gap`` is what ``Inspector.calculate_numeric_gap`` runs (the reference's rows and
 numbers); ``numeric_gap_report`` is numdiff's fuller analysis: multi-output ops split into their
 elements, view-only shape mismatches compared as reshapes, unmatched rows kept with their reason,
-and every note from every stage.
+ops the program aliased listed as "aliased, not logged" rows, and every note from every stage.
 
 Memory: reference-graph outputs are captured by streaming, and only those whose handle meets a
 runtime handle are kept; runtime tensors stay views on the memory-mapped debug buffer.
@@ -11,8 +11,9 @@ runtime handle are kept; runtime tensors stay views on the memory-mapped debug b
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from numdiff._core.types import DebugHandle
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from numdiff.align import AlignmentReport
-    from numdiff.comparators import GapTable, NumericalComparatorBase
+    from numdiff.comparators import GapRow, GapTable, NumericalComparatorBase
 
-__all__ = ["GapReport", "numeric_gap", "numeric_gap_report", "reference_raises"]
+__all__ = ["GapReport", "aliased_rows", "numeric_gap", "numeric_gap_report", "reference_raises"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +107,27 @@ def numeric_gap(inputs: GapInputs, comparator: NumericalComparatorBase,
     return df
 
 
+def aliased_rows(inputs: GapInputs) -> list[GapRow]:
+    """One unmatched row per aliased op (:mod:`numdiff.gap.aliased`): no runtime value, note says why."""
+    from numdiff.comparators import GapRow
+    from numdiff.gap.aliased import ALIASED_NOTE
+
+    return [GapRow(a.handle, [a.node], a.aot_output, [], (), None, [math.nan], matched=False, note=ALIASED_NOTE)
+            for a in inputs.aliased]
+
+
 def numeric_gap_report(inputs: GapInputs, comparator: NumericalComparatorBase) -> GapReport:
-    """numdiff's fuller analysis for gathered inputs (no warnings: everything is on the report)."""
+    """numdiff's fuller analysis for gathered inputs (no warnings: everything is on the report).
+
+    Ops the program aliased (no kernel, no event) end the table as unmatched rows whose note says
+    "aliased, not logged" (:func:`aliased_rows`).
+    """
     from numdiff.align import align_intermediate_outputs
 
     report = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs,
                                         delegate_outputs=inputs.delegate_outputs)
     table = comparator.compare_aligned(report, inputs.aot_op_names, inputs.runtime_op_names)
+    if inputs.aliased:
+        table = replace(table, rows=(*table.rows, *aliased_rows(inputs)))
     return GapReport(inputs.graph_name, type(comparator).__name__, table, report, inputs.stack_traces,
                      inputs.module_paths, inputs.notes, inputs.method)

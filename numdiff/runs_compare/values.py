@@ -16,6 +16,7 @@ from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits import CulpritReport, CulpritRow, in_run
 from numdiff.culprits.decode import StepInputs
 from numdiff.errors import MismatchedArtifactsError, MissingDataError, UsageError
+from numdiff.gap import without_scratch
 
 if TYPE_CHECKING:
     from numdiff.profile.events import Event
@@ -170,11 +171,13 @@ def open_run(name: str, files: RunFiles, etrecord: ETRecordLike, *, distance: st
         raise MissingDataError(f"run {name!r}: ETDump {os.fspath(files.etdump)} logs intermediate tensors but no "
                                "debug buffer was given\nPass the buffer the runtime wrote with it "
                                f"(CLI: --run {name}=ETDUMP,DEBUG_BUFFER).")
+    runtime, _notes = without_scratch(etrecord, runtime, FORWARD)  # a delegate's scratch is not an output
     has_values = any(flat_tensors(d) for d in data)
     report = None
     if has_values:
         report = inspector.find_culprits(distance, reference_graph=reference_graph, thresholds=thresholds,
                                          decode_steps=decode_steps or None, step_inputs=files.step_inputs)
     runs = max((logged_runs(ev) for ev in events), default=1)
-    logged = (runtime,) if runs == 1 else tuple(collect_runtime_outputs(in_run(events, r))[0] for r in range(runs))
+    logged = (runtime,) if runs == 1 else tuple(
+        without_scratch(etrecord, collect_runtime_outputs(in_run(events, r))[0], FORWARD)[0] for r in range(runs))
     return LoadedRun(name, files, events, report, tuple(flat_tensors(run_output or [])), runs, logged)
