@@ -115,8 +115,9 @@ def assert_no_culprits(
     reference_graph: str | None = None,
     thresholds: Thresholds | Mapping[str, Thresholds | Mapping[str, float]] | None = None,
     ignore_ops: Iterable[str] = (),
+    inputs_are_representative: bool = False,
 ) -> CulpritReport:
-    """Fail when some op is wrong by itself (see ``Inspector.find_culprits``).
+    """Fail when some op is wrong by itself, or could not be judged (see ``Inspector.find_culprits``).
 
     Args:
         inspector: The Inspector of the run to check.
@@ -124,24 +125,37 @@ def assert_no_culprits(
         reference_graph: Passed to ``find_culprits``. Defaults to None (auto).
         thresholds: Verdict limits (``Thresholds`` or ``{op type: dict}``). Defaults to None.
         ignore_ops: AOT op names whose culprit rows are tolerated.
+        inputs_are_representative: The run used the ETRecord's representative inputs (passed to
+            ``find_culprits``): ops that read graph inputs are then always judged.
 
     Returns:
         The ``CulpritReport``, for further checks.
 
     Raises:
         AssertionError: One line per culprit: ops, verdict, local and accumulated error, module
-            and the model's own source line.
+            and the model's own source line; and one per op that could not be judged because the
+            run's inputs are in doubt (a gate passes only what it judged).
     """
-    report = inspector.find_culprits(distance, reference_graph=reference_graph, thresholds=thresholds)
+    report = inspector.find_culprits(distance, reference_graph=reference_graph, thresholds=thresholds,
+                                     inputs_are_representative=inputs_are_representative)
     ignored = set(ignore_ops)
     culprits = [r for r in report.culprits if not ignored.intersection(r.aot_ops)]
+    unjudged = [r for r in report.rows if r.verdict.value == "not-judged" and not ignored.intersection(r.aot_ops)]
+    lines: list[str] = []
     if culprits:
-        lines = [f"{len(culprits)} culprit op(s) ({report.metric}; local = replayed on the runtime's inputs):"]
+        lines.append(f"{len(culprits)} culprit op(s) ({report.metric}; local = replayed on the runtime's inputs):")
         for r in culprits:
             lines.append(f"- {', '.join(r.aot_ops)} [{r.verdict.value}] local {r.local_gap:.4g} "
                          f"({r.local_noise_units:.3g} noise units), accumulated {r.accumulated_gap:.4g}; "
                          f"module {r.module_path or '?'}; {r.source_line or 'no source line'}")
         if report.first_nonfinite is not None:
             lines.append(str(report.first_nonfinite))
+    if unjudged:
+        lines.append(f"{len(unjudged)} op(s) not judged: they read graph inputs the runtime did not log and are "
+                     "unrelated to their replays on the representative inputs (pass inputs_are_representative=True "
+                     "if the run used them):")
+        lines += [f"- {', '.join(r.aot_ops)}; module {r.module_path or '?'}; {r.source_line or 'no source line'}"
+                  for r in unjudged]
+    if lines:
         raise AssertionError("\n".join(lines))
     return report

@@ -169,7 +169,8 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
             return Score(**base, kind="clean", outcome="refused", detail=f"{type(e).__name__}: {first}")
         # A program of one or two ops all unrelated to their replays: numdiff says it cannot tell wrong
         # files from every op being wrong. Honest, but not the answer.
-        undecided = type(e).__name__ == "MismatchedArtifactsError" and "compared ops disagree" in first
+        undecided = type(e).__name__ == "MismatchedArtifactsError" and ("compared ops disagree" in first
+                                                                         or "no op could be judged" in first)
         return Score(**base, kind="planted", outcome="undecided" if undecided else "missed", grade=plant["grade"],
                      plant=f"{plant['kind']} {plant['site']} ×{plant['size']}",
                      detail=f"refused: {type(e).__name__}: {first}")
@@ -224,6 +225,10 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
         return Score(**common, outcome="within-allowance",
                      detail=f"within the noise model's allowance for honest kernels ({row.local_noise_units:.2g} "
                      f"noise units, {row.noise}): {why}")
+    if row.verdict.value == "not-judged":
+        # The planted op reads the graph input and is unrelated to its replay: numdiff says it cannot tell a
+        # run on other inputs from a badly wrong op without the run's inputs. Honest, but not the answer.
+        return Score(**common, outcome="undecided", detail=f"not judged (the run's inputs are in doubt): {why}")
     if row.verdict.value == "unmatched":
         return Score(**common, outcome="missed", detail=f"the planted op's row could not be compared: {why}")
     return Score(**common, outcome="missed", detail=why)
@@ -364,8 +369,8 @@ def table(scores: list[Score]) -> str:
             pct = f"{100.0 * n['exact'] / judged:.1f}%" if judged else "–"
             lines.append(f"{b:<14} {g:<7} {len(rows):>5} {n['exact']:>6} {n['partial']:>8} {n['missed']:>7} "
                          f"{n['undecided']:>10} {n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>8}")
-    lines.append("undecided: refused because every op of a one- or two-op program is unrelated to its replay (numdiff")
-    lines.append("  says it cannot tell wrong files from every op being wrong).")
+    lines.append("undecided: the planted op reads the graph input and is unrelated to its replay on the representative")
+    lines.append("  inputs (numdiff says it cannot tell a run on other inputs, or wrong files, from a badly wrong op).")
     lines.append("invisible: the runtime logged the same values as the control at the planted row, or the fault is")
     lines.append("  below the control's own local error there, or the planted op has no row.")
     lines.append("allowance: numdiff judged the planted row within its documented noise model (ok or expected-noise):")

@@ -53,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "its own) or 'quantized' (every quantized row without its own). FIELD is ok, expected or broken "
                    "(the README's Verdicts give the defaults). An OP no compared op has is warned about. "
                    "Repeatable.")
+    g.add_argument("--inputs-are-representative", action="store_true",
+                   help="the run used the ETRecord's representative inputs: judge every op that reads a graph input "
+                   "the runtime did not log (by default such an op is not judged when it and every other op reading "
+                   "that input are unrelated to their replays: the run may have used other inputs)")
     add_deeper_arguments(parser)
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
 
@@ -178,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
     options = deeper_options(args)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
-                                     **options)
+                                     inputs_are_representative=args.inputs_are_representative, **options)
     _warn_unmatched_thresholds(thresholds, report)
     quant = None if report.quantization is None else _ranked_from_1(report.quantization.to_dataframe())
     df = report.to_dataframe()

@@ -65,7 +65,8 @@ def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, flo
     another run, holds other inputs; so in a program of one or two compared ops, whose replays alone
     cannot tell wrong files from wrong ops, confirmed inputs say the ops are wrong.
     """
-    compared = [r for r in rows if not math.isnan(local_rel.get(r.index, math.nan))]
+    # An op that computes from nothing (zeros, full, arange) agrees with any buffer that holds its constant.
+    compared = [r for r in rows if not math.isnan(local_rel.get(r.index, math.nan)) and r.input_sources]
     if not compared or (inputs_confirmed and len(compared) < MISMATCHED_MIN_ROWS):
         return None
     unrelated = [r for r in compared if not local_rel[r.index] <= UNRELATED]  # NaN-safe: inf and NaN count

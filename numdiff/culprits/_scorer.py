@@ -23,7 +23,7 @@ from numdiff.align import (
     find_op_names,
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
-from numdiff.culprits._checks import accumulated_units, replay_problem
+from numdiff.culprits._checks import UNRELATED, accumulated_units, replay_problem
 from numdiff.culprits._delegates import delegate_location, describe_delegate
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
@@ -31,6 +31,15 @@ from numdiff.culprits._replay import Lineage
 from numdiff.culprits._rounding import judged_off, off_tie
 from numdiff.culprits.report import CulpritRow, NonFinite
 from numdiff.gap import stack_traces_for
+
+#: Op types whose output depends on an input's shape only: agreeing, they confirm nothing about its values.
+_SHAPE_ONLY = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "new_zeros", "new_ones", "new_full",
+                         "new_empty", "sym_size", "sym_numel", "scalar_tensor"})
+
+
+def _units(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:.3g}"
+
 
 #: Called with each runtime output once its row is written (lets a memory-mapped buffer go).
 Release = Callable[[object], None]
@@ -147,6 +156,8 @@ class Scorer:
         #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
         self.input_problems: Mapping[str, str] = {}
         self._targets: dict[str, str] | None = None
+        #: Rows that read graph inputs from the representative inputs (not logged, not supplied): which.
+        self.representative_reads: dict[int, tuple[str, ...]] = {}
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -211,6 +222,9 @@ class Scorer:
         if nonfinite and not replay_nonfinite:
             verdict = Verdict.BROKEN
         source, sources = self._source(lin, notes)
+        representative = tuple(g for g in lin.graph_inputs if g not in self.supplied and g not in self.inputs_from_runtime)
+        if representative:
+            self.representative_reads[len(self.rows)] = representative
         off_grid = False
         if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
                 and runtime is not None and isinstance(replay, torch.Tensor):
@@ -266,6 +280,51 @@ class Scorer:
             module_path=module_path, source_line=source_line,
             stack_traces=traces, latency=self._latency(pair.runtime_handle), nonfinite=nonfinite,
             note="; ".join(notes) or None, input_sources=sources, delegate=delegate))
+
+    def settle_inputs(self) -> tuple[list[str], set[int]]:
+        """Take back the verdicts that rest on representative inputs unrelated to the run's.
+
+        The runtime does not log graph inputs, so a row that reads one is replayed on the ETRecord's
+        representative input. A graph input is *confirmed* when some row that reads it agrees with
+        its replay (and computes from its values, not only its shape). A row that reads an input
+        nothing confirms and whose output is unrelated to its replay (relative error above
+        :data:`~numdiff.culprits._checks.UNRELATED`) is explained as well by a run on other inputs (a
+        camera frame, a user's prompt) as by a badly wrong op: it becomes ``not-judged`` with a note,
+        and the culprits are recounted. A row that is beyond noise but related to its replay keeps
+        its verdict (another input would not leave it related).
+
+        Returns the graph inputs in doubt and the rows that read them (their disagreement says
+        nothing about whether the files belong together).
+        """
+        confirmed = {g for index, names in self.representative_reads.items()
+                     if self.rows[index].verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
+                     and self.rows[index].op_type not in _SHAPE_ONLY for g in names}
+        doubtful: list[str] = []
+        readers: set[int] = set()
+        for index, names in self.representative_reads.items():
+            unconfirmed = [g for g in names if g not in confirmed]
+            if not unconfirmed:
+                continue
+            readers.add(index)
+            row = self.rows[index]
+            if not row.verdict.beyond_noise or self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
+                continue
+            doubtful += [g for g in unconfirmed if g not in doubtful]
+            note = (f"not judged: this op reads graph input(s) {', '.join(unconfirmed)}, which the runtime did not log, "
+                    f"and its output is unrelated to its replay on the ETRecord's representative inputs (relative error "
+                    f"{self.local_rel[index]:.3g}) while no op that reads them agrees with its replay: either the run "
+                    "used other inputs than the representative ones, or this op is badly wrong. Pass the run's own "
+                    "inputs (step_inputs=[inputs], CLI --step-inputs), or inputs_are_representative=True (CLI "
+                    "--inputs-are-representative) if it used the representative ones")
+            self.rows[index] = replace(row, verdict=Verdict.NOT_JUDGED, is_culprit=False,
+                                       note="; ".join(n for n in (note, row.note) if n))
+        if doubtful:
+            for i, row in enumerate(self.rows):
+                culprit = row.verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in row.producers) \
+                    and not any(self.rows[p].verdict is Verdict.UNMATCHED for p in row.producers)
+                if culprit != row.is_culprit:
+                    self.rows[i] = replace(row, is_culprit=culprit)
+        return doubtful, readers
 
     def _dynamic(self, node: torch.fx.Node, lin: Lineage) -> bool:
         """Whether the row quantizes dynamically (a ``choose_qparams`` op among its nodes): the backends'

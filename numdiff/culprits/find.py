@@ -25,11 +25,11 @@ from numdiff.align import (
     align_intermediate_outputs,
 )
 from numdiff.comparators import NumericalComparatorBase
-from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
+from numdiff.culprits._checks import UNRELATED, mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import delegate_calls
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
-from numdiff.culprits._noise import ThresholdsArg, resolve_thresholds
+from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport
@@ -65,6 +65,7 @@ def find_culprits(
     taps: str | os.PathLike[str] | None = None,
     tap_outputs: TapOutputs | None = None,
     run_outputs: Sequence[object] | None = None,
+    inputs_are_representative: bool = False,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -93,6 +94,11 @@ def find_culprits(
             Defaults to ``run_outputs``.
         run_outputs: The method's outputs as the ETDump logged them (``EventBlock.run_output``
             of its first run), the tapped values when ``tap_outputs`` is not given.
+        inputs_are_representative: The (first) run used the ETRecord's representative inputs: every
+            op that reads a graph input the runtime did not log is judged on them. Without it, such
+            ops are judged when some op that reads the same input agrees with its replay, and are
+            ``not-judged`` when every one is unrelated to its replay (the run may have used other
+            inputs).
 
     Raises:
         MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
@@ -135,7 +141,7 @@ def find_culprits(
 
     report = _analyse(etrecord, events, comparator, reference_graph, thresholds, disable_debug_handle_validation,
                       etdump_path, release, quant, None if not steps else steps[0],
-                      debug_buffer_path=debug_buffer_path)
+                      debug_buffer_path=debug_buffer_path, inputs_are_representative=inputs_are_representative)
     if taps is not None:
         from numdiff.culprits.taps import inside_delegates
 
@@ -165,7 +171,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
              step_input: tuple[object, ...] | None = None, *, later_run: bool = False,
-             debug_buffer_path: str | None = None) -> CulpritReport:
+             debug_buffer_path: str | None = None, inputs_are_representative: bool = False) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
     SNR) also runs the quantization view in the same replay. ``later_run``: a run after the first,
     whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
@@ -220,9 +226,15 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, step_input))
+    doubtful, readers = ([], set()) if inputs_are_representative else scorer.settle_inputs()
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
-    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed)
+    # Rows replayed on representative inputs nothing confirms may disagree because the run used other
+    # inputs; they are left out of the check unless rows fed by logged values disagree too (other inputs
+    # would not explain those).
+    fed = {i: v for i, v in scorer.local_rel.items() if i not in readers}
+    fed_unrelated = any(not v <= UNRELATED for i, v in fed.items() if scorer.rows[i].input_sources)
+    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel if fed_unrelated else fed, inputs_confirmed=confirmed)
     unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
         raise MismatchedArtifactsError(
@@ -230,6 +242,15 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
             "ran (another program's ETRecord can share its instruction ids). If it was, the run used inputs of "
             "other sizes than the ETRecord's representative inputs: pass the run's own inputs (step_inputs=, CLI "
             "--step-inputs) or regenerate the ETRecord with them.")
+    if doubtful and all(r.verdict in (Verdict.NOT_JUDGED, Verdict.UNMATCHED) or not r.input_sources
+                        for r in scorer.rows):
+        raise MismatchedArtifactsError(
+            f"{etdump_path or 'the ETDump'}: no op could be judged: every op that computes from its inputs reads graph "
+            f"input(s) {', '.join(doubtful)}, which the runtime did not log, and is unrelated to its replay on the "
+            "ETRecord's representative inputs\nThe run used other inputs than the representative ones (pass the run's "
+            "own inputs: step_inputs=[inputs], CLI --step-inputs), or the debug buffer"
+            f"{f' {debug_buffer_path!r}' if debug_buffer_path else ''} is not the one the runtime wrote with this ETDump, "
+            "or every op is badly wrong (calculate_numeric_gap still shows each op's gap).")
     if mismatch is not None:
         raise MismatchedArtifactsError(
             f"{etdump_path or 'the ETDump'}: {mismatch}\nCheck that the debug buffer"
@@ -243,8 +264,17 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                                 frozenset(a.node for a in inputs.aliased))
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
-                         inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes),
+                         inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
                          quantization=None if view is None else view())
+
+
+def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
+    if not doubtful:
+        return ()
+    return (f"graph input(s) {', '.join(doubtful)}: the ops that read them are unrelated to their replays on the "
+            "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
+            "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
+            "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones",)
 
 
 def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: AlignmentReport) -> dict[DebugHandle, list[Planned]]:

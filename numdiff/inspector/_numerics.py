@@ -133,7 +133,8 @@ class NumericsMixin:
     def find_culprits(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
                       thresholds: Any = None, *, float_program: Any = None,
                       target_snr_db: float | None = None, decode_steps: bool | None = None,
-                      step_inputs: Any = None, taps: Any = None, tap_outputs: Any = None) -> CulpritReport:
+                      step_inputs: Any = None, taps: Any = None, tap_outputs: Any = None,
+                      inputs_are_representative: bool = False) -> CulpritReport:
         """Which op is wrong by itself: local error (replay on the runtime's inputs) vs accumulated.
 
         See :mod:`numdiff.culprits`. ``thresholds`` is a ``Thresholds`` or ``{op type: Thresholds
@@ -145,6 +146,9 @@ class NumericsMixin:
         runs as the steps of one generation (see :mod:`numdiff.culprits.decode`). ``taps`` (a tap
         sidecar) adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`), on ``tap_outputs``
         or else the program outputs the ETDump logged for the method's first run.
+        ``inputs_are_representative=True`` says the run used the ETRecord's representative inputs:
+        ops that read a graph input the runtime did not log are then judged even when no op that
+        reads it agrees with its replay.
         """
         from numdiff.culprits import find_culprits
         from numdiff.gap import require_etrecord
@@ -159,7 +163,7 @@ class NumericsMixin:
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
                              decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs,
-                             run_outputs=run_outputs)
+                             run_outputs=run_outputs, inputs_are_representative=inputs_are_representative)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator

@@ -35,7 +35,13 @@ def inspector(name: str) -> Inspector:
                          debug_buffer_path=d / "debug_buffer.bin")
 
 
+#: Fixtures whose planted ops are every op that reads the graph input, all badly wrong: from the files
+#: alone that is a run on other inputs as much as wrong ops, so their runs are declared to have used
+#: the representative inputs (as they did).
+ON_REPRESENTATIVE = frozenset({"culprit_two"})
+
+
 @functools.lru_cache(maxsize=None)
 def report(name: str) -> Any:
     """``find_culprits("SNR")`` on a fixture, computed once per test session."""
-    return inspector(name).find_culprits("SNR")
+    return inspector(name).find_culprits("SNR", inputs_are_representative=name in ON_REPRESENTATIVE)

@@ -18,9 +18,32 @@ def _args(name: str) -> list[str]:
 
 
 def test_cli_table_names_the_culprit_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(_args("culprit_two")) == 1
+    assert main(_args("culprit_two") + ["--inputs-are-representative"]) == 1
     out = capsys.readouterr().out
     assert "2 culprits" in out and out.count("CULPRIT") == 2 and "_culprit_models.py:70" in out
+
+
+def test_ops_reading_the_input_all_badly_wrong_are_not_judged_unless_the_run_used_the_representative_inputs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """culprit_two: both ops that read the graph input are planted and unrelated to their replays. That is
+    also what a run on another input looks like, so without --inputs-are-representative neither is judged,
+    the first line says so, and the exit status is 0 (no culprit) while assert_no_culprits fails."""
+    assert main(_args("culprit_two")) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("find_culprits (SNRComparator on exported_program): 6 rows, 0 culprits: every "
+                                   "judged local error is within its expected noise; 2 rows not judged (inputs not "
+                                   "logged)")
+    assert "CULPRIT" not in out
+    rep = inspector("culprit_two").find_culprits("SNR")
+    judged = {r.node: r for r in rep.rows}
+    for node in ("linear", "linear_1"):
+        assert judged[node].verdict.value == "not-judged"
+        assert judged[node].note.startswith("not judged: this op reads graph input(s) x, which the runtime did not log, "
+                                            "and its output is unrelated to its replay")
+        assert "inputs_are_representative=True (CLI --inputs-are-representative)" in judged[node].note
+    assert any("this run may have used other inputs" in n for n in rep.notes)
+    with pytest.raises(AssertionError, match=r"2 op\(s\) not judged: they read graph inputs"):
+        assert_no_culprits(inspector("culprit_two"))
 
 
 def test_cli_exits_0_on_a_clean_model(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,7 +70,7 @@ def test_cli_bad_threshold_is_an_error(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_assert_no_culprits_lists_each_culprit() -> None:
     with pytest.raises(AssertionError) as info:
-        assert_no_culprits(inspector("culprit_two"))
+        assert_no_culprits(inspector("culprit_two"), inputs_are_representative=True)
     text = str(info.value)
     assert text.startswith("2 culprit op(s)")
     assert "- linear [broken] local" in text and "accumulated" in text and "_culprit_models.py:70" in text

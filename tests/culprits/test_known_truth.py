@@ -87,9 +87,10 @@ def test_bad_quantization_scale_is_judged_in_quantization_steps() -> None:
 
 @pytest.mark.parametrize("name", ["culprit_two", "culprit_int8_scale", "culprit_xnnpack", "culprit_clean_int8_portable"])
 def test_the_edge_graph_as_reference_finds_the_same_culprits(name: str) -> None:
-    from tests.culprits.helpers import inspector
+    from tests.culprits.helpers import ON_REPRESENTATIVE, inspector
 
-    rep = inspector(name).find_culprits("SNR", reference_graph="edge_dialect_exported_program")
+    rep = inspector(name).find_culprits("SNR", reference_graph="edge_dialect_exported_program",
+                                        inputs_are_representative=name in ON_REPRESENTATIVE)
     planted = truth(name)["planted"]
     assert len(rep.culprits) == len(planted)
     assert [r.module_path for r in rep.culprits] == [r.module_path for r in report(name).culprits]
