@@ -14,10 +14,9 @@ examples:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 
-from numdiff.cli._options import add_artifacts, add_time_scales
+from numdiff.cli._options import add_artifacts, add_time_scales, add_width, terminal_width
 
 FORMATS = ("table", "tsv", "csv", "json")
 
@@ -30,8 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="print the drop-in's grid (print_data_tabular: every column, as wide as it needs)")
     out.add_argument("--format", choices=FORMATS, default="table",
                      help="table: for a person (default); tsv, csv, json: the grid's rows for other programs")
-    out.add_argument("--width", type=int, default=None, metavar="N",
-                     help="width of the table (default: the terminal's, or $COLUMNS)")
+    add_width(out, "the table")
     out.add_argument("--tsv", metavar="PATH", help="also write the grid as tab-separated values to PATH")
 
 
@@ -42,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if args.full and args.format != "table":
         raise UsageError(f"--full and --format {args.format} both choose the output\n"
                          "--full prints the grid for a terminal; --format writes its rows for other programs.")
-    if args.width is not None and args.width < 1:
-        raise UsageError(f"--width {args.width}: give a positive number of characters")
+    width = terminal_width(args.width)
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
     if args.full:
@@ -57,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "table":
         from numdiff.report.profile_table import render_profile_table
 
-        width = args.width or shutil.get_terminal_size((100, 24)).columns
         print(render_profile_table(inspector.to_dataframe(), args.target_time_scale, width))
     else:
         _write_rows(inspector, args.format)
