@@ -19,6 +19,13 @@ def _n(v: float | None, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def _signed(v: float | None) -> str:
+    """A change with its sign ("+12.34", "-3", "0"), 4 significant digits."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return "0" if v == 0 else f"{v:+.4g}"
+
+
 def _pct(v: float | None) -> str:
     return "—" if v is None else f"{v:+.1f}%"
 
@@ -32,22 +39,26 @@ def _short(key: str) -> str:
     return key if len(ops) <= 3 else f"{ops[0]} … {ops[-1]} ({len(ops)} ops)"
 
 
-def _op_rows(ops: list[OpDelta]) -> list[list[str]]:
+_OP_HEADERS = ["kind", "op", "category", "base", "new", "change"]
+
+
+def _op_rows(ops: list[OpDelta], verdict: bool = True) -> list[list[str]]:
+    """One row per op; with ``verdict`` a last column saying ``REGRESSION`` or ``ok`` (headed "verdict")."""
     return [[d.kind, _short(d.key), d.category,
              _n(d.base) + (" dB" if d.kind == "error" else " µs"), _n(d.new) + (" dB" if d.kind == "error" else " µs"),
              (f"{d.delta:+.2f} dB" if d.kind == "error" and d.delta is not None else
-              f"{_n(d.delta)} µs ({_pct(d.delta_pct)})" if d.delta is not None else "—"),
-             "REGRESSION" if d.regression else ""] for d in ops]
+              f"{_signed(d.delta)} µs ({_pct(d.delta_pct)})" if d.delta is not None else "—")]
+            + (["REGRESSION" if d.regression else "ok"] if verdict else []) for d in ops]
 
 
 def _sections(report: DiffReport) -> list[tuple[str, list[str], list[list[str]]]]:
     t = report.totals
-    out = [("Total time in top-level events", ["base", "new", "change"],
-            [[f"{_n(t['base_us'])} µs", f"{_n(t['new_us'])} µs", f"{_n(t['delta_us'])} µs ({_pct(t['delta_pct'])})"
-              + (" REGRESSION" if t["regression"] else "")]])]
+    out = [("Total time in top-level events", ["base", "new", "change", "verdict"],
+            [[f"{_n(t['base_us'])} µs", f"{_n(t['new_us'])} µs", f"{_signed(t['delta_us'])} µs ({_pct(t['delta_pct'])})",
+              "REGRESSION" if t["regression"] else "ok"]])]
     regressions = [d for d in report.ops if d.regression]
     if regressions:
-        out.append(("Regressions", ["kind", "op", "category", "base", "new", "change", ""], _op_rows(regressions)))
+        out.append(("Regressions", _OP_HEADERS, _op_rows(regressions, verdict=False)))  # every row is one
     out.append(("By op category", ["category", "timed ops", "layers", "base µs", "new µs", "change", "worst SNR base",
                                    "worst SNR new", "regressions"],
                 [[c["category"], str(c["ops"]), str(c["layers"]), _n(c["base_us"]), _n(c["new_us"]), _pct(c["delta_pct"]),
@@ -119,7 +130,7 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
         for title, headers, rows in _sections(report):
             lines += [f"#### {title}", "", tabulate(rows, headers, tablefmt="github"), ""]
         lines += ["<details><summary>every compared op</summary>", "",
-                  tabulate(_op_rows(report.ops), ["kind", "op", "category", "base", "new", "change", ""], tablefmt="github"),
+                  tabulate(_op_rows(report.ops), [*_OP_HEADERS, "verdict"], tablefmt="github"),
                   "", "</details>"]
         lines += [""] + [f"- {u}" for u in unmatched] if unmatched else []
         return "\n".join(lines).rstrip() + "\n"
