@@ -1,16 +1,18 @@
-"""Text forms of a :class:`~numdiff.analysis.diff.DiffReport`: a terminal table, Markdown, JSON."""
+"""Text forms of a :class:`~numdiff.analysis.diff.DiffReport`: a terminal table, Markdown, JSON; and the
+report read back from that JSON (:func:`report_from_json`: what ``numdiff runs compare`` gets from a server)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+from typing import Any
 
 from tabulate import tabulate
 
-from numdiff.analysis.diff import DiffReport, OpDelta
+from numdiff.analysis.diff import DiffReport, GateThresholds, OpDelta
 
-__all__ = ["render_diff"]
+__all__ = ["render_diff", "report_from_json"]
 
 
 def _n(v: float | None, digits: int = 4) -> str:
@@ -107,8 +109,52 @@ def _jsonable(v: object) -> object:
     return v
 
 
-def render_diff(report: DiffReport, fmt: str = "table") -> str:
-    """``fmt``: "table" (terminal), "markdown" (a pull-request comment) or "json"."""
+def _number(v: object) -> float | None:
+    """A figure of the JSON form: a number; ``null`` or the strings "inf"/"nan" that :func:`_jsonable` writes."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _figures(row: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """``row`` with every field but ``names`` (its text) read as a figure (bools kept)."""
+    return {k: v if k in names or isinstance(v, bool) else _number(v) for k, v in row.items()}
+
+
+def report_from_json(data: dict[str, Any]) -> DiffReport:
+    """The report that ``render_diff(report, "json")`` wrote (a server's ``diff``), to print as a table.
+
+    Infinite and missing figures come back as ``inf``/``nan`` or ``None`` (a server writes ``null``);
+    op names, categories and delegates stay text.
+    """
+    t = data.get("thresholds") or {}
+    d = GateThresholds()
+    thresholds = GateThresholds(*(_number(t.get(f)) if _number(t.get(f)) is not None else getattr(d, f)
+                                  for f in ("max_snr_drop_db", "max_latency_increase_pct", "min_latency_increase_us",
+                                            "snr_cap_db", "min_matched_share")))
+    ops = [OpDelta(str(o.get("kind", "")), str(o.get("key", "")), str(o.get("category", "")), _number(o.get("base")),
+                   _number(o.get("new")), _number(o.get("delta")), _number(o.get("delta_pct")),
+                   bool(o.get("regression"))) for o in data.get("ops") or []]
+    labels = data.get("labels") or {}
+    coverage = {k: (int(v.get("matched", 0)), int(v.get("base", 0))) for k, v in (data.get("coverage") or {}).items()}
+    return DiffReport(thresholds, ops, [_figures(c, ("category",)) for c in data.get("categories") or []],
+                      [_figures(x, ("delegate",)) for x in data.get("delegates") or []],
+                      _figures(data.get("totals") or {}, ()), list(data.get("only_in_base") or []),
+                      list(data.get("only_in_new") or []), (dict(labels.get("base") or {}), dict(labels.get("new") or {})),
+                      list(data.get("notes") or []), coverage, list(data.get("coverage_failures") or []),
+                      str(data.get("program_check", "same")))
+
+
+def render_diff(report: DiffReport, fmt: str = "table", title: str = "numdiff diff") -> str:
+    """``fmt``: "table" (terminal), "markdown" (a pull-request comment) or "json"; ``title`` begins the
+    first line of the table and the Markdown heading."""
     if fmt == "json":
         data = {"regressions": len(report.regressions), "thresholds": dataclasses.asdict(report.thresholds),
                 "totals": report.totals, "categories": report.categories, "delegates": report.delegates,
@@ -124,7 +170,7 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
                 if report.only_in_new else [])
     if fmt == "markdown":
         mark = "✅" if report else "❌"
-        lines = [f"### numdiff diff: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report)]
+        lines = [f"### {title}: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report)]
         lines += [f"- **{failure}**" for failure in report.coverage_failures]
         lines += [f"- {note}" for note in report.notes] + [""]
         for title, headers, rows in _sections(report):
@@ -134,7 +180,7 @@ def render_diff(report: DiffReport, fmt: str = "table") -> str:
                   "", "</details>"]
         lines += [""] + [f"- {u}" for u in unmatched] if unmatched else []
         return "\n".join(lines).rstrip() + "\n"
-    lines = [f"numdiff diff: {_headline(report)}", _labels(report), _threshold_line(report),
+    lines = [f"{title}: {_headline(report)}", _labels(report), _threshold_line(report),
              *(f"FAILED: {failure}" for failure in report.coverage_failures), *report.notes]
     for title, headers, rows in _sections(report):
         lines += ["", title, tabulate(rows, headers, tablefmt="simple")]

@@ -180,3 +180,21 @@ latency  Execute/native_call_cumsum.out  other       6.17 µs  18.51 µs  +12.34
     assert main(["diff", str(base), str(new), "--format", "markdown"]) == 1
     md = capsys.readouterr().out
     assert "| kind    | op " in md and "| verdict    |" in md and "|  |" not in md and "| ok         |" in md
+
+
+def test_report_read_back_from_json_prints_the_same(example_analysis: Analysis) -> None:
+    """numdiff runs compare prints the server's JSON answer as numdiff diff prints the report itself:
+    reading the JSON back gives the same table and Markdown, infinite and missing figures included."""
+    from numdiff.report.diff_render import report_from_json
+
+    report = diff_analyses(example_analysis, _changed(example_analysis, snr_drop=20,
+                                                      slower={"native_call_cumsum.out": 3.0}))
+    data = json.loads(render_diff(report, "json"))
+    assert report_from_json(data) == report
+    back = report_from_json(data)
+    for fmt in ("table", "markdown"):
+        assert render_diff(back, fmt, title="numdiff runs compare: run 2 against run 1") == render_diff(
+            report, fmt).replace("numdiff diff", "numdiff runs compare: run 2 against run 1", 1)
+    # a server writes null where the report had inf or nan; the table shows a dash there
+    nulls = json.loads(json.dumps(data).replace('"inf"', "null").replace('"nan"', "null"))
+    assert render_diff(report_from_json(nulls)).startswith("numdiff diff: 3 regressions")
