@@ -135,10 +135,8 @@ def report_from_json(data: dict[str, Any]) -> DiffReport:
     op names, categories and delegates stay text.
     """
     t = data.get("thresholds") or {}
-    d = GateThresholds()
-    thresholds = GateThresholds(*(_number(t.get(f)) if _number(t.get(f)) is not None else getattr(d, f)
-                                  for f in ("max_snr_drop_db", "max_latency_increase_pct", "min_latency_increase_us",
-                                            "snr_cap_db", "min_matched_share")))
+    given = {f.name: _number(t.get(f.name)) for f in dataclasses.fields(GateThresholds)}
+    thresholds = dataclasses.replace(GateThresholds(), **{k: v for k, v in given.items() if v is not None})
     ops = [OpDelta(str(o.get("kind", "")), str(o.get("key", "")), str(o.get("category", "")), _number(o.get("base")),
                    _number(o.get("new")), _number(o.get("delta")), _number(o.get("delta_pct")),
                    bool(o.get("regression"))) for o in data.get("ops") or []]
