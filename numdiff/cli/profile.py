@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from numdiff.cli._options import add_artifacts, add_time_scales, add_width, terminal_width
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = ("table", "tsv", "csv", "json")
 
@@ -30,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--format", choices=FORMATS, default="table",
                      help="table: for a person (default); tsv, csv, json: the grid's rows for other programs")
     add_width(out, "the table")
-    out.add_argument("--tsv", metavar="PATH", help="also write the grid as tab-separated values to PATH")
+    out.add_argument("--tsv", metavar="PATH", help="also write the grid's rows as tab-separated values to PATH "
+                     "(as --format tsv: no index column)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,8 +66,21 @@ def run(args: argparse.Namespace) -> int:
         from numdiff._core.files import atomic_path
 
         with atomic_path(args.tsv) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
-            inspector.save_data_to_tsv(f)
+            _grid(inspector).to_csv(f, sep="\t", index=False)
     return 0
+
+
+def _grid(inspector: object) -> pd.DataFrame:
+    """The rows of the drop-in's grid (``print_data_tabular``, ``save_data_to_tsv``), for other programs.
+
+    Files and pipes get them without pandas' row numbers: ``Inspector.save_data_to_tsv`` keeps its
+    leading index column, as the reference writes it; the command line leaves it out.
+    """
+    from numdiff.inspector import Inspector
+    from numdiff.profile.frames import printable_dataframe
+
+    assert isinstance(inspector, Inspector)
+    return printable_dataframe(inspector.to_dataframe())
 
 
 def _write_rows(inspector: object, fmt: str) -> None:
@@ -70,13 +88,8 @@ def _write_rows(inspector: object, fmt: str) -> None:
     from numdiff.inspector import Inspector
 
     assert isinstance(inspector, Inspector)
-    if fmt == "tsv":
-        inspector.save_data_to_tsv(sys.stdout)
-        return
-    from numdiff.profile.frames import printable_dataframe
-
-    df = printable_dataframe(inspector.to_dataframe())
-    if fmt == "csv":
-        df.to_csv(sys.stdout, index=False)
+    df = _grid(inspector)
+    if fmt in ("tsv", "csv"):
+        df.to_csv(sys.stdout, sep="\t" if fmt == "tsv" else ",", index=False)
     else:
         write_json({"time_unit": inspector._target_time_scale.value, "events": df.to_dict(orient="records")})

@@ -26,9 +26,17 @@ def test_profile_full_prints_the_reference_table(capsys: pytest.CaptureFixture[s
 
 
 def test_profile_writes_tsv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--tsv and --format tsv write the reference's save_data_to_tsv rows without its leading index column
+    (pandas' row numbers); Inspector.save_data_to_tsv keeps it, as the reference writes it."""
     out = tmp_path / "t.tsv"
-    assert main(["profile", *_artifacts("mlp_fp32"), "--tsv", str(out)]) == 0
-    assert out.read_text() == load_expected("mlp_fp32")["inspector"]["tsv"]
+    assert main(["profile", *_artifacts("mlp_fp32"), "--tsv", str(out), "-q"]) == 0
+    reference = load_expected("mlp_fp32")["inspector"]["tsv"]
+    index, _, rest = zip(*(line.partition("\t") for line in reference.splitlines(keepends=True)))
+    assert list(index) == ["", *map(str, range(len(index) - 1))]  # the column left out: only row numbers
+    assert out.read_text() == "".join(rest)
+    capsys.readouterr()
+    assert main(["profile", *_artifacts("mlp_fp32"), "--format", "tsv", "-q"]) == 0
+    assert capsys.readouterr().out == "".join(rest)
 
 
 def test_profile_time_scales(capsys: pytest.CaptureFixture[str]) -> None:
