@@ -70,7 +70,10 @@ def test_example_shows_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
     assert "op                             calls  p50 (ms)  avg (ms)   share  delegate" in profiling
     assert "event_name" not in profiling and "start_time" not in profiling
     assert max(len(line) for line in profiling.splitlines()) <= 80
-    assert "numdiff profile --etdump " in " ".join(profiling.split()) and " --full shows every column" in " ".join(profiling.split())
+    from numdiff.examples import example_files
+
+    assert ("share: of the block's Method::execute. Every column (the drop-in's grid):\n"
+            f"  numdiff profile --etdump {example_files().etdump} --full\n") in profiling  # whole, to copy
 
 
 def test_gap_drop_in_has_the_reference_columns_only(capsys: pytest.CaptureFixture[str]) -> None:
