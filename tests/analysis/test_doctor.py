@@ -50,7 +50,8 @@ def test_cli_exit_status(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer", str(f.debug_buffer)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("OK    runs:") and "note: to compare ops inside a delegate" in out
-    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == BAD_INPUT
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin"),
+                 "--width", "1000"]) == BAD_INPUT
     out = capsys.readouterr().out  # another program's ETRecord: refused when the files are opened
     assert out.startswith("FAIL  MismatchedArtifactsError: ETRecord and ETDump") and "do not describe the same model" in out
     assert "kernel and delegate calls the runtime ran are instructions the ETRecord's debug_handle_map does not have" in out
@@ -147,3 +148,26 @@ def test_no_zero_duration_is_ok() -> None:
     d = FIXTURES / "mlp_fp32"
     finding = _timing(d / "etdump.etdp", d / "etrecord.bin")
     assert finding.level == "ok" and finding.detail == "5 of 5 timed events have a duration above zero"
+
+
+def test_cli_lines_fit_the_width_with_a_hanging_indent(capsys: pytest.CaptureFixture[str]) -> None:
+    """Whole text at 100 columns: each finding's long line wraps under its check, the note under it."""
+    f = example_files()
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer",
+                 str(f.debug_buffer), "--width", "100"]) == 0
+    assert capsys.readouterr().out == """\
+OK    runs: Default: 1 run(s), Execute: 1 run(s)
+OK    debug handles: 3 of 3 runtime ops link to graph ops through the ETRecord (100%)
+OK    delegate map: 2 of 2 delegate calls name their backend (XnnpackBackend)
+OK    intermediate outputs: 3 of 3 runtime ops logged their outputs (100%)
+OK    files belong together: 3 compared ops replayed on the runtime's logged inputs: the logged
+      values come from the program the ETRecord describes
+OK    inside delegates: 7 delegate-internal events are timed; their tensors are compared one
+      delegate call at a time
+      note: to compare ops inside a delegate one by one, lower fewer ops to it (a finer partitioner)
+      or compare a run without the delegate
+OK    timing: 5 of 10 timed events have a duration above zero; at zero: 5 inside XnnpackBackend,
+      whose other durations are all whole multiples of 1 µs: a clock of that step, so these ops took
+      less than one step
+OK    time scale: Method::execute p50 = 3.61e-05 s
+"""
