@@ -14,6 +14,7 @@ import pandas as pd
 
 from numdiff._core.stack import user_frame
 from numdiff._core.terminal import printable
+from numdiff.report.text_table import ColumnFit, fitted_table
 
 if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
@@ -91,68 +92,8 @@ def worst_rows(df: pd.DataFrame, metric: str | NumericalComparatorBase | type[Nu
     return out if n is None else out.head(n)
 
 
-#: Columns that are never wrapped (short by nature); every other column gives way when the table is too wide.
-_UNWRAPPED = ("shape", "gap")
-#: While columns can still be left out, a wrapped column keeps its longest word whole, up to this many
-#: characters (an op name with its comma, a file name with its line number).
-_LONGEST_WORD = 26
-#: Left out, in this order, when the table cannot fit otherwise; the table's last line says so.
-_DROPPABLE = ("handle", "shape", "module")
-#: Columns of text, cut mid-word before the op columns are.
-_PROSE = ("source", "note", "module")
-_COLUMN_GAP = 2  # tabulate's "simple" format puts two spaces between columns
-_HEADER_PAD = 2  # and makes every column at least its header plus two characters wide
-
-
-def _shrink(natural: Sequence[int], floor: Sequence[int], budget: int) -> list[int]:
-    """Widths within ``budget`` (or at ``floor``): the widest column above its floor gives way first."""
-    widths = list(natural)
-    while sum(widths) > budget:
-        shrinkable = [i for i in range(len(widths)) if widths[i] > floor[i]]
-        if not shrinkable:
-            break
-        widths[max(shrinkable, key=lambda i: widths[i])] -= 1
-    return widths
-
-
-def _longest_word(cells: pd.Series) -> int:
-    return min(max((len(w) for v in cells for w in str(v).split()), default=0), _LONGEST_WORD)
-
-
-def _fit(summary: pd.DataFrame, width: int) -> tuple[pd.DataFrame, list[int | None], list[str]]:
-    """The columns to show, their wrap widths (tabulate's ``maxcolwidths``) and the columns left out,
-    so that the table is at most ``width`` characters wide.
-
-    Long cells (op lists, module paths, source lines) wrap, the widest column first, down to their
-    longest word (at most :data:`_LONGEST_WORD` characters); past that the columns of
-    :data:`_DROPPABLE` are left out one by one; past that the source, note and module columns, then
-    the others, may narrow to their header's width. ``shape`` and ``gap`` never wrap.
-    When even that is too wide, the table is as narrow as it can be.
-    """
-    dropped: list[str] = []
-    while True:
-        columns = list(summary.columns)
-        header = [len(str(c)) + _HEADER_PAD for c in columns]
-        natural = [max([h] + [len(str(v)) for v in summary[c]]) for c, h in zip(columns, header)]
-        budget = width - _COLUMN_GAP * (len(columns) - 1)
-        readable = [n if c in _UNWRAPPED else max(h, min(n, _longest_word(summary[c])))
-                    for c, n, h in zip(columns, natural, header)]
-        droppable = [c for c in _DROPPABLE if c in columns]
-        if sum(readable) <= budget or not droppable:
-            break
-        summary = summary.drop(columns=[droppable[0]])
-        dropped.append(droppable[0])
-    floor = readable
-    if sum(floor) > budget:  # text columns give way before op names are cut
-        floor = [h if c in _PROSE else r for c, r, h in zip(columns, readable, header)]
-    if sum(floor) > budget:
-        floor = [n if c in _UNWRAPPED else h for c, n, h in zip(columns, natural, header)]
-    widths = _shrink(natural, floor, budget)
-    return summary, [w if w < n else None for w, n in zip(widths, natural)], dropped
-
-
-def _and(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+#: How the gap table gives way on a narrow terminal (:func:`numdiff.report.text_table.fitted_table`).
+_FIT = ColumnFit(unwrapped=("shape", "gap"), droppable=("handle", "shape", "module"), prose=("source", "note", "module"))
 
 
 def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[str, str] | None = None,
@@ -163,8 +104,9 @@ def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[s
     ``title`` replaces the first line (``"<n> layers compared (<metric>)"``), e.g. when ``df`` holds only
     some of the compared layers. ``width`` fits the table to a terminal that many characters wide: long
     cells (ops, module paths, source lines) are wrapped and, when that is not enough, the handle, shape
-    and module columns are left out (a last line says which); without it, cells wrap at 60 characters. Op names, module paths and source lines
-    come from the ETRecord and the ETDump: their control characters are shown as escapes.
+    and module columns are left out (a last line says which); without it, cells wrap at 60 characters.
+    Op names, module paths and source lines come from the ETRecord and the ETDump: their control
+    characters are shown as escapes.
     """
     import textwrap
 
@@ -184,10 +126,5 @@ def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[s
     summary = summary.map(lambda v: printable(v, newlines=False) if isinstance(v, str) else v)
     if width is None:
         return title + "\n" + str(tabulate(summary, headers="keys", tablefmt="simple", showindex=False, maxcolwidths=60))
-    summary, wraps, dropped = _fit(summary, width)
-    table = str(tabulate(summary, headers="keys", tablefmt="simple", showindex=False, maxcolwidths=wraps))
-    if dropped:
-        table += "\n" + "\n".join(textwrap.wrap(
-            f"({_and(dropped)} left out to fit {width} columns: a wider terminal, --width or "
-            "--format csv shows them)", max(width, 20), break_on_hyphens=False))
+    table = fitted_table(summary, width, _FIT)
     return title + "\n" + table

@@ -109,3 +109,46 @@ def test_example_every_line_fits(width: int, capsys: pytest.CaptureFixture[str])
     lines = capsys.readouterr().out.splitlines()
     folder_lines = [line for line in lines if str(EXAMPLE.etdump.parent)[:20] in line]  # a path is never cut
     assert max(len(line) for line in lines if line not in folder_lines) <= width
+
+
+PLANTED = example_files("planted_culprit")
+
+
+def test_culprits_table_at_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """The culprit table fits the width: the columns a person can spare first (input source, amplification,
+    runtime ops, module path: the summary under the table names the culprit's module), said on its last line."""
+    assert main(["culprits", "--etdump", str(PLANTED.etdump), "--etrecord", str(PLANTED.etrecord),
+                 "--debug-buffer", str(PLANTED.debug_buffer), "--width", "100"]) == 1
+    out = capsys.readouterr().out
+    assert out == """\
+find_culprits (SNRComparator on exported_program): 5 rows, 1 culprit: linear_1 (fc2); 1 row broken
+
+aot_ops      local_gap    accumulated_gap  verdict    is_culprit    source_line
+---------  -----------  -----------------  ---------  ------------  --------------------------------
+linear          144               144      ok                       _culprit_models.py:28 forward: h
+                                                                    = torch.relu(self.fc1(x))
+relu            inf               140.7    ok                       _culprit_models.py:28 forward: h
+                                                                    = torch.relu(self.fc1(x))
+linear_1         11.35             11.35   broken     CULPRIT       _culprit_models.py:29 forward: h
+                                                                    = torch.tanh(self.fc2(h))
+tanh            143.9              11.45   ok                       _culprit_models.py:29 forward: h
+                                                                    = torch.tanh(self.fc2(h))
+linear_2        142.3               6.513  ok                       _culprit_models.py:30 forward:
+                                                                    return self.fc3(h)
+(input_source, amplification, runtime_ops and module_path left out to fit 100 columns: a wider
+terminal, --width or --format csv shows them)
+
+culprit: linear_1 (handle (3,), broken) module fc2
+  at _culprit_models.py:29 forward: h = torch.tanh(self.fc2(h))
+  local 11.35 (2.755e+05 noise units), accumulated 11.35
+worst accumulated row: linear_2 (6.513), verdict ok: its error is inherited from its inputs
+"""
+
+
+def test_culprits_table_keeps_every_column_when_wide(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["culprits", "--etdump", str(PLANTED.etdump), "--etrecord", str(PLANTED.etrecord),
+                 "--debug-buffer", str(PLANTED.debug_buffer), "--width", "220"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["aot_ops", "runtime_ops", "local_gap", "accumulated_gap", "amplification", "verdict",
+                                "is_culprit", "input_source", "module_path", "source_line"]
+    assert not any("left out" in line for line in lines)
