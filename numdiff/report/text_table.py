@@ -50,11 +50,13 @@ class ColumnFit:
         unwrapped: Columns never wrapped (short by nature: numbers, verdicts, shapes).
         droppable: Columns left out, in this order, when wrapping to whole words is not enough.
         prose: Columns of text, cut mid-word before the others are.
+        elsewhere: The option of the command that shows every column, named on the "left out" line.
     """
 
     unwrapped: tuple[str, ...] = ()
     droppable: tuple[str, ...] = ()
     prose: tuple[str, ...] = ()
+    elsewhere: str = "--format csv"
 
 
 def _shrink(natural: Sequence[int], floor: Sequence[int], budget: int) -> list[int]:
@@ -119,5 +121,5 @@ def fitted_table(cells: pd.DataFrame, width: int, fit: ColumnFit) -> str:
     if dropped:
         table += "\n" + "\n".join(textwrap.wrap(
             f"({_and(dropped)} left out to fit {width} columns: a wider terminal, --width or "
-            "--format csv shows them)", max(width, 20), break_on_hyphens=False))
+            f"{fit.elsewhere} shows them)", max(width, 20), break_on_hyphens=False))
     return table
