@@ -29,11 +29,13 @@ def add_time_scales(parser: argparse.ArgumentParser) -> None:
                    help="unit to report durations in (default: ms)")
 
 
-def add_width(group: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "the tables") -> None:
-    """``--width N``: how wide the terminal views are (read with :func:`terminal_width`)."""
+def add_width(group: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "the tables",
+              how: str = "") -> None:
+    """``--width N``: how wide the terminal views are (read with :func:`terminal_width`); ``how`` says what
+    gives way when they are too wide."""
     group.add_argument("--width", type=int, default=None, metavar="N",
-                       help=f"width of {what} in characters (default: the terminal's, or $COLUMNS; 100 when "
-                       "the output is not a terminal)")
+                       help=f"width of {what} in characters{'; ' + how if how else ''} (default: the terminal's, "
+                       "or $COLUMNS; 100 when the output is not a terminal)")
 
 
 def terminal_width(width: int | None) -> int:

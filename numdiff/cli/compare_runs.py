@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--top-k", type=int, default=5, metavar="K", help="k of the tokens' top-k agreement (default: 5)")
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
-    add_width(out, "the tables and sentences (the fit's offset, R² and scale columns give way first)")
+    add_width(out, "the tables and sentences", "the fit's offset, R² and scale columns give way first")
 
 
 def parse_run(item: str) -> tuple[str, RunFiles]:

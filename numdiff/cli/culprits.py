@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_deeper_arguments(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
-    add_width(out, "the table (long cells wrap; columns a person can spare are left out, and the table says so)")
+    add_width(out, "the table", "long cells wrap, then columns a person can spare are left out and the table "
+              "says which")
 
 
 def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:

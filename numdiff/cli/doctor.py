@@ -27,7 +27,7 @@ _INDENT = " " * 6  # under the check's name, past "WARN  "
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_artifacts(parser)
-    add_width(parser.add_argument_group("output"), "the lines (longer ones wrap, indented under their check)")
+    add_width(parser.add_argument_group("output"), "the lines", "longer ones wrap, indented under their check")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "out, and there is no module column (calculate_numeric_gap has none)")
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
-    add_width(out, "the table (long ops, module paths and source lines are wrapped)")
+    add_width(out, "the table", "long cells wrap, then the handle, shape and module columns are left out")
 
 
 def run(args: argparse.Namespace) -> int:
