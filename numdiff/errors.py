@@ -158,14 +158,39 @@ class UnknownNameError(UsageError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class MissingDependencyError(UsageError):
-    """An optional dependency is not installed; the message names the pip extra that brings it."""
+def install_command(extra: str) -> str:
+    """The command that installs numdiff's optional ``extra``, as the README's set-up writes it.
 
-    def __init__(self, what: str, module: str, extra: str) -> None:
+    numdiff is installed from its clone (``pip install -c constraints.txt -e .``), so an extra is
+    ``pip install -c constraints.txt -e '.[extra]'`` run in that folder; when the current folder is
+    another, the command begins with ``cd`` to it. (Asking pip for the extra of the name "numdiff"
+    would fetch an unrelated project of that name from PyPI.) A numdiff installed without its clone
+    gets the same command, to run in the clone it came from.
+    """
+    command = f"pip install -c constraints.txt -e '.[{extra}]'"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return f"{command} (in numdiff's clone)"
+    try:
+        here = os.getcwd()
+    except OSError:  # the current folder was removed
+        here = ""
+    if here and os.path.realpath(here) == os.path.realpath(root):
+        return command
+    import shlex
+
+    return f"cd {shlex.quote(root)} && {command}"
+
+
+class MissingDependencyError(UsageError):
+    """An optional dependency is not installed; the message names the pip extra that brings it
+    (:func:`install_command`, the README's form)."""
+
+    def __init__(self, what: str, module: str, extra: str, otherwise: str = "") -> None:
         self.module = module
         self.extra = extra
         super().__init__(f"{what} needs the optional package {module!r}, which is not installed\n"
-                         f"Install it with: pip install 'numdiff[{extra}]'")
+                         f"Install it with: {install_command(extra)}" + (f" ({otherwise})" if otherwise else ""))
 
 
 class ComparatorError(NumdiffError):

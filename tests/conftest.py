@@ -38,9 +38,12 @@ def artifact(name: str, kind: str) -> str | None:
 
 @pytest.fixture(autouse=True)
 def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Output must not depend on the terminal the tests run in."""
-    for var in ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR"):
+    """Output must not depend on the terminal the tests run in: terminal views are 100 columns wide, as when
+    the output is not a terminal (CI); without COLUMNS they would take the width of the terminal pytest runs in."""
+    for var in ("FORCE_COLOR", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("LINES", "24")
 
 
 # --- saved analyses shared by the analysis and report tests (built once per session: each runs a reference graph) ---

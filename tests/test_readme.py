@@ -113,3 +113,25 @@ def test_the_decode_example_warns_once_on_one_line_as_the_readme_shows(monkeypat
     assert "\n" not in message and message.startswith(f"ETDump {str(d / 'etdump.etdp')!r}: {len(inspector.notes)} notes")
     assert f"the first: {inspector.notes[0]}" in message
     assert f"\n{type(w.message).__name__}: {message}\n" in TEXT
+
+
+def test_every_install_hint_is_the_readmes_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error naming a missing extra says the README's own command for it (install_command), for every extra
+    pyproject.toml declares; nothing in numdiff says `pip install 'numdiff[...]'`, which would fetch an
+    unrelated project of that name from PyPI instead of installing from the clone."""
+    from numdiff.errors import MissingDependencyError, install_command
+
+    monkeypatch.chdir(README.parent)
+    pyproject = (README.parent / "pyproject.toml").read_text(encoding="utf-8")
+    block = pyproject[pyproject.index("[project.optional-dependencies]"):pyproject.index("[project.scripts]")]
+    extras = [name for name in re.findall(r"^([a-z]+) = \[", block, flags=re.M) if name != "test"]
+    assert {"report", "batch", "ray", "service", "explorer", "tensorboard", "plot"} <= set(extras)
+    setup = _section("Set-up and run")
+    for extra in extras:
+        command = install_command(extra)
+        assert command == f"pip install -c constraints.txt -e '.[{extra}]'"
+        assert f"| `{command}` |" in setup, extra
+        assert str(MissingDependencyError("x", "m", extra)).endswith(f"Install it with: {command}")
+    sources = [p for p in (README.parent / "numdiff").rglob("*") if p.suffix in (".py", ".html")]
+    said = [str(p) for p in sources if re.search(r"pip install -?\S*\s*'?numdiff\[", p.read_text(encoding="utf-8"))]
+    assert said == [] and not re.search(r"pip install '?numdiff\[", TEXT), said

@@ -11,6 +11,7 @@ something is missing, what to change in the export or runtime settings to get it
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from numdiff._core.events import DELEGATE_CALL, EXECUTE, OPERATOR_CALL, is_runtime_step
-from numdiff._core.time_units import seconds_per_unit
+from numdiff._core.time_units import TimeScale, seconds_per_unit, time_scale_factor
 from numdiff.errors import InputError, MismatchedArtifactsError, NumdiffError
 
 if TYPE_CHECKING:
@@ -110,14 +111,9 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
                            "to compare ops inside a delegate one by one, lower fewer ops to it (a finer partitioner) "
                            "or compare a run without the delegate"))
     # timing sanity
-    timed = [e.perf_data for e in ops if e.perf_data is not None]
-    zero = [p for p in timed if max(p.raw, default=0.0) <= 0]
+    timed = [e for e in ops if e.perf_data is not None]
     if timed:
-        level = "ok" if len(zero) <= len(timed) // 2 else "warn"
-        out.append(Finding(level, "timing", f"{len(timed) - len(zero)} of {len(timed)} timed events have a duration "
-                           f"above zero in {blocks[0].target_time_scale.value}",
-                           "" if level == "ok" else "most durations are zero: the clock is coarser than the ops; "
-                           "check the runner's clock, or read the times with --source-time-scale matching the runtime"))
+        out.append(_timing(timed, blocks[0].source_time_scale, blocks[0].target_time_scale))
         execute = [e.perf_data for b in blocks for e in b.events if e.name == EXECUTE and e.perf_data is not None]
         seconds = seconds_per_unit(blocks[0].target_time_scale)
         if execute and seconds is not None:  # cycles have no fixed duration: nothing to check against
@@ -127,6 +123,90 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
                                "" if sane else "implausible: the runtime's timestamps are probably in another unit; "
                                "pass --source-time-scale (ns, us, ms, s or cycles)"))
     return out
+
+
+#: A clock whose durations all come in whole steps of at least this long explains an op timed at zero:
+#: such an op took less than one step. On a finer clock, a zero is the runtime logging one time twice.
+_COARSE_STEP_S = 100e-9
+_COARSE_STEP_CYCLES = 100
+
+
+def _ticks(unit: str) -> str:
+    """``unit`` as a person reads it in a sentence."""
+    return "µs" if unit == "us" else unit
+
+
+def _step_text(ticks: int, unit: str) -> str:
+    """``ticks`` of the source clock in the largest unit that keeps it a whole-ish number: "1 µs", "250 ns"."""
+    seconds = seconds_per_unit(unit)
+    if seconds is None:
+        return f"{ticks} {_ticks(unit)}"
+    value = ticks * seconds
+    for name, length in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= length * (1 - 1e-9):
+            return f"{value / length:.4g} {name}"
+    return f"{value / 1e-9:.4g} ns"
+
+
+def _clock_step(durations: Sequence[int], unit: str) -> tuple[int | None, bool]:
+    """The step (in source ticks) every nonzero duration is a whole multiple of, and whether it is coarse
+    (:data:`_COARSE_STEP_S`); ``(None, False)`` when fewer than two nonzero durations cannot tell it."""
+    positive = [d for d in durations if d > 0]
+    if len(positive) < 2:
+        return None, False
+    step = math.gcd(*positive)
+    seconds = seconds_per_unit(unit)
+    return step, step >= _COARSE_STEP_CYCLES if seconds is None else step * seconds >= _COARSE_STEP_S * (1 - 1e-9)
+
+
+def _timing(timed: Sequence[Event], source: TimeScale, target: TimeScale) -> Finding:
+    """Are durations of zero what the clock explains? Events are grouped by who timed them: the runtime
+    (ops and delegate calls), or each delegate's own profiler (the ops inside it). Durations are read back
+    in the runtime's own ticks (``source``); in a group whose nonzero durations are all whole multiples of
+    one coarse step, a zero is an op shorter than that step, and the finding says so; in a group timed
+    finely, a zero is suspicious (warn); with fewer than two nonzero durations the step is unknown, and the
+    finding says that. Most events at zero is a warning either way: the times say little.
+    """
+    per_unit = time_scale_factor(source, target)  # source ticks in one target unit
+
+    def ticks(e: Event) -> list[int]:
+        return [round(d * per_unit) for d in (e.perf_data.raw if e.perf_data is not None else [])]
+
+    groups: dict[str, list[Event]] = {}
+    for e in timed:
+        who = f"inside {e.delegate_backend_name or 'a delegate'}" if e.is_delegated_op else "timed by the runtime"
+        groups.setdefault(who, []).append(e)
+    zero = [e for e in timed if max(ticks(e), default=0) <= 0]
+    head = f"{len(timed) - len(zero)} of {len(timed)} timed events have a duration above zero"
+    if not zero:
+        return Finding("ok", "timing", head)
+    said: list[str] = []
+    unexplained = False
+    for who, events in groups.items():
+        zeros = sum(max(ticks(e), default=0) <= 0 for e in events)
+        if not zeros:
+            continue
+        durations = [d for e in events for d in ticks(e)]
+        step, coarse = _clock_step(durations, source.value)
+        if step is None:
+            nonzero = sum(d > 0 for d in durations)
+            said.append(f"{zeros} {who} (the step of their clock cannot be told from {nonzero} nonzero "
+                        f"duration{'s' if nonzero != 1 else ''})")
+        elif coarse:
+            said.append(f"{zeros} {who}, whose other durations are all whole multiples of "
+                        f"{_step_text(step, source.value)}: a clock of that step, so these ops took less than one step")
+        else:
+            unexplained = True
+            said.append(f"{zeros} {who}, on a clock that counts in steps of {_step_text(step, source.value)} or finer")
+    detail = f"{head}; at zero: " + "; ".join(said)
+    if len(zero) > len(timed) // 2:
+        return Finding("warn", "timing", detail, "most timed events read zero, so these times say little (a clock "
+                       "coarser than the ops, or one that does not count, reads so): profile with a finer clock or a "
+                       "larger input, or read the times with --source-time-scale matching the runtime")
+    if unexplained:
+        return Finding("warn", "timing", detail, "an op timed at exactly zero on a fine clock is suspicious: the "
+                       "runtime logged the same start and end time; check the runner's clock and its event tracer")
+    return Finding("ok", "timing", detail)
 
 
 _BELONG = "files belong together"

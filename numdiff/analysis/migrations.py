@@ -65,7 +65,7 @@ def migrate(data: dict[str, Any], path: str | None = None,
         raise AnalysisFileError(
             path, f"format version {version} (written by numdiff {written_by}) is newer than this numdiff reads "
             f"(up to {FORMAT_VERSION})",
-            "Upgrade numdiff (pip install -U numdiff) to read it.")
+            "Update numdiff to a version that reads it (git pull in numdiff's clone).")
     while version < FORMAT_VERSION:
         step = table.get(version)
         if step is None:

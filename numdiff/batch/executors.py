@@ -11,7 +11,7 @@ one bad run never stops the batch.
   threads are never forked).
 * ``ray``: ``ray.remote`` tasks, at most ``workers`` in flight (default: the cluster's CPUs). Uses
   the Ray already initialised in this process, else connects to ``address`` (a cluster, e.g.
-  ``ray://head:10001`` or ``auto``), else starts a local Ray. Needs ``pip install 'numdiff[ray]'``.
+  ``ray://head:10001`` or ``auto``), else starts a local Ray. Needs the ``ray`` extra.
   A local Ray started by ``numdiff batch --backend ray`` listens on loopback only: Ray would
   otherwise take the machine's external address and open its ports to the network. Set
   ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1`` to let it (a process that imported Ray before keeps its

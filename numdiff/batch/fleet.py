@@ -230,8 +230,9 @@ def render_fleet_html(s: FleetSummary, title: str = "fleet") -> str:
         import jinja2
         import matplotlib  # noqa: F401
     except ImportError as e:
-        raise UsageError(f"the fleet HTML report needs the {e.name} package\n"
-                         "Install it with: pip install 'numdiff[report]'") from e
+        from numdiff.errors import MissingDependencyError
+
+        raise MissingDependencyError("the fleet HTML report", e.name or "jinja2", "report") from e
     from numdiff.report.html import content_security_policy, template_text
 
     nan = float("nan")

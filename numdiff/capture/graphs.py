@@ -110,7 +110,7 @@ def resolve_reference_graph(
         Traceback (most recent call last):
         ...
         numdiff.errors.UsageError: reference graph 'nope/forward' not found in the ETRecord
-        Choose 'exported_program', 'edge_dialect_exported_program' or a graph_map name: []
+        Choose 'exported_program', 'edge_dialect_exported_program' or a graph_map name (this ETRecord has none)
     """
     name = reference_graph
     if reference_graph is None or reference_graph == EXPORTED_PROGRAM_GRAPH:
@@ -242,9 +242,10 @@ def _from_graph_map(etrecord: ETRecordPrograms, name: str) -> tuple[str, Exporte
     key = name if "/" in name else f"{name}/forward"
     graph_map = etrecord.graph_map or {}
     if key not in graph_map:
+        names = ", ".join(repr(k) for k in graph_map) if graph_map else "this ETRecord has none"
         raise UsageError(
             f"reference graph {key!r} not found in the ETRecord\n"
-            f"Choose 'exported_program', 'edge_dialect_exported_program' or a graph_map name: {list(graph_map)}"
+            f"Choose 'exported_program', 'edge_dialect_exported_program' or a graph_map name ({names})"
         )
     return key, graph_map[key]
 

@@ -1,8 +1,9 @@
 """Commands whose optional packages are missing say which pip extra brings them (exit status 2).
 
 Each command that needs an extra declares it (``EXTRA = "service"`` in its module) and checks its
-packages before any work with :func:`require`, so a base install (``pip install numdiff``) hears
-``pip install 'numdiff[service]'`` at once rather than after an analysis. ``numdiff.cli.main`` also
+packages before any work with :func:`require`, so a base install (``pip install -c constraints.txt -e .``)
+hears ``pip install -c constraints.txt -e '.[service]'`` (:func:`numdiff.errors.install_command`) at once
+rather than after an analysis. ``numdiff.cli.main`` also
 turns any later ``ModuleNotFoundError`` of a known optional package into the same message
 (:func:`missing_extra`), so no command ends in "internal error" for want of an extra.
 """

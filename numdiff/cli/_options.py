@@ -27,3 +27,25 @@ def add_time_scales(parser: argparse.ArgumentParser) -> None:
                    help="unit of the runtime's timestamps (default: ns)")
     g.add_argument("--target-time-scale", default="ms", choices=SCALES,
                    help="unit to report durations in (default: ms)")
+
+
+def add_width(group: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "the tables",
+              how: str = "") -> None:
+    """``--width N``: how wide the terminal views are (read with :func:`terminal_width`); ``how`` says what
+    gives way when they are too wide."""
+    group.add_argument("--width", type=int, default=None, metavar="N",
+                       help=f"width of {what} in characters{'; ' + how if how else ''} (default: the terminal's, "
+                       "or $COLUMNS; 100 when the output is not a terminal)")
+
+
+def terminal_width(width: int | None) -> int:
+    """``--width`` when given (a positive number), else the terminal's width ($COLUMNS first; 100 when there is none)."""
+    import shutil
+
+    from numdiff.errors import UsageError
+
+    if width is None:
+        return shutil.get_terminal_size((100, 24)).columns
+    if width < 1:
+        raise UsageError(f"--width {width}: give a positive number of characters")
+    return width

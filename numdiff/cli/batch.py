@@ -28,7 +28,7 @@ from numdiff.cli import _exit
 from numdiff.cli._console import note
 from numdiff.cli._extras import require
 
-EXTRA = "batch"  # pip install 'numdiff[batch]'
+EXTRA = "batch"  # the extra it needs (numdiff.cli._extras)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OUT_DIR",
                         help="folder for runs.parquet, ops.parquet and analyses/ (created if needed)")
     parser.add_argument("--backend", choices=["pool", "ray"], default="pool",
-                        help="pool: local processes (default); ray: Ray tasks (pip install 'numdiff[ray]')")
+                        help="pool: local processes (default); ray: Ray tasks (the ray extra: "
+                        "pip install -c constraints.txt -e '.[ray]')")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes (pool) or tasks in flight (ray); default: the CPU count")
     parser.add_argument("--address", default=None, metavar="ADDR",

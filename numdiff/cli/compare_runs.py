@@ -21,8 +21,10 @@ example:
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import TYPE_CHECKING
 
+from numdiff.cli._options import add_width, terminal_width
 from numdiff.cli.culprits import parse_thresholds
 from numdiff.errors import UsageError
 
@@ -57,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--decode-steps", action="store_true",
                    help="the runs of each ETDump are the steps of one generation: compare tokens step by step")
     c.add_argument("--top-k", type=int, default=5, metavar="K", help="k of the tokens' top-k agreement (default: 5)")
-    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    add_width(out, "the tables and sentences", "the fit's offset, R² and scale columns give way first")
 
 
 def parse_run(item: str) -> tuple[str, RunFiles]:
@@ -96,19 +100,34 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def render_table(result: RunsComparison) -> str:
-    """The comparison as text: the summary, then one op table per run (and its tokens)."""
+def _wrapped(line: str, width: int) -> list[str]:
+    """A sentence of the summary wrapped to ``width``, its continuation indented under it."""
+    indent = line[:len(line) - len(line.lstrip())]
+    return textwrap.wrap(line, max(width, 20), subsequent_indent=indent + "  ", break_on_hyphens=False,
+                         break_long_words=False) or [line]
+
+
+def render_table(result: RunsComparison, width: int = 100) -> str:
+    """The comparison as text ``width`` characters wide: the summary, then one op table per run (and its
+    tokens). Long sentences wrap; the op table gives way as numdiff gap's does (the fit's scale, offset and
+    R² are left out first: the sentences under the tables put the fit in words)."""
+    import pandas as pd
     from tabulate import tabulate
 
+    from numdiff.report.text_table import ColumnFit, fitted_table
+
+    fit = ColumnFit(unwrapped=("verdict", "gap_vs_base", "rel_diff", "scale", "offset", "r2", "run_local",
+                               "base_local", "departs"),
+                    droppable=("offset", "r2", "scale", "module"), prose=("module",), elsewhere="--format json")
     lines = str(result).splitlines()
-    out = [lines[0], ""]
+    out = [*_wrapped(lines[0], width), ""]
     for run in result.runs.values():
-        out.append(f"run {run.name!r} against base {result.base!r}")
+        out.extend(_wrapped(f"run {run.name!r} against base {result.base!r}", width))
         rows = [[_cell(v) for v in (op.aot_ops, op.module_path, op.verdict, op.gap_vs_base, op.rel_diff,
                                     op.fit.scale, op.fit.offset, op.fit.r2, op.run_local, op.base_local,
                                     op.departs)] for op in run.ops]
         if rows:
-            out.append(tabulate(rows, headers=list(_OP_COLUMNS), tablefmt="simple", maxcolwidths=30))
+            out.append(fitted_table(pd.DataFrame(rows, columns=list(_OP_COLUMNS)), width, fit))
         if run.tokens is not None:
             out.append("")
             out.append(tabulate([[_cell(getattr(s, c)) if c != "tensors_diverge" else ("DIVERGE" if s.tensors_diverge
@@ -116,7 +135,8 @@ def render_table(result: RunsComparison) -> str:
                                   for c in _TOKEN_COLUMNS] for s in run.tokens.steps],
                                 headers=list(_TOKEN_COLUMNS), tablefmt="simple"))
         out.append("")
-    out.extend(lines[1:])
+    for line in lines[1:]:
+        out.extend(_wrapped(line, width))
     return "\n".join(out)
 
 
@@ -134,5 +154,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_json(result.to_json())
     else:
-        print(printable(render_table(result)))
+        print(printable(render_table(result, terminal_width(args.width))))
     return 1 if result.diverges else 0

@@ -24,17 +24,26 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from numdiff.cli._options import add_artifacts, add_time_scales
+from numdiff.cli._options import add_artifacts, add_time_scales, add_width, terminal_width
 from numdiff.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from numdiff.culprits.report import CulpritReport
+    from numdiff.report.text_table import ColumnFit
 
 FORMATS = ("table", "csv", "json")
 _SHOWN = ("aot_ops", "runtime_ops", "local_gap", "accumulated_gap", "amplification", "verdict", "is_culprit",
           "input_source", "module_path", "source_line")
+
+
+def _fit() -> ColumnFit:
+    from numdiff.report.text_table import ColumnFit
+
+    return ColumnFit(unwrapped=("local_gap", "accumulated_gap", "amplification", "verdict", "is_culprit"),
+                     droppable=("input_source", "amplification", "runtime_ops", "module_path"),
+                     prose=("source_line", "module_path"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "the runtime did not log (by default such an op is not judged when it and every other op reading "
                    "that input are unrelated to their replays: the run may have used other inputs)")
     add_deeper_arguments(parser)
-    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    add_width(out, "the table", "long cells wrap, then columns a person can spare are left out and the table "
+              "says which")
 
 
 def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,11 +184,14 @@ def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | N
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
     from tabulate import tabulate
 
     from numdiff._core.terminal import printable  # names and messages in the tables come from the files
     from numdiff.inspector import Inspector
+    from numdiff.report.text_table import fitted_table
 
+    width = terminal_width(args.width)
     thresholds = parse_thresholds(args.threshold)
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
@@ -193,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
             print(printable(report.first_nonfinite))
             print()
-        shown = [[_cell(v) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
-        print(printable(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40)))
+        shown = [[printable(_cell(v), newlines=False) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
+        print(fitted_table(pd.DataFrame(shown, columns=list(_SHOWN)), width, _fit()))
         print()
         if quant is not None:
             cols = ["rank", "layer", "snr_db", "keep_in_float", "deployed_node", "note"]

@@ -20,21 +20,33 @@ from __future__ import annotations
 import argparse
 
 from numdiff.cli._exit import BAD_INPUT, CHECK_FAILED, OK
-from numdiff.cli._options import add_artifacts
+from numdiff.cli._options import add_artifacts, add_width, terminal_width
+
+_INDENT = " " * 6  # under the check's name, past "WARN  "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_artifacts(parser)
+    add_width(parser.add_argument_group("output"), "the lines", "longer ones wrap, indented under their check")
 
 
 def run(args: argparse.Namespace) -> int:
+    import textwrap
+
+    from numdiff._core.terminal import printable
     from numdiff.analysis.doctor import diagnose_files
+
+    width = max(terminal_width(args.width), 40)
+
+    def say(first: str, text: str) -> None:  # file names and backends come from the files: escaped
+        print("\n".join(textwrap.wrap(printable(text, newlines=False), width, initial_indent=first,
+                                       subsequent_indent=_INDENT, break_on_hyphens=False, break_long_words=False)))
 
     findings = diagnose_files(args.etdump, args.etrecord, args.debug_buffer)
     for f in findings:
-        print(f"{f.level.upper():4}  {f.check}: {f.detail}")
+        say(f"{f.level.upper():4}  ", f"{f.check}: {f.detail}")
         if f.fix:
-            print(f"      {'note' if f.level == 'ok' else 'fix'}: {f.fix}")
+            say(_INDENT, f"{'note' if f.level == 'ok' else 'fix'}: {f.fix}")
     if any(f.bad_input for f in findings):
         return BAD_INPUT
     return CHECK_FAILED if any(f.level == "fail" for f in findings) else OK

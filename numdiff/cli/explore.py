@@ -3,7 +3,7 @@
 Writes node-data JSON files in Model Explorer's custom node data format into -o DIR; load
 them in Model Explorer next to the model's exported program. An analysis without the gap (no
 debug buffer or ETRecord) has nothing to overlay: exit status 3, and nothing is written. With --open (needs the
-ETRecord and the `ai-edge-model-explorer` package: pip install 'numdiff[explorer]'), starts
+ETRecord and the `ai-edge-model-explorer` package: pip install -c constraints.txt -e '.[explorer]'), starts
 Model Explorer on the ETRecord's ATen program with the overlays applied.
 
 examples:
@@ -20,7 +20,7 @@ from numdiff.cli._console import note
 from typing import Any
 
 from numdiff.cli.report import add_analysis_input, load_or_analyse
-from numdiff.errors import UsageError
+from numdiff.errors import MissingDependencyError, UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             explorer = importlib.import_module("model_explorer")
         except ImportError as e:
-            raise UsageError("--open needs the ai-edge-model-explorer package\n"
-                             "Install it with: pip install 'numdiff[explorer]' (or leave out --open)") from e
+            raise MissingDependencyError("numdiff explore --open", "model_explorer", "explorer",
+                                         otherwise="or leave out --open") from e
     analysis = load_or_analyse(args)
     assert isinstance(analysis, Analysis)
     if not node_data(analysis):

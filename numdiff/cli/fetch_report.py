@@ -17,7 +17,7 @@ import argparse
 from numdiff.cli._console import note
 from numdiff.cli._extras import require
 
-EXTRA = "service"  # pip install 'numdiff[service]'
+EXTRA = "service"  # the extra it needs (numdiff.cli._extras)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ from numdiff.cli import _exit
 from numdiff.cli._console import note
 from numdiff.cli._extras import require
 
-EXTRA = "batch"  # pip install 'numdiff[batch]'
+EXTRA = "batch"  # the extra it needs (numdiff.cli._extras)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

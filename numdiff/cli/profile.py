@@ -17,11 +17,13 @@ table: device, driver, statistics mode and counter layout (version 2 records car
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from typing import TYPE_CHECKING
 
-from numdiff.cli._options import add_artifacts, add_time_scales
+from numdiff.cli._options import add_artifacts, add_time_scales, add_width, terminal_width
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 if TYPE_CHECKING:
     from numdiff.inspector import Inspector
@@ -37,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="print the drop-in's grid (print_data_tabular: every column, as wide as it needs)")
     out.add_argument("--format", choices=FORMATS, default="table",
                      help="table: for a person (default); tsv, csv, json: the grid's rows for other programs")
-    out.add_argument("--width", type=int, default=None, metavar="N",
-                     help="width of the table (default: the terminal's, or $COLUMNS)")
-    out.add_argument("--tsv", metavar="PATH", help="also write the grid as tab-separated values to PATH")
+    add_width(out, "the table")
+    out.add_argument("--tsv", metavar="PATH", help="also write the grid's rows as tab-separated values to PATH "
+                     "(as --format tsv: no index column)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.full and args.format != "table":
         raise UsageError(f"--full and --format {args.format} both choose the output\n"
                          "--full prints the grid for a terminal; --format writes its rows for other programs.")
-    if args.width is not None and args.width < 1:
-        raise UsageError(f"--width {args.width}: give a positive number of characters")
+    width = terminal_width(args.width)
     inspector = Inspector(etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer,
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
     if args.full:
@@ -64,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "table":
         from numdiff.report.profile_table import render_profile_table
 
-        width = args.width or shutil.get_terminal_size((100, 24)).columns
         print(render_profile_table(inspector.to_dataframe(), args.target_time_scale, width))
     else:
         _write_rows(inspector, args.format)
@@ -74,8 +74,21 @@ def run(args: argparse.Namespace) -> int:
         from numdiff._core.files import atomic_path
 
         with atomic_path(args.tsv) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
-            inspector.save_data_to_tsv(f)
+            _grid(inspector).to_csv(f, sep="\t", index=False)
     return 0
+
+
+def _grid(inspector: object) -> pd.DataFrame:
+    """The rows of the drop-in's grid (``print_data_tabular``, ``save_data_to_tsv``), for other programs.
+
+    Files and pipes get them without pandas' row numbers: ``Inspector.save_data_to_tsv`` keeps its
+    leading index column, as the reference writes it; the command line leaves it out.
+    """
+    from numdiff.inspector import Inspector
+    from numdiff.profile.frames import printable_dataframe
+
+    assert isinstance(inspector, Inspector)
+    return printable_dataframe(inspector.to_dataframe())
 
 
 def _write_rows(inspector: object, fmt: str) -> None:
@@ -83,14 +96,9 @@ def _write_rows(inspector: object, fmt: str) -> None:
     from numdiff.inspector import Inspector
 
     assert isinstance(inspector, Inspector)
-    if fmt == "tsv":
-        inspector.save_data_to_tsv(sys.stdout)
-        return
-    from numdiff.profile.frames import printable_dataframe
-
-    df = printable_dataframe(inspector.to_dataframe())
-    if fmt == "csv":
-        df.to_csv(sys.stdout, index=False)
+    df = _grid(inspector)
+    if fmt in ("tsv", "csv"):
+        df.to_csv(sys.stdout, sep="\t" if fmt == "tsv" else ",", index=False)
     else:
         write_json({"time_unit": inspector._target_time_scale.value, "events": df.to_dict(orient="records")})
 

@@ -23,7 +23,7 @@ from numdiff.cli._options import add_artifacts
 from numdiff.cli.analyze import add_label_option, parse_labels
 from numdiff.errors import UsageError
 
-EXTRA = "report"  # pip install 'numdiff[report]'
+EXTRA = "report"  # the extra it needs (numdiff.cli._extras)
 
 
 def add_analysis_input(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,11 @@
 """Runs on a numdiff service: show one (as `numdiff submit` prints it), list them, compare two, set a baseline.
 
-compare is the CI gate over HTTP: exit status 1 when NEW regressed against BASE (or the
+compare is the CI gate over HTTP, printed as numdiff diff prints it (--format json for the server's
+answer, markdown for a pull-request comment): exit status 1 when NEW regressed against BASE (or the
 model's baseline) or too little of BASE was matched in NEW, 3 when the two runs are of different
-programs (their ETRecords' program signatures differ; the server answers 409). baseline makes a run the model's baseline (what compare uses without --base). Exit status 5 for a refused token or a run outside the token's project
-(an unknown run looks the same), 6 when the server cannot be reached.
+programs (their ETRecords' program signatures differ; the server answers 409). baseline makes a run
+the model's baseline (what compare uses without --base). Exit status 5 for a refused token or a run
+outside the token's project (an unknown run looks the same), 6 when the server cannot be reached.
 
 example:
   numdiff runs show --server http://127.0.0.1:8000 --token $T 12 --wait
@@ -18,7 +20,7 @@ import argparse
 
 from numdiff.cli._extras import require
 
-EXTRA = "service"  # pip install 'numdiff[service]'
+EXTRA = "service"  # the extra it needs (numdiff.cli._extras)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_client_options(cmp)
     cmp.add_argument("new", type=int, metavar="NEW", help="the run to check")
     cmp.add_argument("--base", type=int, default=None, help="the run to compare with (default: the model's baseline)")
+    cmp.add_argument("--format", choices=("table", "json", "markdown"), default="table",
+                     help="table: for a person, as numdiff diff prints it (default); json: the server's answer "
+                     "(passed, base_run, new_run, regressions, diff); markdown: a pull-request comment")
     base = sub.add_parser("baseline", help="make a run the model's baseline (what compare uses without --base)",
                           description="make RUN_ID the baseline of MODEL; prints the model as JSON")
     add_client_options(base)
@@ -66,5 +71,13 @@ def run(args: argparse.Namespace) -> int:
             print_json(client.set_baseline(args.model, args.run_id))
             return 0
         result = client.compare(args.new, args.base)
-        print_json(result)
+        if args.format == "json":
+            print_json(result)
+        else:
+            from numdiff._core.terminal import printable
+            from numdiff.report.diff_render import render_diff, report_from_json
+
+            title = f"numdiff runs compare: run {result['new_run']} against run {result['base_run']}" + (
+                "" if args.base is not None else " (the model's baseline)")
+            print(printable(render_diff(report_from_json(result["diff"]), args.format, title)), end="")
         return 0 if result["passed"] else 1

@@ -4,7 +4,7 @@ Metadata goes to SQLite in --data by default (or PostgreSQL with --db postgresql
 uploads to a content-addressed store in --data. Open http://HOST:PORT/ui in a browser (sign in
 with a token from `numdiff admin create-token`); the API's documentation is at /docs.
 Limits (upload size, job memory and time) are set by NUMDIFF_SERVICE_* environment variables
-(see numdiff.service.settings). Needs `pip install 'numdiff[service]'`.
+(see numdiff.service.settings). Needs the service extra: pip install -c constraints.txt -e '.[service]'.
 
 example:
   numdiff serve --data ./numdiff-data --port 8000 --workers 2
@@ -16,7 +16,7 @@ import argparse
 
 from numdiff.cli._extras import require
 
-EXTRA = "service"  # pip install 'numdiff[service]'
+EXTRA = "service"  # the extra it needs (numdiff.cli._extras)
 
 
 def add_db_options(parser: argparse.ArgumentParser) -> None:

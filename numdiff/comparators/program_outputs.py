@@ -13,7 +13,7 @@ from numdiff.comparators._registry import normalize_name
 from numdiff.comparators.cosine import cosine_similarity
 from numdiff.comparators.mse import mean_squared_error
 from numdiff.comparators.snr import signal_to_noise_ratio
-from numdiff.errors import UsageError
+from numdiff.errors import MissingDependencyError, UsageError
 
 __all__ = ["PROGRAM_OUTPUT_METRICS", "compare_results", "program_output_metrics"]
 
@@ -129,9 +129,7 @@ def _plot(results: dict[str, list[float | None]], path: str | os.PathLike[str]) 
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
-        raise UsageError(
-            "plotting needs matplotlib, which is not installed\nInstall it: pip install 'numdiff[plot]'."
-        ) from e
+        raise MissingDependencyError("plotting", "matplotlib", "plot") from e
     figure = Figure(figsize=(8, 3 * max(1, len(results))))
     axes = figure.subplots(max(1, len(results)), 1, squeeze=False)[:, 0]
     for ax, (name, values) in zip(axes, results.items()):

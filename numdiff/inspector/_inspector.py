@@ -306,7 +306,7 @@ class Inspector(NumericsMixin):
         :mod:`numdiff.report.tensorboard`. View with ``tensorboard --logdir path``.
 
         Raises:
-            MissingDependencyError: ``tensorboardX`` is missing: ``pip install 'numdiff[tensorboard]'``.
+            MissingDependencyError: ``tensorboardX`` is missing (the ``tensorboard`` extra).
         """
         from numdiff.profile.op_list import op_list
         from numdiff.report.tensorboard import write_tensorboard

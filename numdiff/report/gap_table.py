@@ -14,6 +14,7 @@ import pandas as pd
 
 from numdiff._core.stack import user_frame
 from numdiff._core.terminal import printable
+from numdiff.report.text_table import ColumnFit, fitted_table
 
 if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
@@ -91,14 +92,24 @@ def worst_rows(df: pd.DataFrame, metric: str | NumericalComparatorBase | type[Nu
     return out if n is None else out.head(n)
 
 
+#: How the gap table gives way on a narrow terminal (:func:`numdiff.report.text_table.fitted_table`).
+_FIT = ColumnFit(unwrapped=("shape", "gap"), droppable=("handle", "shape", "module"), prose=("source", "note", "module"))
+
+
 def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[str, str] | None = None,
-                     columns: Sequence[str] | None = None, title: str | None = None) -> str:
+                     columns: Sequence[str] | None = None, title: str | None = None,
+                     width: int | None = None) -> str:
     """The gap as a text table (runtime order), for terminals and test failures.
 
     ``title`` replaces the first line (``"<n> layers compared (<metric>)"``), e.g. when ``df`` holds only
-    some of the compared layers. Op names, module paths and source lines come from the ETRecord and the
-    ETDump: their control characters are shown as escapes.
+    some of the compared layers. ``width`` fits the table to a terminal that many characters wide: long
+    cells (ops, module paths, source lines) are wrapped and, when that is not enough, the handle, shape
+    and module columns are left out (a last line says which); without it, cells wrap at 60 characters.
+    Op names, module paths and source lines come from the ETRecord and the ETDump: their control
+    characters are shown as escapes.
     """
+    import textwrap
+
     from tabulate import tabulate
 
     summary = gap_summary(df, module_paths)
@@ -108,7 +119,12 @@ def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[s
         title = f"{len(df)} layers compared" + (f" ({printable(metric, newlines=False)})" if metric else "")
     else:
         title = printable(title, newlines=False)
+    if width is not None:
+        title = "\n".join(textwrap.wrap(title, max(width, 20), break_on_hyphens=False)) or title
     if not len(summary):
         return title
     summary = summary.map(lambda v: printable(v, newlines=False) if isinstance(v, str) else v)
-    return title + "\n" + str(tabulate(summary, headers="keys", tablefmt="simple", showindex=False, maxcolwidths=60))
+    if width is None:
+        return title + "\n" + str(tabulate(summary, headers="keys", tablefmt="simple", showindex=False, maxcolwidths=60))
+    table = fitted_table(summary, width, _FIT)
+    return title + "\n" + table

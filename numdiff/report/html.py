@@ -21,7 +21,7 @@ import os
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from numdiff.errors import UsageError
+from numdiff.errors import MissingDependencyError
 from numdiff.report._view import report_data
 
 if TYPE_CHECKING:
@@ -71,8 +71,7 @@ def render_html(analysis: Analysis) -> str:
         import jinja2
         import matplotlib  # noqa: F401
     except ImportError as e:
-        raise UsageError(f"the HTML report needs the {e.name} package\n"
-                         "Install it with: pip install 'numdiff[report]'") from e
+        raise MissingDependencyError("the HTML report", e.name or "jinja2", "report") from e
     from numdiff.report.charts import error_chart, latency_chart, module_chart
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,

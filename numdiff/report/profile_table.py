@@ -37,6 +37,7 @@ MIN_DELEGATE_WIDTH = 8
 _EXECUTE = "Method::execute"
 _GAP = "  "
 _FOOTER = "share: of the block's Method::execute. {full} shows every column (the drop-in's grid)."
+_FOOTER_COMMAND = "share: of the block's Method::execute. Every column (the drop-in's grid):"
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -121,7 +122,8 @@ def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100, full: st
         unit: The time unit of the perf columns (the Inspector's target time scale).
         width: The terminal's width. Only the op column shrinks; it never goes below
             :data:`MIN_OP_WIDTH`. Defaults to 100.
-        full: How the footer names the way to the drop-in's grid. Defaults to "--full".
+        full: How the footer names the way to the drop-in's grid: an option ("--full", the default), or a
+            whole command, printed on a line of its own so that it can be copied.
 
     Returns:
         The table, without a trailing newline; a sentence when there are no events.
@@ -145,5 +147,11 @@ def render_profile_table(df: pd.DataFrame, unit: str, width: int = 100, full: st
         out.append(_GAP.join("─" * w for w in widths))
         out.extend(_line(row, widths) for row in rows)
     out.append("")
-    out.extend(textwrap.wrap(_FOOTER.format(full=full), max(width, 20), break_on_hyphens=False, break_long_words=False))
+    if full.startswith("-"):  # an option of the command that printed the table
+        footer = _FOOTER.format(full=full)
+    else:  # a whole command line: on a line of its own, whole, so that it can be copied
+        footer = _FOOTER_COMMAND
+    out.extend(textwrap.wrap(footer, max(width, 20), break_on_hyphens=False, break_long_words=False))
+    if not full.startswith("-"):
+        out.append(f"  {full}")
     return "\n".join(out)

@@ -1,7 +1,7 @@
 """``Inspector.write_tensorboard_artifact``: the profiling view as TensorBoard event files.
 
 The reference declares the method and writes nothing. numdiff writes, through ``tensorboardX``'s
-``SummaryWriter`` (the optional extra ``numdiff[tensorboard]``: no TensorFlow, no torch), one run
+``SummaryWriter`` (the optional ``tensorboard`` extra: no TensorFlow, no torch), one run
 folder per event block under ``path`` (``<index>_<block name>[_<method>]``), holding:
 
 * **scalars** ``latency/<op>``: for each op of the block (grouped as in ``get_op_list``), the
@@ -74,7 +74,7 @@ def write_tensorboard(path: str | os.PathLike[str], blocks: Sequence[EventBlock]
     """Write one TensorBoard run per block; return the run folders written.
 
     Raises:
-        MissingDependencyError: ``tensorboardX`` is not installed (``pip install 'numdiff[tensorboard]'``).
+        MissingDependencyError: ``tensorboardX`` is not installed (the ``tensorboard`` extra).
         UsageError: ``path`` exists and is not a folder.
     """
     writer_class = _writer_class()

@@ -9,7 +9,7 @@ limits. The REST API (:mod:`.api`: routers and their dependencies) and the web p
 only read what the workers stored; :mod:`.app` puts them together. Clients: :mod:`numdiff.client`,
 ``numdiff submit``, ``numdiff runs show``, ``numdiff fetch-report``.
 
-Needs the ``service`` extra: ``pip install 'numdiff[service]'``.
+Needs the ``service`` extra: ``pip install -c constraints.txt -e '.[service]'``.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def _write(tmp_path: Path, content: str | bytes) -> Path:
     (b"\xff\xfe\x00", r"is not valid JSON"),
     ("[1, 2]", r"holds a JSON list, not an object"),
     ('{"format_version": "1"}', r"format_version is '1', not a positive integer"),
-    ('{"format_version": 99, "numdiff_version": "9.0"}', r"format version 99 \(written by numdiff 9.0\) is newer.*\n.*Upgrade"),
+    ('{"format_version": 99, "numdiff_version": "9.0"}', r"format version 99 \(written by numdiff 9.0\) is newer.*\n.*Update numdiff to a version that reads it \(git pull in numdiff.s clone\)"),
     ('{"format_version": 1, "numdiff_version": "0.1.0"}', r"is not a valid analysis: created_utc: Field required"),
     ("[" * 100000, r"is not valid JSON"),
 ])

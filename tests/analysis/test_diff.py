@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,57 @@ def test_cli_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     (tmp_path / "a.json").write_text("[]")
     assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 3
     assert "holds a JSON list" in capsys.readouterr().err
+
+
+def test_table_as_a_person_reads_it(example_analysis: Analysis, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Whole text of the first sections: every column has a header (the regressions table had a blank last
+    one), the totals say their verdict in a column of their own, and a change carries its sign."""
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    example_analysis.save(base)
+    _changed(example_analysis, snr_drop=20, slower={"native_call_cumsum.out": 3.0}).save(new)
+    assert main(["diff", str(base), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert out[:out.index("By op category")] == """\
+numdiff diff: 3 regressions (3 layers and 8 timed ops compared)
+base: device=host, build=1 · new: device=host, build=1
+thresholds: SNR drop > 3 dB (SNR capped at 140 dB); latency +10% and at least +5 µs; at least 50% of the base's ops matched
+
+Total time in top-level events
+base      new       change              verdict
+--------  --------  ------------------  ----------
+33.49 µs  45.83 µs  +12.34 µs (+36.8%)  REGRESSION
+
+Regressions
+kind     op                              category    base     new       change
+-------  ------------------------------  ----------  -------  --------  -------------------
+error    cumsum                          other       140 dB   130.9 dB  -9.09 dB
+latency  Execute/native_call_cumsum.out  other       6.17 µs  18.51 µs  +12.34 µs (+200.0%)
+
+"""
+    lines = out.splitlines()
+    for header, rule in zip(lines, lines[1:]):  # no table has an empty header cell
+        if rule.startswith("---"):
+            runs = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
+            assert all(header[a:b].strip() for a, b in runs), (header, rule)
+    assert main(["diff", str(base), str(new), "--format", "markdown"]) == 1
+    md = capsys.readouterr().out
+    assert "| kind    | op " in md and "| verdict    |" in md and "|  |" not in md and "| ok         |" in md
+
+
+def test_report_read_back_from_json_prints_the_same(example_analysis: Analysis) -> None:
+    """numdiff runs compare prints the server's JSON answer as numdiff diff prints the report itself:
+    reading the JSON back gives the same table and Markdown, infinite and missing figures included."""
+    from numdiff.report.diff_render import report_from_json
+
+    report = diff_analyses(example_analysis, _changed(example_analysis, snr_drop=20,
+                                                      slower={"native_call_cumsum.out": 3.0}))
+    data = json.loads(render_diff(report, "json"))
+    assert report_from_json(data) == report
+    back = report_from_json(data)
+    for fmt in ("table", "markdown"):
+        assert render_diff(back, fmt, title="numdiff runs compare: run 2 against run 1") == render_diff(
+            report, fmt).replace("numdiff diff", "numdiff runs compare: run 2 against run 1", 1)
+    # a server writes null where the report had inf or nan; the table shows a dash there
+    nulls = json.loads(json.dumps(data).replace('"inf"', "null").replace('"nan"', "null"))
+    assert render_diff(report_from_json(nulls)).startswith("numdiff diff: 3 regressions")

@@ -50,7 +50,8 @@ def test_cli_exit_status(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer", str(f.debug_buffer)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("OK    runs:") and "note: to compare ops inside a delegate" in out
-    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin")]) == BAD_INPUT
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(FIXTURES / "xnnpack" / "etrecord.bin"),
+                 "--width", "1000"]) == BAD_INPUT
     out = capsys.readouterr().out  # another program's ETRecord: refused when the files are opened
     assert out.startswith("FAIL  MismatchedArtifactsError: ETRecord and ETDump") and "do not describe the same model" in out
     assert "kernel and delegate calls the runtime ran are instructions the ETRecord's debug_handle_map does not have" in out
@@ -88,3 +89,85 @@ def test_the_files_that_belong_together_pass_the_replay_check() -> None:
     found = _by_check(diagnose_files(_MLP / "etdump.etdp", _MLP / "etrecord.bin", _MLP / "debug_buffer.bin"))
     assert found["files belong together"].level == "ok"
     assert {c: x.level for c, x in found.items() if x.level == "fail"} == {}
+
+
+# Timing: a duration of zero is explained by the clock that timed it, or it is suspicious; the finding says which.
+
+def _timing(*files: Path) -> object:
+    return _by_check(diagnose_files(*files))["timing"]
+
+
+def test_zero_durations_inside_a_delegate_with_a_coarse_clock_are_ok_and_explained() -> None:
+    """The example: 5 of its 10 timed events read 0, all XNNPACK ops whose other durations are whole µs
+    (XNNPACK's profiler counts in µs): they took less than a µs. OK, with that precise statement."""
+    f = example_files()
+    finding = _timing(f.etdump, f.etrecord)
+    assert (finding.level, finding.detail, finding.fix) == (
+        "ok", "5 of 10 timed events have a duration above zero; at zero: 5 inside XnnpackBackend, whose other "
+        "durations are all whole multiples of 1 µs: a clock of that step, so these ops took less than one step", "")
+
+
+def test_most_durations_at_zero_warn_and_say_when_the_step_cannot_be_told() -> None:
+    d = FIXTURES / "culprit_clean_int8"  # 5 of 7 at zero; the delegate's only nonzero duration is 1 µs
+    finding = _timing(d / "etdump.etdp")
+    assert finding.level == "warn"
+    assert finding.detail == ("2 of 7 timed events have a duration above zero; at zero: 5 inside a delegate (the step "
+                              "of their clock cannot be told from 1 nonzero duration)")
+    assert finding.fix.startswith("most timed events read zero, so these times say little")
+
+
+def test_an_op_at_zero_on_a_fine_clock_is_suspicious(tmp_path: Path) -> None:
+    """mlp_fp32 (portable ops, timed in ns) with one op's end time set to its start: the runtime's other
+    durations share no coarse step, so the zero is not explained: warn, with what to check."""
+    import dataclasses
+
+    from numdiff.schema.etdump import Event, RunDoc, read_etdump
+    from numdiff.schema.etdump.writer import write_etdump
+
+    src = FIXTURES / "mlp_fp32"
+    doc = read_etdump((src / "etdump.etdp").read_bytes()).to_doc()
+    runs, done = [], 0
+    for run in doc.run_data:  # the first op of every run (a zero is a duration of 0 in every run)
+        events, first = [], True
+        for ev in run.events or ():
+            p = ev.profile_event
+            if first and p is not None and p.name is not None and p.name.startswith("native_call_"):
+                ev, first, done = Event(profile_event=dataclasses.replace(p, end_time=p.start_time)), False, done + 1
+            events.append(ev)
+        runs.append(RunDoc(run.name, events, run.bundled_input_index, tuple(run.allocators)))
+    assert done == 3
+    path = tmp_path / "zero.etdp"
+    path.write_bytes(write_etdump(dataclasses.replace(doc, run_data=runs)))
+    finding = _timing(path, src / "etrecord.bin")
+    assert finding.level == "warn"
+    assert "; at zero: 1 timed by the runtime, on a clock that counts in steps of " in finding.detail
+    assert finding.fix.startswith("an op timed at exactly zero on a fine clock is suspicious")
+
+
+def test_no_zero_duration_is_ok() -> None:
+    d = FIXTURES / "mlp_fp32"
+    finding = _timing(d / "etdump.etdp", d / "etrecord.bin")
+    assert finding.level == "ok" and finding.detail == "5 of 5 timed events have a duration above zero"
+
+
+def test_cli_lines_fit_the_width_with_a_hanging_indent(capsys: pytest.CaptureFixture[str]) -> None:
+    """Whole text at 100 columns: each finding's long line wraps under its check, the note under it."""
+    f = example_files()
+    assert main(["doctor", "--etdump", str(f.etdump), "--etrecord", str(f.etrecord), "--debug-buffer",
+                 str(f.debug_buffer), "--width", "100"]) == 0
+    assert capsys.readouterr().out == """\
+OK    runs: Default: 1 run(s), Execute: 1 run(s)
+OK    debug handles: 3 of 3 runtime ops link to graph ops through the ETRecord (100%)
+OK    delegate map: 2 of 2 delegate calls name their backend (XnnpackBackend)
+OK    intermediate outputs: 3 of 3 runtime ops logged their outputs (100%)
+OK    files belong together: 3 compared ops replayed on the runtime's logged inputs: the logged
+      values come from the program the ETRecord describes
+OK    inside delegates: 7 delegate-internal events are timed; their tensors are compared one
+      delegate call at a time
+      note: to compare ops inside a delegate one by one, lower fewer ops to it (a finer partitioner)
+      or compare a run without the delegate
+OK    timing: 5 of 10 timed events have a duration above zero; at zero: 5 inside XnnpackBackend,
+      whose other durations are all whole multiples of 1 µs: a clock of that step, so these ops took
+      less than one step
+OK    time scale: Method::execute p50 = 3.61e-05 s
+"""

@@ -38,7 +38,7 @@ def test_bad_arguments(kwargs: dict[str, object], match: str) -> None:
 
 def test_ray_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'numdiff\[ray\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install -c constraints.txt -e '\.\[ray\]'"):
         list(run_tasks(double_or_die, [1], backend="ray"))
 
 

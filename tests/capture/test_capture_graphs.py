@@ -109,10 +109,10 @@ def test_graph_map_lookup(asked: str, key: str) -> None:
 def test_unknown_name_lists_choices() -> None:
     pair = mlp_pair()
     pair.graph_map = {"a/forward": pair.edge_dialect_program}
-    with pytest.raises(UsageError, match=r"'nope/forward' not found.*\n.*\['a/forward'\]"):
+    with pytest.raises(UsageError, match=r"'nope/forward' not found.*\n.*graph_map name \('a/forward'\)"):
         resolve_reference_graph(pair, "nope")
     pair.graph_map = None
-    with pytest.raises(UsageError, match=r"graph_map name: \[\]"):
+    with pytest.raises(UsageError, match=r"graph_map name \(this ETRecord has none\)"):
         resolve_reference_graph(pair, "nope/forward")
 
 

@@ -26,9 +26,17 @@ def test_profile_full_prints_the_reference_table(capsys: pytest.CaptureFixture[s
 
 
 def test_profile_writes_tsv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--tsv and --format tsv write the reference's save_data_to_tsv rows without its leading index column
+    (pandas' row numbers); Inspector.save_data_to_tsv keeps it, as the reference writes it."""
     out = tmp_path / "t.tsv"
-    assert main(["profile", *_artifacts("mlp_fp32"), "--tsv", str(out)]) == 0
-    assert out.read_text() == load_expected("mlp_fp32")["inspector"]["tsv"]
+    assert main(["profile", *_artifacts("mlp_fp32"), "--tsv", str(out), "-q"]) == 0
+    reference = load_expected("mlp_fp32")["inspector"]["tsv"]
+    index, _, rest = zip(*(line.partition("\t") for line in reference.splitlines(keepends=True)))
+    assert list(index) == ["", *map(str, range(len(index) - 1))]  # the column left out: only row numbers
+    assert out.read_text() == "".join(rest)
+    capsys.readouterr()
+    assert main(["profile", *_artifacts("mlp_fp32"), "--format", "tsv", "-q"]) == 0
+    assert capsys.readouterr().out == "".join(rest)
 
 
 def test_profile_time_scales(capsys: pytest.CaptureFixture[str]) -> None:
@@ -38,7 +46,7 @@ def test_profile_time_scales(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
 def test_gap_formats(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["gap", *_artifacts("multi_output"), "--metric", "snr", "--format", fmt]) == 0
+    assert main(["gap", *_artifacts("multi_output"), "--metric", "snr", "--format", fmt, "--width", "200"]) == 0
     out = capsys.readouterr().out
     assert "max_pool2d_with_indices" in out  # numdiff's full analysis includes multi-output ops
     if fmt == "json":
@@ -61,23 +69,26 @@ def test_example_shows_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
     profiling = out[:out.index("Numerical gap")]
     assert "op                             calls  p50 (ms)  avg (ms)   share  delegate" in profiling
     assert "event_name" not in profiling and "start_time" not in profiling
-    assert max(len(line) for line in profiling.splitlines()) <= 80
-    assert "numdiff profile --etdump " in " ".join(profiling.split()) and " --full shows every column" in " ".join(profiling.split())
+    assert max(len(line) for line in profiling.splitlines() if not line.startswith("  numdiff profile")) <= 80
+    from numdiff.examples import example_files
+
+    assert ("share: of the block's Method::execute. Every column (the drop-in's grid):\n"
+            f"  numdiff profile --etdump {example_files().etdump} --full\n") in profiling  # whole, to copy
 
 
 def test_gap_drop_in_has_the_reference_columns_only(capsys: pytest.CaptureFixture[str]) -> None:
     """The reference's calculate_numeric_gap has no module column: --drop-in shows none (it showed an empty one);
     numdiff's own table fills it from the ETRecord."""
-    assert main(["gap", *_artifacts("mlp_fp32"), "--drop-in"]) == 0
+    assert main(["gap", *_artifacts("mlp_fp32"), "--drop-in", "--width", "200"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[1].split() == ["handle", "aot_ops", "runtime_ops", "shape", "gap", "source"], table[1]
     assert "module" not in load_expected("mlp_fp32")["gap"]["default/SNR"]["columns"]
     assert main(["gap", *_artifacts("mlp_fp32"), "--drop-in", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "handle,aot_ops,runtime_ops,shape,gap,source"
-    assert main(["gap", *_artifacts("mlp_fp32")]) == 0
+    assert main(["gap", *_artifacts("mlp_fp32"), "--width", "200"]) == 0
     own = capsys.readouterr().out.splitlines()
     assert own[1].split() == ["handle", "aot_ops", "runtime_ops", "shape", "gap", "module", "source"], own[1]
-    assert [line.split()[6] for line in own[3::2]] == ["fc1", "act", "fc2"], own
+    assert [line.split()[6] for line in own[3:]] == ["fc1", "act", "fc2"], own
 
 
 @pytest.mark.parametrize(

@@ -21,10 +21,12 @@ def test_table_names_the_op_and_the_side_and_exits_1(capsys: pytest.CaptureFixtu
     code = main(["compare-runs", "--etrecord", str(MLP / "etrecord.bin"), "--run", _run("laptop", "base"),
                  "--run", _run("phone", "scaled")])
     out = capsys.readouterr().out
+    flat = " ".join(out.split())  # sentences wrap at the terminal's width
     assert code == 1
-    assert out.splitlines()[0].startswith("compare-runs (SNRComparator against base 'laptop'): 1 run; 1 of them parts from the base")
-    assert "phone parts from the base at linear_2 (fc3): phone departs from the reference there" in out
-    assert "outputs are 0.50× the base's (half), R² 1.00" in out
+    assert flat.startswith("compare-runs (SNRComparator against base 'laptop'): 1 run; 1 of them parts from the base")
+    assert "phone parts from the base at linear_2 (fc3): phone departs from the reference there" in flat
+    assert "outputs are 0.50× the base's (half), R² 1.00" in flat
+    assert max(len(line) for line in out.splitlines()) <= 100
 
 
 def test_json_and_base(capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +42,7 @@ def test_json_and_base(capsys: pytest.CaptureFixture[str]) -> None:
 def test_agreeing_runs_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["compare-runs", "--etrecord", str(MLP / "etrecord.bin"), "--run", _run("a", "base"),
                  "--run", _run("b", "base"), "--metric", "median_ratio"])
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert code == 0 and "every run agrees with the base within noise" in out
     assert "MedianRatioComparator" in out
 
@@ -75,3 +77,32 @@ def test_a_run_without_its_debug_buffer_is_told_in_compare_runs_terms(capsys: py
     err = capsys.readouterr().err
     assert code == 3 and "--run scaled=ETDUMP,DEBUG_BUFFER" in err
     assert "(give it as --run NAME=ETDUMP,DEBUG_BUFFER)" in err and "--debug-buffer" not in err
+
+
+def test_table_at_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """Whole text: sentences wrap under themselves; the op table leaves out the fit's columns first (the
+    sentences under the tables put the fit in words) and says so, naming --format json."""
+    code = main(["compare-runs", "--etrecord", str(MLP / "etrecord.bin"), "--run", _run("laptop", "base"),
+                 "--run", _run("phone", "scaled"), "--width", "100"])
+    assert code == 1
+    assert capsys.readouterr().out == """\
+compare-runs (SNRComparator against base 'laptop'): 1 run; 1 of them parts from the base: phone
+  parts from the base at linear_2 (fc3): phone departs from the reference there
+
+run 'phone' against base 'laptop'
+aot_ops    module    verdict      gap_vs_base    rel_diff  run_local    base_local    departs
+---------  --------  ---------  -------------  ----------  -----------  ------------  ---------
+linear     fc1       identical        inf             0    ok           ok
+relu       MLP3      identical        inf             0    ok           ok
+linear_1   fc2       identical        inf             0    ok           ok
+tanh       MLP3      identical        inf             0    ok           ok
+linear_2   fc3       diverges           6.021         0.5  broken       ok            run
+(offset, r2 and scale left out to fit 100 columns: a wider terminal, --width or --format json shows
+them)
+
+phone: phone parts from the base at linear_2 (fc3): phone departs from the reference there
+  outputs are 0.50× the base's (half), R² 1.00
+  at linear_2: values are 0.50× the base's (half), R² 1.00
+floating-point values agree within a relative rms difference of 1e-4 (float32, float64) or 1e-2
+  (float16, bfloat16); integer values within one step
+"""

@@ -17,6 +17,7 @@ from numdiff.cli._extras import PACKAGES
 from numdiff.examples import example_files
 
 EXAMPLE = example_files("quantized_mlp")
+ROOT = Path(__file__).resolve().parents[2]  # the clone numdiff is installed from (editable)
 SERVER = ["--server", "http://127.0.0.1:9", "--token", "t"]
 
 
@@ -66,7 +67,7 @@ def test_a_missing_extra_is_named(index: int, tmp_path: Path, monkeypatch: pytes
     err = capsys.readouterr().err
     pip_extra = "service" if extra == "client" else extra
     assert err.count("\n") == 1 and "internal error" not in err, err
-    assert what in err and f"pip install 'numdiff[{pip_extra}]'" in err, err
+    assert what in err and f"pip install -c constraints.txt -e '.[{pip_extra}]'" in err, err
     assert not (tmp_path / "out").exists()  # nothing was analysed before the check
 
 
@@ -81,10 +82,24 @@ def test_a_late_missing_package_still_names_its_extra(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(trace, "run", run)
     monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    monkeypatch.chdir(ROOT)  # in numdiff's clone: the README's command as it is
     assert main(["trace", "x.json", "-o", "t.json"]) == _exit.USAGE
     err = capsys.readouterr().err
     assert err == ("numdiff trace: error: numdiff trace needs the optional package 'sqlalchemy', which is not "
-                   "installed | Install it with: pip install 'numdiff[service]'\n")
+                   "installed | Install it with: pip install -c constraints.txt -e '.[service]'\n")
+
+
+def test_the_hint_says_where_to_run_it_from_another_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Run from elsewhere, the command first goes to numdiff's clone ('.[service]' means that folder)."""
+    import shlex
+
+    _base_install(monkeypatch, "client")
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs", "list", *SERVER]) == _exit.USAGE
+    err = capsys.readouterr().err
+    assert err.endswith(f"Install it with: cd {shlex.quote(str(ROOT))} && pip install -c constraints.txt -e "
+                        "'.[service]'\n"), err
 
 
 def test_a_missing_base_module_is_still_a_bug(monkeypatch: pytest.MonkeyPatch,

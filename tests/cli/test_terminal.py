@@ -148,9 +148,10 @@ def test_profile_formats_write_the_grid_rows(fmt: str, capsys: pytest.CaptureFix
         assert isinstance(data, dict) and data["time_unit"] == "ms"
         first = data["events"][0]
         assert isinstance(first["p50 (ms)"], float) and isinstance(first["start_time"], list)
-    else:
+    else:  # the grid's columns, without pandas' row numbers
         sep = "," if fmt == "csv" else "\t"
-        assert "event_name" in out.splitlines()[0].split(sep)
+        assert out.splitlines()[0].split(sep)[:2] == ["event_block_name", "event_name"]
+        assert out.splitlines()[1].split(sep)[:2] == ["Default", "Method::init"]
 
 
 def test_full_and_format_conflict(capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,5 +52,5 @@ def test_missing_matplotlib_gives_install_hint(tmp_path: Path, monkeypatch: pyte
     import sys
 
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(UsageError, match=r"pip install 'numdiff\[plot\]'"):
+    with pytest.raises(UsageError, match=r"pip install -c constraints.txt -e '\.\[plot\]'"):
         compare_results([torch.ones(1)], [torch.ones(1)], plot_path=tmp_path / "x.png")

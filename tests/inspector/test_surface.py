@@ -169,7 +169,7 @@ def test_tensorboard_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch,
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tensorboardx)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'numdiff\[tensorboard\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install -c constraints.txt -e '\.\[tensorboard\]'"):
         _inspector(MLP).write_tensorboard_artifact(tmp_path)
 
 

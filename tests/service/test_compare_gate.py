@@ -52,5 +52,5 @@ def test_compare_refuses_runs_of_different_programs(sqlite_server: Server,
     out, err = capsys.readouterr()
     assert code == 3 and out == "" and "different programs" in err
     assert "\\n" not in err and err.count("\n") == 1 and " | " in err  # one line: what | what to do
-    code = main(["runs", "compare", "--server", server.url, "--token", token, str(same["id"])])
+    code = main(["runs", "compare", "--server", server.url, "--token", token, str(same["id"]), "--format", "json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["passed"] is True

@@ -70,8 +70,12 @@ def test_env_fallbacks_fetch_report_list_and_compare(server: Server, tmp_path: P
     html = (tmp_path / "r.html").read_text()
     assert html.startswith("<!doctype html") or "<html" in html[:500]
     assert "pixel9" in html
-    code, out, _ = _cli(capsys, "runs", "compare", str(new["id"]))
+    code, out, _ = _cli(capsys, "runs", "compare", str(new["id"]), "--format", "json")
     assert code == 0 and json.loads(out)["passed"] is True
+    code, out, _ = _cli(capsys, "runs", "compare", str(new["id"]))  # a table for a person by default
+    assert code == 0 and out.startswith(f"numdiff runs compare: run {new['id']} against run {base['id']} "
+                                        "(the model's baseline): no regression (")
+    assert "\nTotal time in top-level events\nbase " in out and "\nBy op category\n" in out
     csv = httpx.get(f"{server.url}/api/v1/runs/{new['id']}/gap.csv", headers={"Authorization": f"Bearer {token}"})
     assert csv.status_code == 200 and csv.text.splitlines()[0].startswith("index,aot_ops")
     assert len(csv.text.splitlines()) == 1 + len(new["gap"])

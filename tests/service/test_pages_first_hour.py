@@ -143,3 +143,29 @@ def test_a_run_id_that_is_not_a_number_is_the_missing_run_page_not_json(sqlite_s
     # not signed in: the sign-in form, as for any page
     r = httpx.get(sqlite_server.url + "/ui/runs/abc", timeout=30)
     assert r.status_code == 303 and r.headers["location"] == "/ui/login"
+
+
+def test_a_nul_or_an_unreadable_form_on_a_page_is_an_html_page_with_a_way_back(sqlite_server: Server) -> None:
+    """A NUL character in a page's path or query, a form without its field, an unknown page: an HTML error page
+    saying what is wrong with a link back (FastAPI's JSON 422/404 was shown before); the API keeps its JSON."""
+    token = sqlite_server.token("pages-nul")
+    cookies = sign_in(sqlite_server.url, token)
+    for path in ("/ui/models/a%00b", "/ui/runs/1%00", "/ui?x=%00", "/ui/models/m/compare?by=a%00b",
+                 "/ui/runs/1/report?x=%00"):
+        r = httpx.get(sqlite_server.url + path, cookies=cookies, timeout=30)
+        assert r.status_code == 422, (path, r.status_code)
+        assert r.headers["content-type"].startswith("text/html"), (path, r.text[:200])
+        assert "<h1>Bad request</h1>" in r.text and "the URL holds a NUL character" in r.text, path
+        assert '<a id="back" href="/ui">Back to your project&#39;s models</a>' in r.text and "Sign out" in r.text
+    r = httpx.post(sqlite_server.url + "/ui/login", data={}, timeout=30)  # the sign-in form without its token
+    assert r.status_code == 422 and r.headers["content-type"].startswith("text/html")
+    assert "this request could not be read (token: field required)" in r.text and 'id="back"' in r.text
+    assert "Sign out" not in r.text  # not signed in
+    r = httpx.get(sqlite_server.url + "/ui/no-such-page", cookies=cookies, timeout=30)
+    assert r.status_code == 404 and "<h1>Not found</h1>" in r.text and 'id="back"' in r.text
+    # the API answers JSON, as before
+    r = httpx.get(sqlite_server.url + "/api/v1/runs?model=a%00b", headers={"Authorization": f"Bearer {token}"},
+                  timeout=30)
+    assert r.status_code == 422 and r.json() == {"detail": "the URL holds a NUL character"}
+    r = httpx.get(sqlite_server.url + "/api/v1/no-such-route", timeout=30)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/json")

@@ -55,14 +55,52 @@ class PageAnswer(NumdiffError):
         self.response = response
 
 
+def _is_page(request: Request) -> bool:
+    return request.url.path == "/ui" or request.url.path.startswith("/ui/")
+
+
+def _refused_page(request: Request, status_code: int, message: str) -> HTMLResponse:
+    """An error on a page (a NUL in the URL, a form without its field, an unknown page) as a page with a way back."""
+    return page("error.html", status_code=status_code, title=_TITLES.get(status_code, "Error"),
+                message=printable(message, newlines=False), crumbs=[],
+                back=("/ui", "Back to your project's models"), signed_in=COOKIE in request.cookies)
+
+
+#: The heading of an error page, by status code.
+_TITLES = {400: "Bad request", 403: "Refused", 404: "Not found", 405: "Not allowed", 409: "Not ready",
+           422: "Bad request"}
+
+
 def add_page_answers(app: FastAPI) -> None:
-    """Send a :class:`PageAnswer`'s response (call once on the app that includes :data:`router`)."""
+    """Send a :class:`PageAnswer`'s response, and answer every other error under ``/ui`` (an ``HTTPException``
+    such as the 422 for a NUL in the URL, a form that fails validation, a page that does not exist) with
+    an HTML error page a person can leave, never FastAPI's JSON; the API keeps its JSON answers.
+    Call once on the app that includes :data:`router`."""
+    from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     async def answer(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageAnswer)
         return exc.response
 
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if _is_page(request):
+            return _refused_page(request, exc.status_code, str(exc.detail))
+        return await http_exception_handler(request, exc)
+
+    async def invalid(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        if _is_page(request):
+            said = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'the request'}: "
+                             f"{str(e.get('msg', 'invalid')).lower()}" for e in exc.errors())
+            return _refused_page(request, 422, f"this request could not be read ({said})")
+        return await request_validation_exception_handler(request, exc)
+
     app.add_exception_handler(PageAnswer, answer)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid)
 
 
 def signed_in(project: PageProject) -> int:
