@@ -346,7 +346,8 @@ def _js(x: Any) -> Any:
 # --- one architecture on one backend --------------------------------------------------------------
 
 
-def build_case(arch_name: str, backend: str, out_root: str, twins: int) -> list[dict[str, Any]]:
+def build_case(arch_name: str, backend: str, out_root: str, twins: int,
+               other_input_only: bool = False) -> list[dict[str, Any]]:
     logging.getLogger().setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)  # one core per job: --jobs sets the parallelism
@@ -373,12 +374,14 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int) -> list[
     rt.save_etrecord(good, folder / "etrecord.bin", example)
     results = []
 
-    def run(program: bytes, variant: str, extra: dict[str, Any]) -> dict[str, Any]:
+    def run(program: bytes, variant: str, extra: dict[str, Any], inputs: zm.Inputs | None = None) -> dict[str, Any]:
         out = folder / variant
         out.mkdir(parents=True, exist_ok=True)
         record = {**base, "variant": variant, **extra}
+        if inputs is not None:
+            torch.save([tuple(inputs)], out / "run_inputs.pt")
         try:
-            rt.run_with_etdump(program, [example], out, debug_buffer=True)
+            rt.run_with_etdump(program, [example if inputs is None else inputs], out, debug_buffer=True)
         except Exception as e:
             record.update(status="runtime-failed", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
         else:
@@ -386,7 +389,16 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int) -> list[
         (out / "truth.json").write_text(json.dumps(_js(record), indent=1) + "\n")
         return record
 
+    # The clean program run on another draw of inputs than the ETRecord's representative ones (as devices
+    # run): a control too, whose ops that read the graph input cannot be replayed on what the run read.
+    other = arch.inputs(torch.Generator().manual_seed(_seed(arch.name, "other-input")))
+    other_input = run(good.buffer, OTHER_INPUT, {"plant": None, "planted_aot_ops": [], "closure": []}, other)
+    if other_input_only:
+        cases = folder / CASES
+        kept = [c for c in json.loads(cases.read_text()) if c["variant"] != OTHER_INPUT] if cases.is_file() else []
+        return kept + [other_input]
     results.append(run(good.buffer, "clean", {"plant": None, "planted_aot_ops": [], "closure": []}))
+    results.append(other_input)
     rng = random.Random(_seed(arch.name, backend, "plants"))
     # dynamic quantization computes its scales at run time: no scale to plant
     kinds = ["weight", "bias"] + (["scale"] if backend in ("int8_portable", "int8_xnnpack") else [])
@@ -432,13 +444,24 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int) -> list[
     return results
 
 
-def _safe_build(arch: str, backend: str, out: str, twins: int) -> list[dict[str, Any]]:
+def _safe_build(arch: str, backend: str, out: str, twins: int, other_input_only: bool = False) -> list[dict[str, Any]]:
+    folder = Path(out) / arch / backend
+    if other_input_only:  # add to a pair already written; never overwrite it with a failure
+        if not (folder / CASES).is_file():
+            return []
+        try:
+            results = build_case(arch, backend, out, twins, other_input_only=True)
+        except Exception:
+            return [{"arch": arch, "backend": backend, "variant": OTHER_INPUT, "status": "script-error",
+                     "reason": traceback.format_exc(limit=3)[-400:]}]
+        if any(r["variant"] == OTHER_INPUT for r in results):
+            (folder / CASES).write_text(json.dumps(_js(results), indent=1) + "\n")
+        return [r for r in results if r["variant"] == OTHER_INPUT]
     try:
         results = build_case(arch, backend, out, twins)
     except Exception:
         results = [{"arch": arch, "backend": backend, "variant": "clean", "status": "script-error",
                     "reason": traceback.format_exc(limit=3)[-400:]}]
-    folder = Path(out) / arch / backend
     folder.mkdir(parents=True, exist_ok=True)
     (folder / CASES).write_text(json.dumps(_js(results), indent=1) + "\n")
     return results
@@ -446,6 +469,8 @@ def _safe_build(arch: str, backend: str, out: str, twins: int) -> list[dict[str,
 
 #: Per architecture and backend: every run written or dropped, with its status (lets a run resume).
 CASES = "cases.json"
+#: The clean program's run on other inputs than the representative ones (its inputs in run_inputs.pt).
+OTHER_INPUT = "other_input"
 
 
 def collect(out: Path) -> list[dict[str, Any]]:
@@ -465,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--resume", action="store_true", help="skip architecture/backend pairs already written")
     parser.add_argument("--closures-only", action="store_true", help="only rewrite the twins' closures")
+    parser.add_argument("--other-input-only", action="store_true",
+                        help=f"only run each written pair's clean program on another input ({OTHER_INPUT}/)")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(f"{a.name}\t{a.family}" for a in zm.ARCHS))
@@ -474,11 +501,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     archs = [a.name for a in zm.ARCHS if not args.only or a.name in args.only]
     jobs = [(a, b) for a in archs for b in args.backends
-            if not (args.resume and (args.out / a / b / CASES).is_file())]
+            if not (args.resume and (args.out / a / b / CASES).is_file())
+            and not (args.other_input_only and not (args.out / a / b / CASES).is_file())]
     random.Random(0).shuffle(jobs)  # a partial zoo already spans architectures and backends
     args.out.mkdir(parents=True, exist_ok=True)
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(_safe_build, a, b, str(args.out), args.twins): (a, b) for a, b in jobs}
+        futures = {pool.submit(_safe_build, a, b, str(args.out), args.twins, args.other_input_only): (a, b)
+                   for a, b in jobs}
         for fut in concurrent.futures.as_completed(futures):
             a, b = futures[fut]
             got = fut.result()

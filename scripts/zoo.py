@@ -51,8 +51,11 @@ class Score:
     arch: str
     backend: str
     variant: str
-    kind: str  # clean | planted | dropped
+    kind: str  # clean | other-input | planted | dropped
     # clean: ok | false-culprit | broken | refused
+    # other-input (the clean program run on other inputs than the representative ones): ok (no culprit,
+    #        no broken row) | cannot-judge (refused, saying no op could be judged) | false-culprit | broken
+    #        | refused
     # clean, not a control: runtime-fault (the runtime's output is unrelated to the reference; a culprit
     #        was named) | runtime-fault-missed
     # planted: exact | partial | undecided (refused: cannot tell wrong files from every op wrong)
@@ -160,6 +163,8 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
 
     base = {"arch": truth["arch"], "backend": truth["backend"], "variant": truth["variant"]}
     plant = truth.get("plant")
+    if truth["variant"] == OTHER_INPUT:
+        return _score_other_input(folder, base)
     try:
         run = _run(folder)
         rep = run.report
@@ -232,6 +237,33 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
     if row.verdict.value == "unmatched":
         return Score(**common, outcome="missed", detail=f"the planted op's row could not be compared: {why}")
     return Score(**common, outcome="missed", detail=why)
+
+
+#: The variant that runs the clean program on other inputs (scripts/make_zoo.py).
+OTHER_INPUT = "other_input"
+
+
+def _score_other_input(folder: Path, base: dict[str, str]) -> Score:
+    """A clean program run on other inputs: ops that read the graph input cannot be judged, and no op
+    may be called wrong (the ETRecord's representative inputs are not what the run read)."""
+    from numdiff.errors import NumdiffError
+
+    try:
+        rep = _run(folder).report
+    except NumdiffError as e:
+        first = str(e).splitlines()[0][:160]
+        said = type(e).__name__ == "MismatchedArtifactsError" and "no op could be judged" in first
+        return Score(**base, kind="other-input", outcome="cannot-judge" if said else "refused",
+                     detail=f"{type(e).__name__}: {first}")
+    assert rep is not None
+    unjudged = sum(r.verdict.value == "not-judged" for r in rep.rows)
+    if rep.culprits:
+        return Score(**base, kind="other-input", outcome="false-culprit",
+                     culprits=tuple(_describe(r) for r in rep.culprits), detail="; ".join(map(_describe, rep.culprits)))
+    broken = [r for r in rep.rows if r.verdict.value == "broken"]
+    if broken:
+        return Score(**base, kind="other-input", outcome="broken", detail="; ".join(_describe(r) for r in broken))
+    return Score(**base, kind="other-input", outcome="ok", detail=f"{unjudged} of {len(rep.rows)} rows not judged")
 
 
 def _largest_noise(rep: Any, quantized: bool) -> float:
@@ -356,9 +388,22 @@ def table(scores: list[Score]) -> str:
     lines.append("runtime fault: a clean export whose runtime output is unrelated to the ETRecord's reference output")
     lines.append(f"  (< {RUNTIME_FAULT_DB:g} dB): not a control; named/all = numdiff named a culprit in it.")
     lines.append("")
+    other = [s for s in scores if s.kind == "other-input"]
+    if other:
+        lines.append("Clean programs run on other inputs than the ETRecord's representative ones: a culprit, a broken")
+        lines.append("row or a refusal that does not say it cannot judge is a false verdict")
+        lines.append(f"{'backend':<14} {'runs':>5} {'ok':>5} {'cannot judge':>13} {'false culprit':>14} "
+                     f"{'broken row':>11} {'refused':>8}")
+        for b in BACKENDS + ("all",):
+            rows = [s for s in other if b in ("all", s.backend)]
+            n = Counter(s.outcome for s in rows)
+            lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['cannot-judge']:>13} {n['false-culprit']:>14} "
+                         f"{n['broken']:>11} {n['refused']:>8}")
+        lines.append("cannot judge: every op reads the graph input; numdiff refuses and says to pass the run's inputs.")
+        lines.append("")
     lines.append("Planted twins: exact = the one culprit holds the planted op")
     lines.append(f"{'backend':<14} {'grade':<7} {'twins':>5} {'exact':>6} {'partial':>8} {'missed':>7} "
-                 f"{'undecided':>10} {'invisible':>10} {'allowance':>10} {'exact %':>8}")
+                 f"{'undecided':>10} {'invisible':>10} {'allowance':>10} {'exact %':>8} {'of all':>7}")
     for b in BACKENDS + ("all",):
         for g in ("small", "medium", "large", "all"):
             rows = [s for s in planted if b in ("all", s.backend) and g in ("all", s.grade)]
@@ -368,14 +413,15 @@ def table(scores: list[Score]) -> str:
             judged = len(rows) - n["missed-explained"] - n["within-allowance"]
             pct = f"{100.0 * n['exact'] / judged:.1f}%" if judged else "–"
             lines.append(f"{b:<14} {g:<7} {len(rows):>5} {n['exact']:>6} {n['partial']:>8} {n['missed']:>7} "
-                         f"{n['undecided']:>10} {n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>8}")
+                         f"{n['undecided']:>10} {n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>8} "
+                         f"{100.0 * n['exact'] / len(rows):>6.1f}%")
     lines.append("undecided: the planted op reads the graph input and is unrelated to its replay on the representative")
     lines.append("  inputs (numdiff says it cannot tell a run on other inputs, or wrong files, from a badly wrong op).")
     lines.append("invisible: the runtime logged the same values as the control at the planted row, or the fault is")
     lines.append("  below the control's own local error there, or the planted op has no row.")
     lines.append("allowance: numdiff judged the planted row within its documented noise model (ok or expected-noise):")
     lines.append("  no larger than an honest kernel on another device may differ (tighten with thresholds=).")
-    lines.append("exact % is of the twins beyond both (detectable and beyond the allowance).")
+    lines.append("exact % is of the twins beyond both (detectable and beyond the allowance); of all: of every twin.")
     lines.append("")
     n = Counter(s.outcome for s in dropped)
     lines.append(f"Not scored: {len(dropped)} ({', '.join(f'{k} {v}' for k, v in sorted(n.items())) or 'none'}); "
