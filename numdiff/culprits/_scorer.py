@@ -121,6 +121,9 @@ class Scorer:
         inputs_unknown: This run's graph inputs are unknown (a later run without step inputs): a
             row that reads a graph input the runtime did not log gets no verdict.
         delegates: Backend and call index of each delegate call, by its handle ids.
+        first_index: The first row's index (a method's rows are numbered on from the previous method's).
+        aot_inputs: Where graph inputs the runtime did not log come from, when not the ETRecord's
+            representative inputs (a method's example inputs, see :mod:`numdiff.gap.methods`).
     """
 
     def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
@@ -128,12 +131,14 @@ class Scorer:
                  latencies: Latencies, plan: dict[str, list[Planned]], release: Release | None, *,
                  unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
                  inputs_from_runtime: dict[str, str], inputs_unknown: bool = False,
-                 delegates: Mapping[frozenset[int], tuple[str, int]] | None = None) -> None:
+                 delegates: Mapping[frozenset[int], tuple[str, int]] | None = None, first_index: int = 0,
+                 aot_inputs: str | None = None) -> None:
         self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
         self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
         self.inputs_unknown = inputs_unknown
         self.delegates = delegates or {}
+        self.first_index, self.aot_inputs = first_index, aot_inputs
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
@@ -183,7 +188,7 @@ class Scorer:
 
     def _row(self, node: torch.fx.Node, item: Planned, replay: object, runtime: torch.Tensor | None, transform: str,
              noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
-        pair, index = item.pair, len(self.rows)
+        pair, index = item.pair, self.first_index + len(self.rows)
         notes: list[str] = []
         logged = pair.runtime_output
         if isinstance(logged, torch.Tensor) and isinstance(replay, torch.Tensor) and logged.numel() != replay.numel():
@@ -236,8 +241,9 @@ class Scorer:
         if replay_nonfinite and not nonfinite and not unknown_inputs:
             self.local_rel[index] = math.inf  # NaN/Inf the runtime's finite output does not have: unrelated
         producers = self._producer_rows(lin)
-        culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
-        unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]
+        own = [self.rows[p - self.first_index] for p in producers]
+        culprit = verdict.beyond_noise and not any(r.verdict.beyond_noise for r in own)
+        unknown = [r.node for r in own if r.verdict is Verdict.UNMATCHED]
         if culprit and unknown:
             culprit = False
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
@@ -330,14 +336,15 @@ class Scorer:
                 aot += 1
                 representative.append(name)
                 why = self.input_problems.get(name)
-                sources.append(f"{name}: representative input" + (f" ({why})" if why else ""))
+                sources.append(f"{name}: {self.aot_inputs or 'representative input'}" + (f" ({why})" if why else ""))
         if supplied:
             notes.append(f"graph inputs {', '.join(supplied)} taken from step_inputs")
         if logged:
             notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs ("
                          + "; ".join(f"{g}: {self.inputs_from_runtime[g]}" for g in logged) + ")")
         if representative:
-            notes.append(f"graph inputs {', '.join(representative)} taken from the representative inputs "
+            notes.append(f"graph inputs {', '.join(representative)} taken from "
+                         f"{self.aot_inputs or 'the representative inputs'} "
                          "(input_source=aot: the runtime does not log graph inputs)")
         missing = [s.split(":")[0] for s in sources[: len(lin.producers)] if "replayed value" in s]
         if missing:

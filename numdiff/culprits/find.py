@@ -6,13 +6,19 @@ pass (:class:`~numdiff.culprits._replay.ReplayInterpreter`) that, node by node, 
 on the runtime's inputs (*local*) and the AOT output (*accumulated*) against the runtime's output
 with the chosen comparator, judges the local error against its noise model, and lets go of both
 values once the row is written. Culprit: local error beyond noise while no producer's is.
+
+A program of several methods (``forward`` and ``encode``, ...) is compared as
+``calculate_numeric_gap`` compares it (:func:`numdiff.gap.methods.plan_methods`): each method the
+ETDump ran is replayed on its own reference graph and the inputs that fit it, its rows numbered on
+from the previous method's and tagged with it; a method left out gets a note.
 """
 
 from __future__ import annotations
 
 import os
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from numdiff._core.etrecord import ETRecordLike
@@ -32,12 +38,15 @@ from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
-from numdiff.culprits.report import CulpritReport
+from numdiff.culprits.report import CulpritReport, RunFigures
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
 if TYPE_CHECKING:
+    import torch.fx
     from torch.export import ExportedProgram
+
+    from numdiff.gap.methods import MethodBlock, MethodPlan
 
     from numdiff.culprits._runs import RunEvent
     from numdiff.culprits.decode import StepInputs
@@ -65,6 +74,7 @@ def find_culprits(
     taps: str | os.PathLike[str] | None = None,
     tap_outputs: TapOutputs | None = None,
     run_outputs: Sequence[object] | None = None,
+    blocks: Iterable[MethodBlock] | None = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -93,14 +103,40 @@ def find_culprits(
             Defaults to ``run_outputs``.
         run_outputs: The method's outputs as the ETDump logged them (``EventBlock.run_output``
             of its first run), the tapped values when ``tap_outputs`` is not given.
+        blocks: The Inspector's event blocks (``events`` are theirs). With an ETRecord of several
+            methods, each method the ETDump ran is replayed on its own graph and inputs (see the
+            module docstring); None: ``events`` are one method's.
 
     Raises:
-        MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
+        MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``;
+            UsageError too for a view (``float_program``, decode steps, ``taps``) on a program
+            of several methods.
         CaptureError: The graph failed on the runtime's values.
     """
     from numdiff.culprits._runs import per_run_figures, run_count
 
     events = list(events)
+    if blocks is not None:
+        from numdiff.gap.methods import plan_methods
+
+        method_notes: list[str] = []
+        plans = plan_methods(etrecord, blocks, method_notes)
+        if plans is not None:
+            views = [what for what, used in (("the quantization view (float_program=, CLI --float-program)",
+                                              float_program is not None),
+                                             ("decode steps (decode_steps=/step_inputs=, CLI --decode-steps/"
+                                              "--step-inputs)", bool(decode_steps) or step_inputs is not None),
+                                             ("taps (taps=, CLI --taps)", taps is not None or tap_outputs is not None))
+                     if used]
+            if views:
+                names = sorted({p.method for p in plans})
+                raise UsageError(
+                    f"{' and '.join(views)} need a program of one method; this ETRecord holds several and the "
+                    f"ETDump ran {', '.join(names)}\nRun find_culprits without it to compare every method, or "
+                    "export the method to examine as a program of its own and pass that program's ETRecord, "
+                    "ETDump and debug buffer.")
+            return _every_method(etrecord, events, plans, method_notes, comparator, reference_graph, thresholds,
+                                 disable_debug_handle_validation, etdump_path, release, debug_buffer_path)
     if taps is None and tap_outputs is not None:
         raise UsageError("tap_outputs needs taps: the sidecar says where each tapped value is in the method's "
                          "outputs\nPass the sidecar too (CLI: --taps).")
@@ -165,18 +201,25 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
              step_input: tuple[object, ...] | None = None, *, later_run: bool = False,
-             debug_buffer_path: str | None = None) -> CulpritReport:
+             debug_buffer_path: str | None = None, method: _Method | None = None,
+             first_index: int = 0) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
     SNR) also runs the quantization view in the same replay. ``later_run``: a run after the first,
     whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
-    unless ``step_input`` gives them)."""
+    unless ``step_input`` gives them). ``method``: one method of a multi-method program, replayed
+    on its own graph and inputs, its rows numbered from ``first_index``."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
-    inputs = gather(etrecord, events, reference_graph=reference_graph,
-                    disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                    inputs=None if step_input is None else tuple(step_input))
+    if method is None:
+        inputs = gather(etrecord, events, reference_graph=reference_graph,
+                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                        inputs=None if step_input is None else tuple(step_input))
+    else:
+        inputs = gather(etrecord, events, reference_graph=reference_graph,
+                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                        graph=method.graph(), inputs=method.plan.inputs, method=method.plan.method)
     # Each output of a multi-output delegate call is paired with the node that gives it (the
     # partition's outputs in graph order), never by the reference's position rule: two outputs of
     # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
@@ -193,8 +236,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     score_accumulated([item for items in by_handle.values() for item in items], meter, release)
     # The capture's graph module serves the replay too, unless running it changes it (a buffer
     # written in place): then the replay builds a fresh one, as the capture had.
-    graph_module, _ = inputs.reusable_graph or resolve_reference_graph(
-        etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation)
+    graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
+        etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():
@@ -208,7 +251,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     from_runtime = dict.fromkeys(supplied, "step_inputs")
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
                     release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events))
+                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events),
+                    first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
@@ -219,7 +263,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
-    replay.run(*graph_args(etrecord, step_input))
+    replay.run(*graph_args(etrecord, step_input if method is None else method.plan.inputs))
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed)
@@ -244,6 +288,89 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes),
                          quantization=None if view is None else view())
+
+
+@dataclass(frozen=True, slots=True)
+class _Method:
+    """One method of a multi-method program: its plan and what builds its reference graph afresh."""
+
+    plan: MethodPlan
+    graph: Callable[[], tuple[torch.fx.GraphModule, str]]
+
+
+def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[MethodPlan], notes: list[str],
+                  comparator: NumericalComparatorBase, reference_graph: str | None, thresholds: ThresholdsArg,
+                  disable_debug_handle_validation: bool, etdump_path: str | None, release: Release | None,
+                  debug_buffer_path: str | None) -> CulpritReport:
+    """One report over every method the ETDump ran (``notes``: :func:`~numdiff.gap.methods.plan_methods`'s)."""
+    from numdiff.culprits._runs import per_run_figures, run_count
+    from numdiff.gap.methods import compared_note, method_graph, nothing_compared
+
+    parts: list[tuple[str, CulpritReport]] = []
+    first = 0
+    for plan in plans:
+        build = method_graph(etrecord, plan, reference_graph, disable_debug_handle_validation, notes)
+        if build is None:
+            continue
+        mine = {id(ev) for ev in plan.events}
+        own = [ev for ev in events if id(ev) in mine]  # the method's events, typed as the caller's
+        method = _Method(plan, build)
+
+        def analyse(view: list[EventLike], method: _Method = method, first: int = first) -> CulpritReport:
+            return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
+                            etdump_path, release, later_run=True, debug_buffer_path=debug_buffer_path,
+                            method=method, first_index=first)
+
+        report = _analyse(etrecord, own, comparator, reference_graph, thresholds, disable_debug_handle_validation,
+                          etdump_path, release, debug_buffer_path=debug_buffer_path, method=method, first_index=first)
+        runs = run_count(own)
+        if runs > 1:
+            report = replace(report, runs=per_run_figures(own, runs, report, analyse))
+        notes.append(compared_note(plan, len(report.rows), report.graph_name))
+        parts.append((plan.method, report))
+        first += len(report.rows)
+    if not parts:
+        raise nothing_compared(notes)
+    head = parts[0][1]
+    return CulpritReport(
+        rows=tuple(replace(r, method=m) for m, rep in parts for r in rep.rows), metric=head.metric,
+        graph_name=", ".join(f"{rep.graph_name} ({m})" for m, rep in parts),
+        first_nonfinite=next((rep.first_nonfinite for _, rep in parts if rep.first_nonfinite is not None), None),
+        matching=tuple(replace(x, method=m) for m, rep in parts for x in rep.matching),
+        higher_is_better=head.higher_is_better,
+        notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),
+        runs=_runs_of_every_method(parts))
+
+
+def _runs_of_every_method(parts: list[tuple[str, CulpritReport]]) -> tuple[RunFigures, ...]:
+    """Per-run figures over every method's rows, when some method ran more than once with its own
+    values: run ``i`` of each method; NaN for the rows of a method that has no run ``i`` (noted)."""
+    from numdiff.culprits._runs import figures
+
+    count = max(len(rep.runs) for _, rep in parts)
+    if count < 2:
+        return ()
+    out: list[RunFigures] = []
+    for run in range(count):
+        local: list[float] = []
+        units: list[float] = []
+        culprits: list[int] = []
+        why: list[str] = []
+        for method, rep in parts:
+            size = len(rep.rows)
+            fig = rep.runs[run] if run < len(rep.runs) else figures(0, rep, rep) if run == 0 else None
+            if fig is None:
+                local += [math.nan] * size
+                units += [math.nan] * size
+                why.append(f"method {method!r} logged no values of its own in run {run}")
+                continue
+            local += (list(fig.local_gap) + [math.nan] * size)[:size]
+            units += (list(fig.local_noise_units) + [math.nan] * size)[:size]
+            culprits += fig.culprits
+            if fig.note:
+                why.append(f"method {method!r}: {fig.note}")
+        out.append(RunFigures(run, tuple(local), tuple(units), tuple(culprits), "; ".join(why) or None))
+    return tuple(out)
 
 
 def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: AlignmentReport) -> dict[DebugHandle, list[Planned]]:

@@ -61,6 +61,8 @@ class CulpritRow:
         delegate: For a delegate call's row: its backend, call index and the convolutions,
             matmuls and linears inside with module paths and source lines (``node`` is only the
             partition's last node, often a dequantize); else None.
+        method: The method the row belongs to, in a program of several methods (``forward``,
+            ``encode``, ...; see :mod:`numdiff.gap.methods`); None in a program of one.
     """
 
     index: int
@@ -92,6 +94,7 @@ class CulpritRow:
     note: str | None
     input_sources: tuple[str, ...] = ()
     delegate: str | None = None
+    method: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +116,14 @@ class NonFinite:
 
 @dataclass(frozen=True, slots=True)
 class MatchRecord:
-    """How one AOT node or runtime output was accounted for."""
+    """How one AOT node or runtime output was accounted for (``method``: as in :class:`CulpritRow`)."""
 
     side: str
     name: str
     handle: DebugHandle | None
     status: str
     detail: str
+    method: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +144,9 @@ class RunFigures:
     culprits: tuple[int, ...]
     note: str | None = None
 
+
+#: How the notes about a whole method of a multi-method program begin (see ``CulpritReport.notes``).
+METHOD_NOTE = "method '"
 
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
@@ -165,13 +172,16 @@ class CulpritReport:
     """Local vs inherited error for every aligned pair (``Inspector.find_culprits``).
 
     Attributes:
-        rows: One :class:`CulpritRow` per aligned pair, in execution order.
+        rows: One :class:`CulpritRow` per aligned pair, in execution order (in a program of several
+            methods: each method's rows in turn, numbered on from the previous method's).
         metric: Comparator class name of ``local_gap`` / ``accumulated_gap``.
-        graph_name: The reference graph.
+        graph_name: The reference graph (several methods: each one's, ``"graph (method), ..."``).
         first_nonfinite: The first non-finite runtime output, or None.
         matching: How every AOT node and runtime output was accounted for.
         higher_is_better: How to read the metric.
-        notes: Remarks from capture and alignment.
+        notes: Remarks from capture and alignment. Several methods: first one note per method of
+            the ETRecord (``"method 'encode': ..."``: compared on which graph and inputs, or why not),
+            then each method's own notes prefixed with ``[method]``.
         runs: Per-run figures when the runs logged different values (else empty).
         quantization: The quantization view (``find_culprits(float_program=...)``), else None.
         decode: The decode-step view (``find_culprits(step_inputs=... or decode_steps=True)``), else None.
@@ -203,7 +213,8 @@ class CulpritReport:
         return [r for r in self.rows if r.is_culprit]
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per aligned pair in execution order (columns: see :class:`CulpritRow`)."""
+        """One row per aligned pair in execution order (columns: see :class:`CulpritRow`; a ``method``
+        column at the end in a program of several methods)."""
         import pandas as pd
 
         records = [{
@@ -217,6 +228,8 @@ class CulpritReport:
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
         frame = pd.DataFrame(records, columns=list(_ROW_COLUMNS))
+        if _methods(self):
+            frame["method"] = [r.method for r in self.rows]
         frame.attrs["metric"] = self.metric
         return frame
 
@@ -224,9 +237,12 @@ class CulpritReport:
         """Every AOT node and runtime output: matched (and how) or unmatched (and why)."""
         import pandas as pd
 
-        return pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
-                              "detail": m.detail} for m in self.matching],
-                            columns=["side", "name", "handle", "status", "detail"])
+        frame = pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
+                               "detail": m.detail} for m in self.matching],
+                             columns=["side", "name", "handle", "status", "detail"])
+        if _methods(self):
+            frame["method"] = [m.method for m in self.matching]
+        return frame
 
     def by_module(self) -> pd.DataFrame:
         """Roll-up per ``nn.Module`` path (and every enclosing path): rows, culprits, worst
@@ -289,16 +305,19 @@ class CulpritReport:
     def __str__(self) -> str:
         culprits = self.culprits
         lines = [headline(self)]
+        if _methods(self):  # what each method was compared on, and the methods left out
+            lines += [n for n in self.notes if n.startswith(METHOD_NOTE)]
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
         for r in culprits:
             if r.delegate is not None:
-                lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})")
+                lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})"
+                             + _in_method(r))
                 lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
                              "\"Find the culprit > Deeper localization\"")
             else:
                 lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
-                             f"module {r.module_path or '?'}")
+                             f"module {r.module_path or '?'}" + _in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
@@ -385,6 +404,15 @@ def headline(report: CulpritReport) -> str:
     return "; ".join([head, *facts])
 
 
+def _methods(report: CulpritReport) -> list[str]:
+    """The methods the rows belong to, in report order; empty for a program of one method."""
+    return list(dict.fromkeys(r.method for r in report.rows if r.method is not None))
+
+
+def _in_method(row: CulpritRow) -> str:
+    return "" if row.method is None else f" in method {row.method}"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
@@ -392,8 +420,8 @@ def _count(n: int, noun: str) -> str:
 def _name(row: CulpritRow) -> str:
     """A culprit as the headline names it: a delegate by backend and call index, else its ops and module."""
     if row.delegate is not None:
-        return "delegate " + row.delegate.split(":", 1)[0]
-    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "")
+        return "delegate " + row.delegate.split(":", 1)[0] + _in_method(row)
+    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "") + _in_method(row)
 
 
 def _fmt(value: float) -> str:

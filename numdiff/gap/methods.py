@@ -25,11 +25,12 @@ from numdiff.errors import MissingDataError
 
 if TYPE_CHECKING:
     import pandas as pd
+    import torch.fx
 
     from numdiff.align import EventLike
     from numdiff.comparators import NumericalComparatorBase
 
-__all__ = ["MethodBlock", "MethodPlan", "fits", "plan_methods"]
+__all__ = ["MethodBlock", "MethodPlan", "compared_note", "fits", "method_graph", "nothing_compared", "plan_methods"]
 
 FORWARD = "forward"
 
@@ -131,6 +132,43 @@ def plan_methods(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], notes: l
     return plans
 
 
+def method_graph(etrecord: ETRecordLike, plan: MethodPlan, reference_graph: str | None,
+                 disable_debug_handle_validation: bool,
+                 notes: list[str]) -> Callable[[], tuple[torch.fx.GraphModule, str]] | None:
+    """What builds the reference graph ``plan``'s method is compared on (each call builds it afresh),
+    or None, noted, when ``reference_graph`` names the ATen program (``forward``'s) and the method is another.
+
+    Raises:
+        UsageError: ``reference_graph`` is not one a multi-method ETRecord has for the method.
+    """
+    from numdiff.capture.graphs import EDGE_DIALECT_GRAPH, EXPORTED_PROGRAM_GRAPH, runnable_graph, resolve_reference_graph
+    from numdiff.errors import UsageError
+
+    if plan.method == FORWARD:
+        return lambda: resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
+    if reference_graph in (None, EDGE_DIALECT_GRAPH):
+        name = f"{EDGE_DIALECT_GRAPH}/{plan.method}"
+        return lambda: (runnable_graph(plan.program, name), name)
+    if reference_graph == EXPORTED_PROGRAM_GRAPH:
+        notes.append(f"method {plan.method!r}: not compared (the ETRecord's ATen exported_program is forward's; "
+                     "pass reference_graph='edge_dialect_exported_program' to compare every method)")
+        return None
+    raise UsageError(f"reference graph {reference_graph!r} is not one of a multi-method ETRecord's\n"
+                     "Pass None or 'edge_dialect_exported_program' (every method), or 'exported_program' "
+                     "(forward only).")
+
+
+def compared_note(plan: MethodPlan, rows: int, graph_name: str) -> str:
+    """The note that says what a method was compared on."""
+    return f"method {plan.method!r}: {rows} rows on {graph_name!r}, inputs from {plan.inputs_source}"
+
+
+def nothing_compared(notes: Sequence[str]) -> MissingDataError:
+    """The error when every method the ETDump ran was left out (``notes`` say why)."""
+    return MissingDataError("no method of the ETRecord could be compared: " + "; ".join(notes) + "\n"
+                            "Pass reference_graph='edge_dialect_exported_program'.")
+
+
 def multi_method_gap(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], comparator: NumericalComparatorBase,
                      reference_graph: str | None, disable_debug_handle_validation: bool, etdump_path: str | None,
                      release: Callable[[object], None] | None = None, *,
@@ -148,8 +186,6 @@ def multi_method_gap(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], comp
 
     import pandas as pd
 
-    from numdiff.capture.graphs import EDGE_DIALECT_GRAPH, EXPORTED_PROGRAM_GRAPH, runnable_graph, resolve_reference_graph
-    from numdiff.errors import UsageError
     from numdiff.gap.inputs import gather
     from numdiff.gap.table import numeric_gap
     from numdiff.gap.stream import stream_numeric_gap
@@ -162,29 +198,18 @@ def multi_method_gap(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], comp
         return None
     frames = []
     for plan in plans:
-        if plan.method == FORWARD:
-            graph = resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation)
-        elif reference_graph in (None, EDGE_DIALECT_GRAPH):
-            name = f"{EDGE_DIALECT_GRAPH}/{plan.method}"
-            graph = (runnable_graph(plan.program, name), name)
-        elif reference_graph == EXPORTED_PROGRAM_GRAPH:
-            notes.append(f"method {plan.method!r}: not compared (the ETRecord's ATen exported_program is forward's; "
-                         "pass reference_graph='edge_dialect_exported_program' to compare every method)")
+        build = method_graph(etrecord, plan, reference_graph, disable_debug_handle_validation, notes)
+        if build is None:
             continue
-        else:
-            raise UsageError(f"reference graph {reference_graph!r} is not one of a multi-method ETRecord's\n"
-                             "Pass None or 'edge_dialect_exported_program' (every method), or 'exported_program' "
-                             "(forward only).")
         inputs = gather(etrecord, plan.events, reference_graph=reference_graph,
                         disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                        graph=graph, inputs=plan.inputs, method=plan.method, shapes_only=streamed)
+                        graph=build(), inputs=plan.inputs, method=plan.method, shapes_only=streamed)
         df = score(inputs, comparator, release)
         df["method"] = plan.method
-        notes.append(f"method {plan.method!r}: {len(df)} rows on {inputs.graph_name!r}, inputs from {plan.inputs_source}")
+        notes.append(compared_note(plan, len(df), inputs.graph_name))
         frames.append(df)
     if not frames:
-        raise MissingDataError("no method of the ETRecord could be compared: " + "; ".join(notes) + "\n"
-                               "Pass reference_graph='edge_dialect_exported_program'.")
+        raise nothing_compared(notes)
     out = pd.concat(frames, ignore_index=True)
     out.attrs["numdiff_notes"] = list(notes)
     warnings.warn("numdiff: a multi-method program (the reference cannot open it): " + "; ".join(notes), stacklevel=3)

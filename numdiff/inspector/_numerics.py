@@ -144,7 +144,9 @@ class NumericsMixin:
         ``step_inputs`` (each run's inputs) or ``decode_steps=True`` adds ``report.decode``: the
         runs as the steps of one generation (see :mod:`numdiff.culprits.decode`). ``taps`` (a tap
         sidecar) adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`), on ``tap_outputs``
-        or else the program outputs the ETDump logged for the method's first run.
+        or else the program outputs the ETDump logged for the method's first run. A program of
+        several methods is compared as ``calculate_numeric_gap`` compares it: each method the ETDump
+        ran on its own graph and inputs, rows tagged with their ``method``.
         """
         from numdiff.culprits import find_culprits
         from numdiff.gap import require_etrecord
@@ -159,7 +161,7 @@ class NumericsMixin:
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
                              decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs,
-                             run_outputs=run_outputs)
+                             run_outputs=run_outputs, blocks=self.event_blocks)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator
