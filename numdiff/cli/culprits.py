@@ -189,8 +189,9 @@ def run(args: argparse.Namespace) -> int:
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
             print(printable(report.first_nonfinite))
             print()
-        shown = [[_cell(v) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
-        print(printable(tabulate(shown, headers=list(_SHOWN), tablefmt="simple", maxcolwidths=40)))
+        columns = (["method"] if "method" in df.columns else []) + list(_SHOWN)  # several methods: which one
+        shown = [[_cell(v) for v in row] for row in df[columns].itertuples(index=False)]
+        print(printable(tabulate(shown, headers=columns, tablefmt="simple", maxcolwidths=40)))
         print()
         if quant is not None:
             cols = ["rank", "layer", "snr_db", "keep_in_float", "deployed_node", "note"]

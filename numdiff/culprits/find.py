@@ -131,10 +131,10 @@ def find_culprits(
             if views:
                 names = sorted({p.method for p in plans})
                 raise UsageError(
-                    f"{' and '.join(views)} need a program of one method; this ETRecord holds several and the "
-                    f"ETDump ran {', '.join(names)}\nRun find_culprits without it to compare every method, or "
-                    "export the method to examine as a program of its own and pass that program's ETRecord, "
-                    "ETDump and debug buffer.")
+                    f"{' and '.join(views)}: supported on a program of one method only, and this ETRecord holds "
+                    f"several (the ETDump ran {', '.join(names)})\nLeave that option out to compare every method, "
+                    "or export the method to examine as a program of its own and pass its ETRecord, ETDump and "
+                    "debug buffer.")
             return _every_method(etrecord, events, plans, method_notes, comparator, reference_graph, thresholds,
                                  disable_debug_handle_validation, etdump_path, release, debug_buffer_path)
     if taps is None and tap_outputs is not None:
@@ -304,7 +304,7 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
                   debug_buffer_path: str | None) -> CulpritReport:
     """One report over every method the ETDump ran (``notes``: :func:`~numdiff.gap.methods.plan_methods`'s)."""
     from numdiff.culprits._runs import per_run_figures, run_count
-    from numdiff.gap.methods import compared_note, method_graph, nothing_compared
+    from numdiff.gap.methods import compared_note, graph_names, method_graph, nothing_compared
 
     parts: list[tuple[str, CulpritReport]] = []
     first = 0
@@ -334,7 +334,7 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
     head = parts[0][1]
     return CulpritReport(
         rows=tuple(replace(r, method=m) for m, rep in parts for r in rep.rows), metric=head.metric,
-        graph_name=", ".join(f"{rep.graph_name} ({m})" for m, rep in parts),
+        graph_name=graph_names((m, rep.graph_name) for m, rep in parts),
         first_nonfinite=next((rep.first_nonfinite for _, rep in parts if rep.first_nonfinite is not None), None),
         matching=tuple(replace(x, method=m) for m, rep in parts for x in rep.matching),
         higher_is_better=head.higher_is_better,

@@ -327,7 +327,8 @@ class CulpritReport:
                          f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
-            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "
+            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{_in_method(worst)} "
+                         f"({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:
             per_run = sorted({i for f in self.runs for i in f.culprits})

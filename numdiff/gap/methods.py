@@ -12,7 +12,7 @@ ETDump, is left out with a note. Rows say which method they belong to.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 
     from numdiff.align import EventLike
     from numdiff.comparators import NumericalComparatorBase
+    from numdiff.gap.inputs import GapInputs
 
-__all__ = ["MethodBlock", "MethodPlan", "compared_note", "fits", "method_graph", "nothing_compared", "plan_methods"]
+__all__ = ["MethodBlock", "MethodPlan", "compared_note", "fits", "gather_methods", "graph_names", "method_graph",
+           "nothing_compared", "plan_methods"]
 
 FORWARD = "forward"
 
@@ -158,6 +160,27 @@ def method_graph(etrecord: ETRecordLike, plan: MethodPlan, reference_graph: str 
                      "(forward only).")
 
 
+def gather_methods(etrecord: ETRecordLike, plans: Iterable[MethodPlan], reference_graph: str | None,
+                   disable_debug_handle_validation: bool, etdump_path: str | None, notes: list[str], *,
+                   shapes_only: bool = False) -> Iterator[tuple[MethodPlan, GapInputs]]:
+    """Each method's :func:`~numdiff.gap.inputs.gather` on its own graph and inputs, one at a time
+    (methods :func:`method_graph` leaves out are noted in ``notes``)."""
+    from numdiff.gap.inputs import gather
+
+    for plan in plans:
+        build = method_graph(etrecord, plan, reference_graph, disable_debug_handle_validation, notes)
+        if build is not None:
+            yield plan, gather(etrecord, plan.events, reference_graph=reference_graph,
+                               disable_debug_handle_validation=disable_debug_handle_validation,
+                               etdump_path=etdump_path, graph=build(), inputs=plan.inputs, method=plan.method,
+                               shapes_only=shapes_only)
+
+
+def graph_names(compared: Iterable[tuple[str, str]]) -> str:
+    """The reference graphs of several methods in one name: ``(method, graph name)`` pairs -> ``"graph (method), ..."``."""
+    return ", ".join(f"{graph} ({method})" for method, graph in compared)
+
+
 def compared_note(plan: MethodPlan, rows: int, graph_name: str) -> str:
     """The note that says what a method was compared on."""
     return f"method {plan.method!r}: {rows} rows on {graph_name!r}, inputs from {plan.inputs_source}"
@@ -186,7 +209,6 @@ def multi_method_gap(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], comp
 
     import pandas as pd
 
-    from numdiff.gap.inputs import gather
     from numdiff.gap.table import numeric_gap
     from numdiff.gap.stream import stream_numeric_gap
 
@@ -197,13 +219,8 @@ def multi_method_gap(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], comp
     if plans is None:
         return None
     frames = []
-    for plan in plans:
-        build = method_graph(etrecord, plan, reference_graph, disable_debug_handle_validation, notes)
-        if build is None:
-            continue
-        inputs = gather(etrecord, plan.events, reference_graph=reference_graph,
-                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                        graph=build(), inputs=plan.inputs, method=plan.method, shapes_only=streamed)
+    for plan, inputs in gather_methods(etrecord, plans, reference_graph, disable_debug_handle_validation, etdump_path,
+                                       notes, shapes_only=streamed):
         df = score(inputs, comparator, release)
         df["method"] = plan.method
         notes.append(compared_note(plan, len(df), inputs.graph_name))

@@ -101,10 +101,18 @@ class NumericsMixin:
         Returns:
             A ``GapReport``; ``report.to_dataframe()`` adds ``matched``, ``match`` and ``note``
             to the reference's columns.
+
+        Raises:
+            UsageError: The program has several methods (``calculate_numeric_gap`` compares them).
         """
         from numdiff.gap import numeric_gap_report
+        from numdiff.gap.methods import plan_methods
 
         comparator = self._comparator(distance)
+        if self._etrecord is not None and plan_methods(self._etrecord, self.event_blocks, []) is not None:
+            raise UsageError("numeric_gap_report compares one method's graph, and this program has several\n"
+                             "Use calculate_numeric_gap (CLI: numdiff gap --drop-in), which compares every method the "
+                             "ETDump ran on its own graph and inputs, or find_culprits (numdiff culprits).")
         return numeric_gap_report(self._gap_inputs(reference_graph, disable_debug_handle_validation, None), comparator)
 
     def stream_numeric_gap(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
