@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
+from numdiff.gap.methods import methods_left_out
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -353,7 +354,8 @@ def headline(report: CulpritReport) -> str:
     It names the culprits (a delegate by backend and call index), then counts ``broken`` rows,
     replay problems and rows not judged, the first non-finite runtime output, the first divergent
     decode step and its culprit ops, the layers the quantization view keeps in higher precision,
-    the culprits inside delegates (taps) and runs whose culprits differ. It says "every local error is within its expected noise" only when no view found
+    the culprits inside delegates (taps), runs whose culprits differ and the methods of a
+    multi-method program that were not compared. It says "every local error is within its expected noise" only when no view found
     anything beyond noise. The first line of ``str(report)`` and of ``numdiff culprits``.
     """
     culprits = report.culprits
@@ -399,6 +401,10 @@ def headline(report: CulpritReport) -> str:
             alarm = True
         else:
             facts.append(f"inside delegates (taps): no culprit among {len(report.inside_delegates.rows)} tapped ops")
+    left_out = methods_left_out(report.notes) if _methods(report) else []
+    if left_out:
+        facts.append("not compared: method" + ("s " if len(left_out) > 1 else " ") + ", ".join(left_out)
+                     + " (see the notes)")
     if not alarm and Verdict.REPLAY_MISMATCH not in verdicts:
         judged = "judged " if Verdict.NOT_JUDGED in verdicts else ""
         head += f": every {judged}local error is within its expected noise"

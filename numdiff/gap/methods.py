@@ -12,6 +12,7 @@ ETDump, is left out with a note. Rows say which method they belong to.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from numdiff.gap.inputs import GapInputs
 
 __all__ = ["MethodBlock", "MethodPlan", "compared_note", "fits", "gather_methods", "graph_names", "method_graph",
-           "nothing_compared", "plan_methods"]
+           "methods_left_out", "nothing_compared", "plan_methods"]
 
 FORWARD = "forward"
 
@@ -84,6 +85,19 @@ def fits(program: ExportedProgram, inputs: object) -> bool:
     return True
 
 
+_LEFT_OUT = re.compile(r"^method '([^']*)': not compared \(")
+
+
+def _left_out(method: str, why: str) -> str:
+    """The note of a method that was not compared, and why."""
+    return f"method {method!r}: not compared ({why})"
+
+
+def methods_left_out(notes: Iterable[str]) -> list[str]:
+    """The methods that ``notes`` (:func:`plan_methods`' and :func:`method_graph`'s) say were not compared."""
+    return [m.group(1) for m in map(_LEFT_OUT.match, notes) if m is not None]
+
+
 def _method_count(etrecord: ETRecordLike) -> int:
     """How many Edge programs the ETRecord holds, read from its JSON when it can (building them costs seconds)."""
     from numdiff.schema.etrecord import ETRecord, edge_methods
@@ -112,7 +126,7 @@ def plan_methods(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], notes: l
     for method, program in edge.items():
         events = [ev for b in blocks if (b.method_name or FORWARD) == method for ev in b.events]
         if not events:
-            notes.append(f"method {method!r}: not compared (the ETDump has no run of it)")
+            notes.append(_left_out(method, "the ETDump has no run of it"))
             continue
         chosen = next((tuple(c) if isinstance(c, (list, tuple)) else (c,) for c in representative if fits(program, c)),
                       None)
@@ -123,7 +137,7 @@ def plan_methods(etrecord: ETRecordLike, blocks: Iterable[MethodBlock], notes: l
             if args is not None and fits(program, args):
                 chosen, source = tuple(args), "the method's example inputs (no representative input fits it)"
         if chosen is None:
-            notes.append(f"method {method!r}: not compared (no representative or example input fits its program)")
+            notes.append(_left_out(method, "no representative or example input fits its program"))
             continue
         plans.append(MethodPlan(method, program, events, chosen, source))
     if not plans:
@@ -152,8 +166,8 @@ def method_graph(etrecord: ETRecordLike, plan: MethodPlan, reference_graph: str 
         name = f"{EDGE_DIALECT_GRAPH}/{plan.method}"
         return lambda: (runnable_graph(plan.program, name), name)
     if reference_graph == EXPORTED_PROGRAM_GRAPH:
-        notes.append(f"method {plan.method!r}: not compared (the ETRecord's ATen exported_program is forward's; "
-                     "pass reference_graph='edge_dialect_exported_program' to compare every method)")
+        notes.append(_left_out(plan.method, "the ETRecord's ATen exported_program is forward's; "
+                               "pass reference_graph='edge_dialect_exported_program' to compare every method"))
         return None
     raise UsageError(f"reference graph {reference_graph!r} is not one of a multi-method ETRecord's\n"
                      "Pass None or 'edge_dialect_exported_program' (every method), or 'exported_program' "
