@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from numdiff.culprits.quant_view import QuantizationView
     from numdiff.culprits.taps import TapView
     from numdiff.gap import GapInputs
+    from numdiff.gap.methods import MethodPlan
     from numdiff.inspector import Inspector
     from numdiff.profile.events import EventBlock
 
@@ -209,24 +210,21 @@ def gap_section(inspector: Inspector, etdump_path: object,
     try:
         _step(progress, "running the reference graph", 0, 1)
         plans = None if etrecord is None else plan_methods(etrecord, inspector.event_blocks, method_notes)
-        if plans is None:
+        if etrecord is None or plans is None:
             events = [ev for block in inspector.event_blocks for ev in block.events]
-            parts: Iterator[tuple[str | None, GapInputs]] = iter(
+            parts: Iterator[tuple[MethodPlan | None, GapInputs]] = iter(
                 [(None, gather(etrecord, events, reference_graph=None, disable_debug_handle_validation=False,
                                etdump_path=path))])
         else:
-            assert etrecord is not None  # plans come from an ETRecord
-            parts = ((plan.method, inputs) for plan, inputs in gather_methods(etrecord, plans, None, False, path,
-                                                                             method_notes))
+            parts = gather_methods(etrecord, plans, None, False, path, method_notes)
         graph_name = ""
-        for method, inputs in parts:
+        for plan, inputs in parts:
             before, graph_name = len(rows), inputs.graph_name
-            own_notes = _gap_rows(inputs, method, rows, counts, progress)
-            if method is not None and plans is not None:
-                plan = next(p for p in plans if p.method == method)
+            own_notes = _gap_rows(inputs, None if plan is None else plan.method, rows, counts, progress)
+            if plan is not None:
                 method_notes.append(compared_note(plan, len(rows) - before, graph_name))
-                graphs.append((method, graph_name))
-                own_notes = [f"[{method}] {n}" for n in own_notes]
+                graphs.append((plan.method, graph_name))
+                own_notes = [f"[{plan.method}] {n}" for n in own_notes]
             notes += own_notes
         if plans is not None and not graphs:
             raise nothing_compared(method_notes)
