@@ -15,8 +15,8 @@ from the previous method's and tagged with it; a method left out gets a note.
 
 from __future__ import annotations
 
-import os
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -122,19 +122,9 @@ def find_culprits(
         method_notes: list[str] = []
         plans = plan_methods(etrecord, blocks, method_notes)
         if plans is not None:
-            views = [what for what, used in (("the quantization view (float_program=, CLI --float-program)",
-                                              float_program is not None),
-                                             ("decode steps (decode_steps=/step_inputs=, CLI --decode-steps/"
-                                              "--step-inputs)", bool(decode_steps) or step_inputs is not None),
-                                             ("taps (taps=, CLI --taps)", taps is not None or tap_outputs is not None))
-                     if used]
-            if views:
-                names = sorted({p.method for p in plans})
-                raise UsageError(
-                    f"{' and '.join(views)}: supported on a program of one method only, and this ETRecord holds "
-                    f"several (the ETDump ran {', '.join(names)})\nLeave that option out to compare every method, "
-                    "or export the method to examine as a program of its own and pass its ETRecord, ETDump and "
-                    "debug buffer.")
+            _refuse_views(plans, {"the quantization view (float_program=, CLI --float-program)": float_program,
+                                  "decode steps (decode_steps=/step_inputs=, CLI --decode-steps/--step-inputs)":
+                                      decode_steps or step_inputs, "taps (taps=, CLI --taps)": taps or tap_outputs})
             return _every_method(etrecord, events, plans, method_notes, comparator, reference_graph, thresholds,
                                  disable_debug_handle_validation, etdump_path, release, debug_buffer_path)
     if taps is None and tap_outputs is not None:
@@ -212,14 +202,11 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
-    if method is None:
-        inputs = gather(etrecord, events, reference_graph=reference_graph,
-                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                        inputs=None if step_input is None else tuple(step_input))
-    else:
-        inputs = gather(etrecord, events, reference_graph=reference_graph,
-                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                        graph=method.graph(), inputs=method.plan.inputs, method=method.plan.method)
+    run_inputs = method.plan.inputs if method is not None else None if step_input is None else tuple(step_input)
+    inputs = gather(etrecord, events, reference_graph=reference_graph,
+                    disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                    graph=None if method is None else method.graph(), inputs=run_inputs,
+                    method="forward" if method is None else method.plan.method)
     # Each output of a multi-output delegate call is paired with the node that gives it (the
     # partition's outputs in graph order), never by the reference's position rule: two outputs of
     # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
@@ -263,7 +250,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
-    replay.run(*graph_args(etrecord, step_input if method is None else method.plan.inputs))
+    replay.run(*graph_args(etrecord, run_inputs))
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed)
@@ -288,6 +275,18 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes),
                          quantization=None if view is None else view())
+
+
+def _refuse_views(plans: Sequence[MethodPlan], views: Mapping[str, object]) -> None:
+    """A UsageError naming the views asked for (``{view: its option}``, asked when the option is not
+    None or False): they work on a program of one method."""
+    asked = [view for view, option in views.items() if option is not None and option is not False]
+    if asked:
+        raise UsageError(
+            f"{' and '.join(asked)}: supported on a program of one method only, and this ETRecord holds several "
+            f"(the ETDump ran {', '.join(sorted({p.method for p in plans}))})\nLeave that option out to compare "
+            "every method, or export the method to examine as a program of its own and pass its ETRecord, ETDump "
+            "and debug buffer.")
 
 
 @dataclass(frozen=True, slots=True)
