@@ -202,3 +202,26 @@ def test_per_run_figures_cover_every_methods_rows(report: CulpritReport) -> None
     assert runs[1].note == ("method 'forward' logged no values of its own in run 1; method 'encode': 1 row(s) "
                             "consume graph inputs, ...")
     assert _runs_of_every_method([("forward", forward), ("encode", replace(encode, runs=()))]) == ()
+
+
+def test_culprits_are_named_with_their_method_and_judged_within_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Limits below these rounding-only rows make every op beyond noise: each method's first op is
+    its own culprit (its producers are in its method, none in the other), the ops after it inherit."""
+    from numdiff.testing import assert_no_culprits
+
+    tight = ["--threshold", "default:ok=0.001", "--threshold", "default:expected=0.002", "--threshold",
+             "default:broken=0.01"]
+    assert main([*ARGS, *tight]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("find_culprits (SNRComparator on exported_program (forward), edge_dialect_exported_program/"
+                      "encode (encode)): 4 rows, 2 culprits: linear (dec) in method forward, aten_permute_copy_default, "
+                      "aten_addmm_default (model.enc) in method encode; 3 rows broken")
+    assert "culprit: linear (handle (1,), broken) module dec in method forward" in out
+    assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in method " \
+           "encode" in out
+    with pytest.raises(AssertionError) as info:
+        assert_no_culprits(_inspector(), thresholds={"default": {"ok": 0.001, "expected": 0.002, "broken": 0.01}})
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("2 culprit op(s)")
+    assert lines[1].startswith("- linear in method forward [broken] local 146.6")
+    assert lines[2].startswith("- aten_permute_copy_default, aten_addmm_default in method encode [broken] local 151.2")
