@@ -145,7 +145,8 @@ def assert_no_culprits(
     if culprits:
         lines.append(f"{len(culprits)} culprit op(s) ({report.metric}; local = replayed on the runtime's inputs):")
         for r in culprits:
-            lines.append(f"- {', '.join(r.aot_ops)} [{r.verdict.value}] local {r.local_gap:.4g} "
+            lines.append(f"- {', '.join(r.aot_ops)}{f' in method {r.method}' if r.method else ''} "
+                         f"[{r.verdict.value}] local {r.local_gap:.4g} "
                          f"({r.local_noise_units:.3g} noise units), accumulated {r.accumulated_gap:.4g}; "
                          f"module {r.module_path or '?'}; {r.source_line or 'no source line'}")
         if report.first_nonfinite is not None:

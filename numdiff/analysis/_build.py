@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from numdiff.culprits.decode import DecodeView
     from numdiff.culprits.quant_view import QuantizationView
     from numdiff.culprits.taps import TapView
+    from numdiff.gap import GapInputs
+    from numdiff.gap.methods import MethodPlan
     from numdiff.inspector import Inspector
     from numdiff.profile.events import EventBlock
 
@@ -193,29 +195,62 @@ def profile_summary(blocks: Sequence[EventBlock]) -> ProfileSummary:
 
 def gap_section(inspector: Inspector, etdump_path: object,
                  progress: Progress | None = None) -> tuple[GapSection | None, str | None]:
-    from numdiff.comparators import get_comparator
-    from numdiff.gap import gather, numeric_gap_report
+    """The gap under every metric; a program of several methods has each method's rows in turn,
+    each on its own graph and inputs (:mod:`numdiff.gap.methods`), tagged with the method."""
+    from numdiff.gap import gather
+    from numdiff.gap.methods import compared_note, gather_methods, graph_names, nothing_compared, plan_methods
 
-    events = [ev for block in inspector.event_blocks for ev in block.events]
+    path = None if etdump_path is None else os.fspath(etdump_path)  # type: ignore[call-overload]
+    etrecord = inspector.etrecord
+    rows: list[GapRowModel] = []
+    counts: dict[str, int] = {}
+    notes: list[str] = []
+    method_notes: list[str] = []
+    graphs: list[tuple[str, str]] = []
     try:
         _step(progress, "running the reference graph", 0, 1)
-        inputs = gather(inspector.etrecord, events, reference_graph=None, disable_debug_handle_validation=False,
-                        etdump_path=None if etdump_path is None else os.fspath(etdump_path))  # type: ignore[call-overload]
-        reports = []
-        for k, m in enumerate(METRICS):
-            _step(progress, f"comparing ({m})", k, len(METRICS))
-            reports.append(numeric_gap_report(inputs, get_comparator(m)))
+        plans = None if etrecord is None else plan_methods(etrecord, inspector.event_blocks, method_notes)
+        if etrecord is None or plans is None:
+            events = [ev for block in inspector.event_blocks for ev in block.events]
+            parts: Iterator[tuple[MethodPlan | None, GapInputs]] = iter(
+                [(None, gather(etrecord, events, reference_graph=None, disable_debug_handle_validation=False,
+                               etdump_path=path))])
+        else:
+            parts = gather_methods(etrecord, plans, None, False, path, method_notes)
+        graph_name = ""
+        for plan, inputs in parts:
+            before, graph_name = len(rows), inputs.graph_name
+            own_notes = _gap_rows(inputs, None if plan is None else plan.method, rows, counts, progress)
+            if plan is not None:
+                method_notes.append(compared_note(plan, len(rows) - before, graph_name))
+                graphs.append((plan.method, graph_name))
+                own_notes = [f"[{plan.method}] {n}" for n in own_notes]
+            notes += own_notes
+        if plans is not None and not graphs:
+            raise nothing_compared(method_notes)
     except MissingDataError as e:
         return None, " — ".join(str(e).splitlines())
+    used = {k: v for k, v in MATCH_EXPLANATIONS.items() if k in counts}
+    return GapSection(graph_name=graph_names(graphs) if graphs else graph_name, rows=rows,
+                      notes=method_notes + notes, match_counts=counts, match_explanation=used), None
+
+
+def _gap_rows(inputs: GapInputs, method: str | None, rows: list[GapRowModel], counts: dict[str, int],
+              progress: Progress | None) -> list[str]:
+    """Append one method's rows (numbered on from ``rows``) under every metric; its notes."""
+    from numdiff._core.stack import user_frame
+    from numdiff.comparators import get_comparator
+    from numdiff.gap import numeric_gap_report
+
+    reports = []
+    for k, m in enumerate(METRICS):
+        _step(progress, f"comparing ({m})", k, len(METRICS))
+        reports.append(numeric_gap_report(inputs, get_comparator(m)))
     base = reports[0]
     for other in reports[1:]:
         if [r.aot_handle for r in other.table.rows] != [r.aot_handle for r in base.table.rows]:
             raise InternalError("gap rows differ between metrics on the same inputs\nPlease report this with the files.")
-    from numdiff._core.stack import user_frame
-
-    rows = []
-    counts: dict[str, int] = {}
-    total = len(base.table.rows)
+    total, first = len(base.table.rows), len(rows)
     for index, (snr, mse, l1) in enumerate(zip(*(r.table.rows for r in reports))):
         if index % 16 == 0:
             _step(progress, "tensor statistics", index, total)
@@ -227,18 +262,15 @@ def gap_section(inspector: Inspector, etdump_path: object,
         last_op = snr.aot_ops[-1] if snr.aot_ops else None
         aot_stats, rt_stats, hist, max_abs = _value_stats(snr.aot_output, snr.runtime_output)
         rows.append(GapRowModel(
-            index=index, aot_debug_handle=list(snr.aot_handle), aot_ops=list(snr.aot_ops),
+            index=first + index, aot_debug_handle=list(snr.aot_handle), aot_ops=list(snr.aot_ops),
             runtime_ops=list(snr.runtime_ops), runtime_debug_handle=list(snr.runtime_handle),
             snr=[float(v) for v in snr.gap], mse=[float(v) for v in mse.gap], l1=[float(v) for v in l1.gap],
             matched=snr.matched, match=match, match_explanation=MATCH_EXPLANATIONS.get(match or ""),
             note=snr.note, module=base.module_paths.get(last_op or ""), source_line=user_frame(trace),
             stack_trace=trace, max_abs_error=max_abs, aot_stats=aot_stats, runtime_stats=rt_stats,
-            error_histogram=hist))
-    notes = list(base.notes) + [str(getattr(n, "detail", n)) for n in base.alignment.notes] \
+            error_histogram=hist, method=method))
+    return list(base.notes) + [str(getattr(n, "detail", n)) for n in base.alignment.notes] \
         + [f"{n.kind.value}: {n.detail}" for n in base.table.notes]
-    used = {k: v for k, v in MATCH_EXPLANATIONS.items() if k in counts}
-    return GapSection(graph_name=base.graph_name, rows=rows, notes=notes, match_counts=counts,
-                      match_explanation=used), None
 
 
 def _trace(op: str, by_handle: Mapping[Any, Mapping[str, str | None]]) -> str | None:
@@ -330,7 +362,7 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
             verdict=None if rec.get("verdict") is None else str(rec.get("verdict")),
             is_culprit=bool(rec.get("is_culprit", False)), local_noise_units=_num(rec.get("local_noise_units")),
             noise=None if rec.get("noise") is None else str(rec.get("noise")), source_line=user_frame(trace),
-            input_sources=list(row.input_sources), delegate=row.delegate))
+            input_sources=list(row.input_sources), delegate=row.delegate, method=row.method))
     verdicts = [r.verdict for r in report.rows]
     return CulpritSection(available=True, rows=rows, headline=headline(report),
                           broken=sum(v.value == "broken" for v in verdicts),

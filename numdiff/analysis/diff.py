@@ -197,6 +197,11 @@ def _keyed(items: list[T], key: Callable[[T], str]) -> dict[str, T]:
     return out
 
 
+def _row_key(row: GapRowModel) -> str:
+    """A gap row's ops; in a program of several methods, prefixed with its method (each can have a ``linear``)."""
+    return (f"{row.method}: " if row.method else "") + " + ".join(row.aot_ops)
+
+
 def _us_per_unit(analysis: Analysis) -> float | None:
     """Microseconds in one of the analysis's time units; None for cycles (or an unknown unit)."""
     return unit_factor(analysis.profile.time_unit, "us")
@@ -275,8 +280,8 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
         notes.append(f"latencies not compared ({units}): cycles have no fixed duration, so they cannot be "
                      "compared with each other or with the thresholds in µs")
     ops: list[OpDelta] = []
-    base_rows = _keyed(base.gap.rows if base.gap else [], lambda r: " + ".join(r.aot_ops))
-    new_rows = _keyed(new.gap.rows if new.gap else [], lambda r: " + ".join(r.aot_ops))
+    base_rows = _keyed(base.gap.rows if base.gap else [], _row_key)
+    new_rows = _keyed(new.gap.rows if new.gap else [], _row_key)
     for key in base_rows.keys() & new_rows.keys():
         b, n = _snr(base_rows[key], t.snr_cap_db), _snr(new_rows[key], t.snr_cap_db)
         delta = None if b is None or n is None else n - b

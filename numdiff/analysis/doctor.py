@@ -63,7 +63,9 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
     blocks = inspector.event_blocks
     ops = _op_events(blocks)
     top = [e for e in ops if not e.is_delegated_op]
-    runs = {b.name: max((len(e.perf_data.raw) for e in b.events if e.perf_data is not None), default=0) for b in blocks}
+    several = len({b.method_name for b in blocks if b.method_name}) > 1  # blocks of two methods share a name
+    runs = {f"{b.name} ({b.method_name})" if several and b.method_name else b.name:
+            max((len(e.perf_data.raw) for e in b.events if e.perf_data is not None), default=0) for b in blocks}
     out.append(Finding("ok" if any(n for n in runs.values()) else "fail", "runs",
                        ", ".join(f"{name}: {n} run(s)" for name, n in runs.items()) or "no blocks",
                        "" if any(runs.values()) else "enable profiling in the runner (ETDumpGen as the event tracer)"))

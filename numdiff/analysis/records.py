@@ -153,6 +153,8 @@ class GapRowModel(_Model):
     aot_stats: TensorStats | None = None
     runtime_stats: TensorStats | None = None
     error_histogram: Histogram | None = None
+    method: str | None = Field(default=None, description="the method the row belongs to in a program of several "
+                               "(forward, encode, ...); None in a program of one")
 
 
 class GapSection(_Model):
@@ -183,6 +185,8 @@ class CulpritRow(_Model):
                                      "a delegate call's logged argument, step_inputs or the representative input)")
     delegate: str | None = Field(default=None, description="for a delegate call's row: its backend, call index and "
                                  "the compute ops inside with module paths and source lines")
+    method: str | None = Field(default=None, description="the method the row belongs to in a program of several "
+                               "(forward, encode, ...); None in a program of one")
 
 
 class QuantLayerModel(_Model):

@@ -208,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
         if report.first_nonfinite is not None:  # before any metric: NaN/Inf explain the rest
             print(printable(report.first_nonfinite))
             print()
-        shown = [[printable(_cell(v), newlines=False) for v in row] for row in df[list(_SHOWN)].itertuples(index=False)]
-        print(fitted_table(pd.DataFrame(shown, columns=list(_SHOWN)), width, _fit()))
+        columns = (["method"] if "method" in df.columns else []) + list(_SHOWN)  # several methods: which one
+        shown = [[printable(_cell(v), newlines=False) for v in row] for row in df[columns].itertuples(index=False)]
+        print(fitted_table(pd.DataFrame(shown, columns=columns), width, _fit()))
         print()
         if quant is not None:
             cols = ["rank", "layer", "snr_db", "keep_in_float", "deployed_node", "note"]

@@ -90,7 +90,7 @@ def nothing_comparable(rows: Sequence[CulpritRow], local_rel: Mapping[int, float
     ETRecord was made with gives every pair the same element count."""
     if not unsized or len(unsized) * 2 < len(rows):
         return None
-    first = rows[min(unsized)]
+    first = next(r for r in rows if r.index == min(unsized))
     compared = sum(not math.isnan(local_rel.get(r.index, math.nan)) for r in rows)
     what = "none" if not compared else f"only {compared}"
     return (f"{what} of the {len(rows)} aligned ops could be compared: the runtime's tensors have other sizes than "

@@ -130,6 +130,9 @@ class Scorer:
         inputs_unknown: This run's graph inputs are unknown (a later run without step inputs): a
             row that reads a graph input the runtime did not log gets no verdict.
         delegates: Backend and call index of each delegate call, by its handle ids.
+        first_index: The first row's index (a method's rows are numbered on from the previous method's).
+        aot_inputs: Where graph inputs the runtime did not log come from, when not the ETRecord's
+            representative inputs (a method's example inputs, see :mod:`numdiff.gap.methods`).
     """
 
     def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
@@ -137,12 +140,14 @@ class Scorer:
                  latencies: Latencies, plan: dict[str, list[Planned]], release: Release | None, *,
                  unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
                  inputs_from_runtime: dict[str, str], inputs_unknown: bool = False,
-                 delegates: Mapping[frozenset[int], tuple[str, int]] | None = None) -> None:
+                 delegates: Mapping[frozenset[int], tuple[str, int]] | None = None, first_index: int = 0,
+                 aot_inputs: str | None = None) -> None:
         self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
         self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
         self.inputs_unknown = inputs_unknown
         self.delegates = delegates or {}
+        self.first_index, self.aot_inputs = first_index, aot_inputs
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
@@ -194,7 +199,7 @@ class Scorer:
 
     def _row(self, node: torch.fx.Node, item: Planned, replay: object, runtime: torch.Tensor | None, transform: str,
              noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
-        pair, index = item.pair, len(self.rows)
+        pair, index = item.pair, self.first_index + len(self.rows)
         notes: list[str] = []
         logged = pair.runtime_output
         if isinstance(logged, torch.Tensor) and isinstance(replay, torch.Tensor) and logged.numel() != replay.numel():
@@ -224,7 +229,7 @@ class Scorer:
         source, sources = self._source(lin, notes)
         representative = tuple(g for g in lin.graph_inputs if g not in self.supplied and g not in self.inputs_from_runtime)
         if representative:
-            self.representative_reads[len(self.rows)] = representative
+            self.representative_reads[self.first_index + len(self.rows)] = representative
         off_grid = False
         if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
                 and runtime is not None and isinstance(replay, torch.Tensor):
@@ -250,8 +255,9 @@ class Scorer:
         if replay_nonfinite and not nonfinite and not unknown_inputs:
             self.local_rel[index] = math.inf  # NaN/Inf the runtime's finite output does not have: unrelated
         producers = self._producer_rows(lin)
-        culprit = verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in producers)
-        unknown = [self.rows[p].node for p in producers if self.rows[p].verdict is Verdict.UNMATCHED]
+        own = [self.rows[p - self.first_index] for p in producers]
+        culprit = verdict.beyond_noise and not any(r.verdict.beyond_noise for r in own)
+        unknown = [r.node for r in own if r.verdict is Verdict.UNMATCHED]
         if culprit and unknown:
             culprit = False
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
@@ -296,9 +302,12 @@ class Scorer:
         Returns the graph inputs in doubt and the rows that read them (their disagreement says
         nothing about whether the files belong together).
         """
+        def row(index: int) -> CulpritRow:
+            return self.rows[index - self.first_index]
+
         confirmed = {g for index, names in self.representative_reads.items()
-                     if self.rows[index].verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
-                     and self.rows[index].op_type not in _SHAPE_ONLY for g in names}
+                     if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
+                     and row(index).op_type not in _SHAPE_ONLY for g in names}
         doubtful: list[str] = []
         readers: set[int] = set()
         for index, names in self.representative_reads.items():
@@ -306,24 +315,25 @@ class Scorer:
             if not unconfirmed:
                 continue
             readers.add(index)
-            row = self.rows[index]
-            if not row.verdict.beyond_noise or self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
+            judged = row(index)
+            if not judged.verdict.beyond_noise or self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
                 continue
             doubtful += [g for g in unconfirmed if g not in doubtful]
             note = (f"not judged: this op reads graph input(s) {', '.join(unconfirmed)}, which the runtime did not log, "
                     f"and its output is unrelated to its replay on the ETRecord's representative inputs (relative error "
-                    f"{self.local_rel[index]:.3g}) while no op that reads them agrees with its replay: either the run "
+                    f"{self.local_rel.get(index, math.nan):.3g}) while no op that reads them agrees with its replay: either the run "
                     "used other inputs than the representative ones, or this op is badly wrong. Pass the run's own "
                     "inputs (step_inputs=[inputs], CLI --step-inputs), or inputs_are_representative=True (CLI "
                     "--inputs-are-representative) if it used the representative ones")
-            self.rows[index] = replace(row, verdict=Verdict.NOT_JUDGED, is_culprit=False,
-                                       note="; ".join(n for n in (note, row.note) if n))
+            self.rows[index - self.first_index] = replace(judged, verdict=Verdict.NOT_JUDGED, is_culprit=False,
+                                                          note="; ".join(n for n in (note, judged.note) if n))
         if doubtful:
-            for i, row in enumerate(self.rows):
-                culprit = row.verdict.beyond_noise and not any(self.rows[p].verdict.beyond_noise for p in row.producers) \
-                    and not any(self.rows[p].verdict is Verdict.UNMATCHED for p in row.producers)
-                if culprit != row.is_culprit:
-                    self.rows[i] = replace(row, is_culprit=culprit)
+            for i, each in enumerate(self.rows):
+                own = [row(p) for p in each.producers if p >= self.first_index]
+                culprit = each.verdict.beyond_noise and not any(p.verdict.beyond_noise for p in own) \
+                    and not any(p.verdict is Verdict.UNMATCHED for p in own)
+                if culprit != each.is_culprit:
+                    self.rows[i] = replace(each, is_culprit=culprit)
         return doubtful, readers
 
     def _dynamic(self, node: torch.fx.Node, lin: Lineage) -> bool:
@@ -389,14 +399,15 @@ class Scorer:
                 aot += 1
                 representative.append(name)
                 why = self.input_problems.get(name)
-                sources.append(f"{name}: representative input" + (f" ({why})" if why else ""))
+                sources.append(f"{name}: {self.aot_inputs or 'representative input'}" + (f" ({why})" if why else ""))
         if supplied:
             notes.append(f"graph inputs {', '.join(supplied)} taken from step_inputs")
         if logged:
             notes.append(f"graph inputs {', '.join(logged)} taken from what the delegate logged as its inputs ("
                          + "; ".join(f"{g}: {self.inputs_from_runtime[g]}" for g in logged) + ")")
         if representative:
-            notes.append(f"graph inputs {', '.join(representative)} taken from the representative inputs "
+            notes.append(f"graph inputs {', '.join(representative)} taken from "
+                         f"{self.aot_inputs or 'the representative inputs'} "
                          "(input_source=aot: the runtime does not log graph inputs)")
         missing = [s.split(":")[0] for s in sources[: len(lin.producers)] if "replayed value" in s]
         if missing:

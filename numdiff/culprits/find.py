@@ -6,13 +6,19 @@ pass (:class:`~numdiff.culprits._replay.ReplayInterpreter`) that, node by node, 
 on the runtime's inputs (*local*) and the AOT output (*accumulated*) against the runtime's output
 with the chosen comparator, judges the local error against its noise model, and lets go of both
 values once the row is written. Culprit: local error beyond noise while no producer's is.
+
+A program of several methods (``forward`` and ``encode``, ...) is compared as
+``calculate_numeric_gap`` compares it (:func:`numdiff.gap.methods.plan_methods`): each method the
+ETDump ran is replayed on its own reference graph and the inputs that fit it, its rows numbered on
+from the previous method's and tagged with it; a method left out gets a note.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from numdiff._core.etrecord import ETRecordLike
@@ -32,12 +38,15 @@ from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
-from numdiff.culprits.report import CulpritReport
+from numdiff.culprits.report import CulpritReport, RunFigures
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
 if TYPE_CHECKING:
+    import torch.fx
     from torch.export import ExportedProgram
+
+    from numdiff.gap.methods import MethodBlock, MethodPlan
 
     from numdiff.culprits._runs import RunEvent
     from numdiff.culprits.decode import StepInputs
@@ -66,6 +75,7 @@ def find_culprits(
     tap_outputs: TapOutputs | None = None,
     run_outputs: Sequence[object] | None = None,
     inputs_are_representative: bool = False,
+    blocks: Iterable[MethodBlock] | None = None,
 ) -> CulpritReport:
     """Local vs accumulated error for every aligned pair, verdicts and culprits.
 
@@ -99,14 +109,31 @@ def find_culprits(
             ops are judged when some op that reads the same input agrees with its replay, and are
             ``not-judged`` when every one is unrelated to its replay (the run may have used other
             inputs).
+        blocks: The Inspector's event blocks (``events`` are theirs). With an ETRecord of several
+            methods, each method the ETDump ran is replayed on its own graph and inputs (see the
+            module docstring); None: ``events`` are one method's.
 
     Raises:
-        MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``.
+        MissingDataError, MismatchedArtifactsError, UsageError: as ``calculate_numeric_gap``;
+            UsageError too for a view (``float_program``, decode steps, ``taps``) on a program
+            of several methods.
         CaptureError: The graph failed on the runtime's values.
     """
     from numdiff.culprits._runs import per_run_figures, run_count
 
     events = list(events)
+    if blocks is not None:
+        from numdiff.gap.methods import plan_methods
+
+        method_notes: list[str] = []
+        plans = plan_methods(etrecord, blocks, method_notes)
+        if plans is not None:
+            _refuse_views(plans, {"the quantization view (float_program=, CLI --float-program)": float_program,
+                                  "decode steps (decode_steps=/step_inputs=, CLI --decode-steps/--step-inputs)":
+                                      decode_steps or step_inputs, "taps (taps=, CLI --taps)": taps or tap_outputs})
+            return _every_method(etrecord, events, plans, method_notes, comparator, reference_graph, thresholds,
+                                 disable_debug_handle_validation, etdump_path, release, debug_buffer_path,
+                                 inputs_are_representative)
     if taps is None and tap_outputs is not None:
         raise UsageError("tap_outputs needs taps: the sidecar says where each tapped value is in the method's "
                          "outputs\nPass the sidecar too (CLI: --taps).")
@@ -171,18 +198,22 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
              etdump_path: str | None, release: Release | None,
              quant: tuple[ExportedProgram, float] | None = None,
              step_input: tuple[object, ...] | None = None, *, later_run: bool = False,
-             debug_buffer_path: str | None = None, inputs_are_representative: bool = False) -> CulpritReport:
+             debug_buffer_path: str | None = None, method: _Method | None = None,
+             first_index: int = 0, inputs_are_representative: bool = False) -> CulpritReport:
     """One run's report (``events`` show that run's values); ``quant`` = (float program, target
     SNR) also runs the quantization view in the same replay. ``later_run``: a run after the first,
     whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
-    unless ``step_input`` gives them)."""
+    unless ``step_input`` gives them). ``method``: one method of a multi-method program, replayed
+    on its own graph and inputs, its rows numbered from ``first_index``."""
     from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
+    run_inputs = method.plan.inputs if method is not None else None if step_input is None else tuple(step_input)
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                    inputs=None if step_input is None else tuple(step_input))
+                    graph=None if method is None else method.graph(), inputs=run_inputs,
+                    method="forward" if method is None else method.plan.method)
     # Each output of a multi-output delegate call is paired with the node that gives it (the
     # partition's outputs in graph order), never by the reference's position rule: two outputs of
     # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
@@ -199,8 +230,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     score_accumulated([item for items in by_handle.values() for item in items], meter, release)
     # The capture's graph module serves the replay too, unless running it changes it (a buffer
     # written in place): then the replay builds a fresh one, as the capture had.
-    graph_module, _ = inputs.reusable_graph or resolve_reference_graph(
-        etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation)
+    graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
+        etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():
@@ -214,7 +245,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     from_runtime = dict.fromkeys(supplied, "step_inputs")
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
                     release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events))
+                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events),
+                    first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
@@ -225,7 +257,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
-    replay.run(*graph_args(etrecord, step_input))
+    replay.run(*graph_args(etrecord, run_inputs))
     doubtful, readers = ([], set()) if inputs_are_representative else scorer.settle_inputs()
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
@@ -233,7 +265,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     # inputs; they are left out of the check unless rows fed by logged values disagree too (other inputs
     # would not explain those).
     fed = {i: v for i, v in scorer.local_rel.items() if i not in readers}
-    fed_unrelated = any(not v <= UNRELATED for i, v in fed.items() if scorer.rows[i].input_sources)
+    fed_unrelated = any(not v <= UNRELATED for i, v in fed.items() if scorer.rows[i - scorer.first_index].input_sources)
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel if fed_unrelated else fed, inputs_confirmed=confirmed)
     unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
@@ -275,6 +307,102 @@ def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
             "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
             "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
             "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones",)
+
+
+def _refuse_views(plans: Sequence[MethodPlan], views: Mapping[str, object]) -> None:
+    """A UsageError naming the views asked for (``{view: its option}``, asked when the option is not
+    None or False): they work on a program of one method."""
+    asked = [view for view, option in views.items() if option is not None and option is not False]
+    if asked:
+        raise UsageError(
+            f"{' and '.join(asked)}: supported on a program of one method only, and this ETRecord holds several "
+            f"(the ETDump ran {', '.join(sorted({p.method for p in plans}))})\nLeave that option out to compare "
+            "every method, or export the method to examine as a program of its own and pass its ETRecord, ETDump "
+            "and debug buffer.")
+
+
+@dataclass(frozen=True, slots=True)
+class _Method:
+    """One method of a multi-method program: its plan and what builds its reference graph afresh."""
+
+    plan: MethodPlan
+    graph: Callable[[], tuple[torch.fx.GraphModule, str]]
+
+
+def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[MethodPlan], notes: list[str],
+                  comparator: NumericalComparatorBase, reference_graph: str | None, thresholds: ThresholdsArg,
+                  disable_debug_handle_validation: bool, etdump_path: str | None, release: Release | None,
+                  debug_buffer_path: str | None, inputs_are_representative: bool = False) -> CulpritReport:
+    """One report over every method the ETDump ran (``notes``: :func:`~numdiff.gap.methods.plan_methods`'s)."""
+    from numdiff.culprits._runs import per_run_figures, run_count
+    from numdiff.gap.methods import compared_note, graph_names, method_graph, nothing_compared
+
+    parts: list[tuple[str, CulpritReport]] = []
+    first = 0
+    for plan in plans:
+        build = method_graph(etrecord, plan, reference_graph, disable_debug_handle_validation, notes)
+        if build is None:
+            continue
+        mine = {id(ev) for ev in plan.events}
+        own = [ev for ev in events if id(ev) in mine]  # the method's events, typed as the caller's
+        method = _Method(plan, build)
+
+        def analyse(view: list[EventLike], method: _Method = method, first: int = first) -> CulpritReport:
+            return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,
+                            etdump_path, release, later_run=True, debug_buffer_path=debug_buffer_path,
+                            method=method, first_index=first)
+
+        report = _analyse(etrecord, own, comparator, reference_graph, thresholds, disable_debug_handle_validation,
+                          etdump_path, release, debug_buffer_path=debug_buffer_path, method=method, first_index=first,
+                          inputs_are_representative=inputs_are_representative)
+        runs = run_count(own)
+        if runs > 1:
+            report = replace(report, runs=per_run_figures(own, runs, report, analyse))
+        notes.append(compared_note(plan, len(report.rows), report.graph_name))
+        parts.append((plan.method, report))
+        first += len(report.rows)
+    if not parts:
+        raise nothing_compared(notes)
+    head = parts[0][1]
+    return CulpritReport(
+        rows=tuple(replace(r, method=m) for m, rep in parts for r in rep.rows), metric=head.metric,
+        graph_name=graph_names((m, rep.graph_name) for m, rep in parts),
+        first_nonfinite=next((rep.first_nonfinite for _, rep in parts if rep.first_nonfinite is not None), None),
+        matching=tuple(replace(x, method=m) for m, rep in parts for x in rep.matching),
+        higher_is_better=head.higher_is_better,
+        notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),
+        runs=_runs_of_every_method(parts))
+
+
+def _runs_of_every_method(parts: list[tuple[str, CulpritReport]]) -> tuple[RunFigures, ...]:
+    """Per-run figures over every method's rows, when some method ran more than once with its own
+    values: run ``i`` of each method; NaN for the rows of a method that has no run ``i`` (noted)."""
+    from numdiff.culprits._runs import figures
+
+    count = max(len(rep.runs) for _, rep in parts)
+    if count < 2:
+        return ()
+    out: list[RunFigures] = []
+    for run in range(count):
+        local: list[float] = []
+        units: list[float] = []
+        culprits: list[int] = []
+        why: list[str] = []
+        for method, rep in parts:
+            size = len(rep.rows)
+            fig = rep.runs[run] if run < len(rep.runs) else figures(0, rep, rep) if run == 0 else None
+            if fig is None:
+                local += [math.nan] * size
+                units += [math.nan] * size
+                why.append(f"method {method!r} logged no values of its own in run {run}")
+                continue
+            local += (list(fig.local_gap) + [math.nan] * size)[:size]
+            units += (list(fig.local_noise_units) + [math.nan] * size)[:size]
+            culprits += fig.culprits
+            if fig.note:
+                why.append(f"method {method!r}: {fig.note}")
+        out.append(RunFigures(run, tuple(local), tuple(units), tuple(culprits), "; ".join(why) or None))
+    return tuple(out)
 
 
 def _plan_by_handle(aot_outputs: Mapping[DebugHandle, Any], alignment: AlignmentReport) -> dict[DebugHandle, list[Planned]]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
 from numdiff.gap.aliased import ALIASED
+from numdiff.gap.methods import methods_left_out
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,6 +63,8 @@ class CulpritRow:
         delegate: For a delegate call's row: its backend, call index and the convolutions,
             matmuls and linears inside with module paths and source lines (``node`` is only the
             partition's last node, often a dequantize); else None.
+        method: The method the row belongs to, in a program of several methods (``forward``,
+            ``encode``, ...; see :mod:`numdiff.gap.methods`); None in a program of one.
     """
 
     index: int
@@ -93,6 +96,7 @@ class CulpritRow:
     note: str | None
     input_sources: tuple[str, ...] = ()
     delegate: str | None = None
+    method: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +118,14 @@ class NonFinite:
 
 @dataclass(frozen=True, slots=True)
 class MatchRecord:
-    """How one AOT node or runtime output was accounted for."""
+    """How one AOT node or runtime output was accounted for (``method``: as in :class:`CulpritRow`)."""
 
     side: str
     name: str
     handle: DebugHandle | None
     status: str
     detail: str
+    method: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +146,9 @@ class RunFigures:
     culprits: tuple[int, ...]
     note: str | None = None
 
+
+#: How the notes about a whole method of a multi-method program begin (see ``CulpritReport.notes``).
+METHOD_NOTE = "method '"
 
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
@@ -166,13 +174,16 @@ class CulpritReport:
     """Local vs inherited error for every aligned pair (``Inspector.find_culprits``).
 
     Attributes:
-        rows: One :class:`CulpritRow` per aligned pair, in execution order.
+        rows: One :class:`CulpritRow` per aligned pair, in execution order (in a program of several
+            methods: each method's rows in turn, numbered on from the previous method's).
         metric: Comparator class name of ``local_gap`` / ``accumulated_gap``.
-        graph_name: The reference graph.
+        graph_name: The reference graph (several methods: each one's, ``"graph (method), ..."``).
         first_nonfinite: The first non-finite runtime output, or None.
         matching: How every AOT node and runtime output was accounted for.
         higher_is_better: How to read the metric.
-        notes: Remarks from capture and alignment.
+        notes: Remarks from capture and alignment. Several methods: first one note per method of
+            the ETRecord (``"method 'encode': ..."``: compared on which graph and inputs, or why not),
+            then each method's own notes prefixed with ``[method]``.
         runs: Per-run figures when the runs logged different values (else empty).
         quantization: The quantization view (``find_culprits(float_program=...)``), else None.
         decode: The decode-step view (``find_culprits(step_inputs=... or decode_steps=True)``), else None.
@@ -204,7 +215,8 @@ class CulpritReport:
         return [r for r in self.rows if r.is_culprit]
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per aligned pair in execution order (columns: see :class:`CulpritRow`)."""
+        """One row per aligned pair in execution order (columns: see :class:`CulpritRow`; a ``method``
+        column at the end in a program of several methods)."""
         import pandas as pd
 
         records = [{
@@ -218,6 +230,8 @@ class CulpritReport:
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
         frame = pd.DataFrame(records, columns=list(_ROW_COLUMNS))
+        if _methods(self):
+            frame["method"] = [r.method for r in self.rows]
         frame.attrs["metric"] = self.metric
         return frame
 
@@ -225,9 +239,12 @@ class CulpritReport:
         """Every AOT node and runtime output: matched (and how) or unmatched (and why)."""
         import pandas as pd
 
-        return pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
-                              "detail": m.detail} for m in self.matching],
-                            columns=["side", "name", "handle", "status", "detail"])
+        frame = pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
+                               "detail": m.detail} for m in self.matching],
+                             columns=["side", "name", "handle", "status", "detail"])
+        if _methods(self):
+            frame["method"] = [m.method for m in self.matching]
+        return frame
 
     def by_module(self) -> pd.DataFrame:
         """Roll-up per ``nn.Module`` path (and every enclosing path): rows, culprits, worst
@@ -290,16 +307,19 @@ class CulpritReport:
     def __str__(self) -> str:
         culprits = self.culprits
         lines = [headline(self)]
+        if _methods(self):  # what each method was compared on, and the methods left out
+            lines += [n for n in self.notes if n.startswith(METHOD_NOTE)]
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
         for r in culprits:
             if r.delegate is not None:
-                lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})")
+                lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})"
+                             + _in_method(r))
                 lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
                              "\"Find the culprit > Deeper localization\"")
             else:
                 lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
-                             f"module {r.module_path or '?'}")
+                             f"module {r.module_path or '?'}" + _in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
@@ -309,7 +329,8 @@ class CulpritReport:
                          f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
-            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)} ({_fmt(worst.accumulated_gap)}), "
+            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{_in_method(worst)} "
+                         f"({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:
             per_run = sorted({i for f in self.runs for i in f.culprits})
@@ -339,7 +360,8 @@ def headline(report: CulpritReport) -> str:
     It names the culprits (a delegate by backend and call index), then counts ``broken`` rows,
     replay problems and rows not judged, the first non-finite runtime output, the first divergent
     decode step and its culprit ops, the layers the quantization view keeps in higher precision,
-    the culprits inside delegates (taps) and runs whose culprits differ. It says "every local error is within its expected noise" only when no view found
+    the culprits inside delegates (taps), runs whose culprits differ and the methods of a
+    multi-method program that were not compared. It says "every local error is within its expected noise" only when no view found
     anything beyond noise. The first line of ``str(report)`` and of ``numdiff culprits``.
     """
     culprits = report.culprits
@@ -385,10 +407,23 @@ def headline(report: CulpritReport) -> str:
             alarm = True
         else:
             facts.append(f"inside delegates (taps): no culprit among {len(report.inside_delegates.rows)} tapped ops")
+    left_out = methods_left_out(report.notes) if _methods(report) else []
+    if left_out:
+        facts.append("not compared: method" + ("s " if len(left_out) > 1 else " ") + ", ".join(left_out)
+                     + " (see the notes)")
     if not alarm and Verdict.REPLAY_MISMATCH not in verdicts:
         judged = "judged " if Verdict.NOT_JUDGED in verdicts else ""
         head += f": every {judged}local error is within its expected noise"
     return "; ".join([head, *facts])
+
+
+def _methods(report: CulpritReport) -> list[str]:
+    """The methods the rows belong to, in report order; empty for a program of one method."""
+    return list(dict.fromkeys(r.method for r in report.rows if r.method is not None))
+
+
+def _in_method(row: CulpritRow) -> str:
+    return "" if row.method is None else f" in method {row.method}"
 
 
 def _count(n: int, noun: str) -> str:
@@ -398,8 +433,8 @@ def _count(n: int, noun: str) -> str:
 def _name(row: CulpritRow) -> str:
     """A culprit as the headline names it: a delegate by backend and call index, else its ops and module."""
     if row.delegate is not None:
-        return "delegate " + row.delegate.split(":", 1)[0]
-    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "")
+        return "delegate " + row.delegate.split(":", 1)[0] + _in_method(row)
+    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "") + _in_method(row)
 
 
 def _fmt(value: float) -> str:

@@ -101,10 +101,18 @@ class NumericsMixin:
         Returns:
             A ``GapReport``; ``report.to_dataframe()`` adds ``matched``, ``match`` and ``note``
             to the reference's columns.
+
+        Raises:
+            UsageError: The program has several methods (``calculate_numeric_gap`` compares them).
         """
         from numdiff.gap import numeric_gap_report
+        from numdiff.gap.methods import plan_methods
 
         comparator = self._comparator(distance)
+        if self._etrecord is not None and plan_methods(self._etrecord, self.event_blocks, []) is not None:
+            raise UsageError("numeric_gap_report compares one method's graph, and this program has several\n"
+                             "Use calculate_numeric_gap (CLI: numdiff gap --drop-in), which compares every method the "
+                             "ETDump ran on its own graph and inputs, or find_culprits (numdiff culprits).")
         return numeric_gap_report(self._gap_inputs(reference_graph, disable_debug_handle_validation, None), comparator)
 
     def stream_numeric_gap(self, distance: str | NumericalComparatorBase = "SNR", reference_graph: str | None = None,
@@ -145,7 +153,9 @@ class NumericsMixin:
         ``step_inputs`` (each run's inputs) or ``decode_steps=True`` adds ``report.decode``: the
         runs as the steps of one generation (see :mod:`numdiff.culprits.decode`). ``taps`` (a tap
         sidecar) adds ``report.inside_delegates`` (see :mod:`numdiff.culprits.taps`), on ``tap_outputs``
-        or else the program outputs the ETDump logged for the method's first run.
+        or else the program outputs the ETDump logged for the method's first run. A program of
+        several methods is compared as ``calculate_numeric_gap`` compares it: each method the ETDump
+        ran on its own graph and inputs, rows tagged with their ``method``.
         ``inputs_are_representative=True`` says the run used the ETRecord's representative inputs:
         ops that read a graph input the runtime did not log are then judged even when no op that
         reads it agrees with its replay.
@@ -163,7 +173,8 @@ class NumericsMixin:
                              release=self._debug_buffer.release if self._debug_buffer is not None else None,
                              float_program=float_program, target_snr_db=target_snr_db,
                              decode_steps=decode_steps, step_inputs=step_inputs, taps=taps, tap_outputs=tap_outputs,
-                             run_outputs=run_outputs, inputs_are_representative=inputs_are_representative)
+                             run_outputs=run_outputs, blocks=self.event_blocks,
+                             inputs_are_representative=inputs_are_representative)
 
     def _comparator(self, distance: str | NumericalComparatorBase) -> NumericalComparatorBase:
         from numdiff.comparators import get_comparator

@@ -31,8 +31,8 @@ def _worst(values: list[float], lowest: bool) -> float | None:
     return finite_first[0] if finite_first else None
 
 
-def _culprit_key(row: CulpritRow) -> tuple[str, ...]:
-    return tuple(row.aot_ops)
+def _culprit_key(row: CulpritRow) -> tuple[str | None, ...]:
+    return (row.method, *row.aot_ops)  # a program of several methods can have an op name in each
 
 
 def report_data(analysis: Analysis) -> dict[str, Any]:
@@ -41,9 +41,10 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for r in (analysis.gap.rows if analysis.gap is not None else []):
         floor, floor_src = noise_floor_db(r)
-        c = culprits.get(tuple(r.aot_ops))
+        c = culprits.get((r.method, *r.aot_ops))
         rows.append({
             "i": r.index, "op": r.aot_ops[-1] if r.aot_ops else "", "ops": r.aot_ops, "rops": r.runtime_ops,
+            "method": r.method,
             "handle": r.aot_debug_handle, "module": r.module, "snr": _num(_worst(r.snr, lowest=True)),
             "mse": _num(_worst(r.mse, lowest=False)), "l1": _num(_worst(r.l1, lowest=False)),
             "snr_all": [_num(v) for v in r.snr], "maxabs": _num(r.max_abs_error), "matched": r.matched,
@@ -77,7 +78,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             m["p50"] += e.p50
             m["count"] += 1
     unmatched_culprits = [c.model_dump(mode="json") for c in analysis.culprits.rows
-                          if c.is_culprit and _culprit_key(c) not in {tuple(r["ops"]) for r in rows}]
+                          if c.is_culprit and _culprit_key(c) not in {(r["method"], *r["ops"]) for r in rows}]
     return {
         "meta": {
             "labels": analysis.labels, "numdiff_version": analysis.numdiff_version, "created": analysis.created_utc,

@@ -43,7 +43,7 @@ def node_data(analysis: Analysis) -> dict[str, dict[str, Any]]:
     accumulated: dict[str, Any] = {}
     local: dict[str, Any] = {}
     latency: dict[str, Any] = {}
-    culprits = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
+    culprits = {(c.method, *c.aot_ops): c for c in analysis.culprits.rows}
     scale = unit_factor(analysis.profile.time_unit, "us")
     events = [e for b in analysis.profile.blocks for e in b.events if not e.is_delegated_op]
     for row in analysis.gap.rows if analysis.gap is not None else []:
@@ -53,7 +53,7 @@ def node_data(analysis: Analysis) -> dict[str, dict[str, Any]]:
         finite = [v for v in (_snr_value(s) for s in row.snr) if v is not None]
         if finite:
             accumulated[node] = {"value": min(finite)}
-        c = culprits.get(tuple(row.aot_ops))
+        c = culprits.get((row.method, *row.aot_ops))
         if c is not None and (v := _snr_value(c.local_gap)) is not None:
             local[node] = {"value": v}
         handles = set(row.runtime_debug_handle)

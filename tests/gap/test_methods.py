@@ -62,3 +62,20 @@ def test_inputs_are_matched_by_signature(inspector: Inspector) -> None:
     programs = inspector._etrecord.edge_programs
     (encode_inputs,) = inspector._etrecord._representative_inputs
     assert fits(programs["encode"], encode_inputs) and not fits(programs["forward"], encode_inputs)
+
+
+def test_numeric_gap_report_says_it_compares_one_method(inspector: Inspector) -> None:
+    # before: CaptureError "mat1 and mat2 shapes cannot be multiplied ... Check that the inputs match the
+    # graph's placeholders", a false hint (the inputs are encode's, the graph forward's)
+    with pytest.raises(UsageError, match=r"numeric_gap_report compares one method's graph, and this program has "
+                       r"several\nUse calculate_numeric_gap \(CLI: numdiff gap --drop-in\)"):
+        inspector.numeric_gap_report("SNR")
+
+
+def test_methods_left_out_are_read_back_from_the_notes() -> None:
+    from numdiff.gap.methods import methods_left_out
+
+    notes = ["method 'forward': 2 rows on 'exported_program', inputs from the method's example inputs",
+             "method 'encode': not compared (the ETDump has no run of it)",
+             "[encode] method 'x': not compared (quoted inside another note)"]
+    assert methods_left_out(notes) == ["encode"]

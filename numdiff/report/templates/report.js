@@ -24,6 +24,7 @@
     return e;
   };
   const PAGE = 200;  // rows drawn at first in each table; the rest on request (keeps opening fast)
+  const opName = (r) => r.op + (r.method ? " (" + r.method + ")" : "");  // a program of several methods: whose op
   const belowFloor = (r) => r.matched && r.floor !== null && num(r.snr) !== null && num(r.snr) < r.floor;
 
   // ---- summary ----------------------------------------------------------------------------
@@ -59,7 +60,7 @@
   if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
     worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
-      el("b", {}, "#" + (r.i + 1) + " " + r.op), " ", causeTag(r), " ", el("span", { class: "muted" }, r.module || ""),
+      el("b", {}, "#" + (r.i + 1) + " " + opName(r)), " ", causeTag(r), " ", el("span", { class: "muted" }, r.module || ""),
       " · SNR ", el("span", { class: belowFloor(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
       r.local !== null ? " · local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
       el("div", {}, el("code", {}, r.src || "(no source line)"))));
@@ -90,7 +91,7 @@
   }
   const rowByIndex = new Map(ROWS.map((r) => [r.i, r]));
   hoverChart("chart-error", (k) => rowByIndex.get(k),
-    (r) => ["#" + (r.i + 1) + " " + r.op, (r.module || "") + (r.src ? " · " + r.src : ""), "SNR " + fmt(r.snr) + " dB · floor " + fmt(r.floor) + " dB",
+    (r) => ["#" + (r.i + 1) + " " + opName(r), (r.module || "") + (r.src ? " · " + r.src : ""), "SNR " + fmt(r.snr) + " dB · floor " + fmt(r.floor) + " dB",
             r.local !== null ? "local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
             r.cause ? r.cause + ": " + META.cause_means[r.cause] : "", "click for details"].filter(Boolean),
     (r) => showDetails(r));
@@ -165,10 +166,10 @@
   }
 
   const filterBox = $("filter"), only = $("only");
-  const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src].join(" ").toLowerCase();
+  const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src, r.method || ""].join(" ").toLowerCase();
   const rowsTable = makeTable($("rows-table"), [
     { key: "i", label: "#", num: true, get: (r) => r.i + 1 },
-    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => v + (r.ops.length > 1 ? " (+" + (r.ops.length - 1) + ")" : "") },
+    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => v + (r.ops.length > 1 ? " (+" + (r.ops.length - 1) + ")" : "") + (r.method ? " [" + r.method + "]" : "") },
     { key: "module", label: "module", get: (r) => r.module },
     { key: "snr", label: "SNR dB", num: true, get: (r) => r.snr, fmt: (v) => fmt(v), title: "lowest over the row's outputs" },
     { key: "floor", label: "floor dB", num: true, get: (r) => r.floor, fmt: (v) => fmt(v), tip: (r) => r.floor_src },
