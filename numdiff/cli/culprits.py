@@ -41,8 +41,8 @@ _SHOWN = ("aot_ops", "runtime_ops", "local_gap", "accumulated_gap", "amplificati
 def _fit() -> ColumnFit:
     from numdiff.report.text_table import ColumnFit
 
-    return ColumnFit(unwrapped=("local_gap", "accumulated_gap", "amplification", "verdict", "is_culprit"),
-                     droppable=("input_source", "amplification", "runtime_ops", "module_path"),
+    return ColumnFit(unwrapped=("method", "local_gap", "accumulated_gap", "amplification", "verdict", "is_culprit"),
+                     droppable=("input_source", "amplification", "runtime_ops", "module_path", "source_line"),
                      prose=("source_line", "module_path"))
 
 

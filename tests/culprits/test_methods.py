@@ -145,16 +145,15 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"""\
 {HEADLINE}
 
-method    aot_ops                     runtime_ops                local_gap    accumulated_gap  amplification    verdict    is_culprit    input_source    module_path     source_line
---------  --------------------------  -----------------------  -----------  -----------------  ---------------  ---------  ------------  --------------  --------------  ----------------------------------------
-forward   linear                      native_call_addmm.out          146.6              146.6  –                ok                       aot             dec             _realistic_models.py:266 forward: return
-                                                                                                                                                                         torch.sigmoid(self.dec(code))
-forward   sigmoid                     native_call_sigmoid.out        inf                inf    0                ok                       runtime         EncoderDecoder  _realistic_models.py:266 forward: return
-                                                                                                                                                                         torch.sigmoid(self.dec(code))
-encode    aten_permute_copy_default,  native_call_addmm.out          151.2              151.2  –                ok                       aot             model.enc       _realistic_models.py:278 forward: return
-          aten_addmm_default                                                                                                                                             self.model.encode(x)
-encode    aten_tanh_default           native_call_tanh.out           143.1              142.2  2.812            ok                       runtime         EncodeMethod    _realistic_models.py:278 forward: return
-                                                                                                                                                                         self.model.encode(x)
+method    aot_ops                       local_gap    accumulated_gap  verdict    is_culprit
+--------  --------------------------  -----------  -----------------  ---------  ------------
+forward   linear                            146.6              146.6  ok
+forward   sigmoid                           inf                inf    ok
+encode    aten_permute_copy_default,        151.2              151.2  ok
+          aten_addmm_default
+encode    aten_tanh_default                 143.1              142.2  ok
+(input_source, amplification, runtime_ops, module_path and source_line left out to fit 100 columns:
+a wider terminal, --width or --format csv shows them)
 
 {FORWARD_NOTE}
 {ENCODE_NOTE}
