@@ -163,8 +163,6 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
 
     base = {"arch": truth["arch"], "backend": truth["backend"], "variant": truth["variant"]}
     plant = truth.get("plant")
-    if truth["variant"] == OTHER_INPUT:
-        return _score_other_input(folder, base)
     try:
         run = _run(folder)
         rep = run.report
@@ -243,20 +241,29 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
 OTHER_INPUT = "other_input"
 
 
-def _score_other_input(folder: Path, base: dict[str, str]) -> Score:
+def _score_other_input(folder: Path, base: dict[str, str], runtime_fault: bool = False) -> Score:
     """A clean program run on other inputs: ops that read the graph input cannot be judged, and no op
-    may be called wrong (the ETRecord's representative inputs are not what the run read)."""
+    may be called wrong (the ETRecord's representative inputs are not what the run read). When the
+    clean run showed the runtime computing wrongly (``runtime_fault``), this run is no control either."""
     from numdiff.errors import NumdiffError
 
     try:
         rep = _run(folder).report
     except NumdiffError as e:
         first = str(e).splitlines()[0][:160]
+        if runtime_fault:
+            return Score(**base, kind="other-input", outcome="runtime-fault",
+                         detail=f"the runtime computes this program wrongly (see its clean run): {first}")
         said = type(e).__name__ == "MismatchedArtifactsError" and "no op could be judged" in first
         return Score(**base, kind="other-input", outcome="cannot-judge" if said else "refused",
                      detail=f"{type(e).__name__}: {first}")
     assert rep is not None
     unjudged = sum(r.verdict.value == "not-judged" for r in rep.rows)
+    if runtime_fault:
+        return Score(**base, kind="other-input", outcome="runtime-fault",
+                     culprits=tuple(_describe(r) for r in rep.culprits),
+                     detail="the runtime computes this program wrongly (see its clean run): "
+                     + ("; ".join(map(_describe, rep.culprits)) or "no culprit named"))
     if rep.culprits:
         return Score(**base, kind="other-input", outcome="false-culprit",
                      culprits=tuple(_describe(r) for r in rep.culprits), detail="; ".join(map(_describe, rep.culprits)))
@@ -299,6 +306,11 @@ def score_zoo(root: Path, only: list[str] | None = None) -> list[Score]:
                     control = _run(folder)
                 except Exception:
                     control = None
+            if c["variant"] == OTHER_INPUT:
+                fault = any(x.arch == arch and x.backend == backend and x.variant == "clean"
+                            and x.outcome.startswith("runtime-fault") for x in scores)
+                scores.append(_score_other_input(folder, base, fault))
+                continue
             scores.append(score_case(folder, truth, control if clean is not None else None))
     return scores
 
@@ -393,13 +405,14 @@ def table(scores: list[Score]) -> str:
         lines.append("Clean programs run on other inputs than the ETRecord's representative ones: a culprit, a broken")
         lines.append("row or a refusal that does not say it cannot judge is a false verdict")
         lines.append(f"{'backend':<14} {'runs':>5} {'ok':>5} {'cannot judge':>13} {'false culprit':>14} "
-                     f"{'broken row':>11} {'refused':>8}")
+                     f"{'broken row':>11} {'refused':>8} {'runtime fault':>14}")
         for b in BACKENDS + ("all",):
             rows = [s for s in other if b in ("all", s.backend)]
             n = Counter(s.outcome for s in rows)
             lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['cannot-judge']:>13} {n['false-culprit']:>14} "
-                         f"{n['broken']:>11} {n['refused']:>8}")
+                         f"{n['broken']:>11} {n['refused']:>8} {n['runtime-fault']:>14}")
         lines.append("cannot judge: every op reads the graph input; numdiff refuses and says to pass the run's inputs.")
+        lines.append("runtime fault: the program's clean run is a runtime fault (above): not a control.")
         lines.append("")
     lines.append("Planted twins: exact = the one culprit holds the planted op")
     lines.append(f"{'backend':<14} {'grade':<7} {'twins':>5} {'exact':>6} {'partial':>8} {'missed':>7} "
@@ -446,7 +459,8 @@ SAMPLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # two delegate outputs of one shape once swapped: a false broken culprit on the clean model
     ("attention_prenorm", "xnnpack", ("clean", "twin0")),
     # a changed int8 weight read by a dequantize once hid as a quantization step of noise
-    ("conv_bn", "int8_portable", ("clean", "twin1")),
+    # ... and run on another input: the op that reads it is not judged, never a culprit
+    ("conv_bn", "int8_portable", ("clean", "twin1", "other_input")),
     # a changed bias inside an int8 XNNPACK delegate: 7 noise units, once within 'expected'
     ("conv_bn", "int8_xnnpack", ("clean", "twin1")),
     # a bad conv inside an int8 XNNPACK delegate (named by its compute ops); twin0 is invisible
@@ -458,7 +472,8 @@ SAMPLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("manual_rnn", "int8_xnnpack", ("clean",)),
     # the graph input read by a layer_norm, a residual, a gate and a linear, around delegates; twin0's
     # 0.3% bias change in a delegate is 26 noise units: beyond XNNPACK's fp32 limit (8), not the default 64
-    ("input_fanout", "xnnpack", ("clean", "twin0", "twin1")),
+    # other_input: every op reads the graph input and none can be judged: refused, naming both causes
+    ("input_fanout", "xnnpack", ("clean", "twin0", "twin1", "other_input")),
     # RMSNorm, RoPE, grouped-query attention on the portable kernels
     ("llama_gqa_rope", "portable", ("clean", "twin1")),
     # a 1% larger quantize scale: 2.3 noise units, inside the quantized allowance; named by the rounding
@@ -467,6 +482,12 @@ SAMPLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # a 1% larger scale inside an int8 XNNPACK delegate: 2.9 noise units, beyond XNNPACK's quantized
     # limit (1; its clean delegates match the replay bit for bit), within the general sqrt(12)
     ("glu", "int8_xnnpack", ("clean", "twin0")),
+    # dynamic quantization on XNNPACK: the device rounds on its own grid; clean once had false culprits at
+    # 700-5000 units, twin0's changed weight scale is still named
+    ("deep_mlp", "int8dyn_xnnpack", ("clean", "twin0")),
+    # a delegate that logs scalar constants with its input: the input is found by its shape and dtype, so a
+    # run on another input is replayed on what it read
+    ("resnet_tiny", "int8dyn_xnnpack", ("clean", "other_input")),
 )
 
 

@@ -7,7 +7,9 @@ partitioner collects them (nodes in graph order, each node's inputs in argument 
 of a graph input is that exact position, never another logged tensor of the same shape: a
 portable op that logs several tensors (``native_layer_norm.out`` logs ``[out, mean, rstd]``) logs
 no input at all. When the partition's inputs cannot be lined up with what the delegate logged
-(another count), the representative input is used and the note says why.
+(another count: the call may also log scalar constants it takes), a graph input is the one logged
+input of its exact shape and dtype when exactly one has them and no other input of the partition
+has (or may have) them; otherwise the representative input is used and the note says why.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 
 from numdiff._core.types import DebugHandle
 from numdiff.align import RuntimeOutput
+from numdiff.culprits._noise import op_type
 
 __all__ = ["LoggedInput", "delegate_inputs", "is_delegate_call"]
 
@@ -76,6 +79,37 @@ def _external_inputs(partition: list[torch.fx.Node]) -> list[torch.fx.Node]:
     return list(out.values())
 
 
+def _by_shape_and_dtype(placeholders: list[torch.fx.Node], externals: list[torch.fx.Node],
+                        logged: object) -> dict[torch.fx.Node, int]:
+    """Each graph input that exactly one logged input matches in shape and dtype, when no other input
+    of the partition has them (or may have them: one of unknown shape): its position."""
+    def spec(value: object) -> tuple[tuple[int, ...], torch.dtype] | None:
+        if isinstance(value, torch.Tensor):
+            try:
+                return tuple(int(d) for d in value.shape), value.dtype
+            except TypeError:  # a symbolic size
+                return None
+        return None
+
+    def qparams(node: torch.fx.Node) -> bool:  # a scale or zero point computed at run time: one per tensor or row
+        source = node.args[0] if node.args else None
+        return isinstance(source, torch.fx.Node) and op_type(source.target).startswith("choose_qparams")
+
+    values = list(logged) if isinstance(logged, (list, tuple)) else []
+    specs = {n: spec(n.meta.get("val")) for n in externals}
+    if any(v is None and not qparams(n) for n, v in specs.items()):
+        return {}
+    out: dict[torch.fx.Node, int] = {}
+    for node in placeholders:
+        want = specs[node]
+        if want is None or sum(w == want for w in specs.values()) != 1:
+            continue
+        positions = [i for i, v in enumerate(values) if spec(v) == want]
+        if len(positions) == 1:
+            out[node] = positions[0]
+    return out
+
+
 def delegate_inputs(graph: torch.fx.Graph, runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
                     names: Mapping[DebugHandle, list[str]]) -> tuple[dict[str, LoggedInput], list[str]]:
     """``({graph input: its logged value}, notes)`` from every delegate call that consumes a graph input.
@@ -97,9 +131,18 @@ def delegate_inputs(graph: torch.fx.Graph, runtime_outputs: Mapping[DebugHandle,
         if not placeholders:
             continue
         if len(externals) != count:
-            notes.append(f"the delegate call logged under handle {handle} logged {count} input(s) but its partition "
-                         f"reads {len(externals)} ({', '.join(n.name for n in externals)}): graph input(s) "
-                         f"{', '.join(n.name for n in placeholders)} taken from the representative inputs")
+            matched = _by_shape_and_dtype(placeholders, externals, data[:count])
+            for node, position in matched.items():
+                if node.name not in found:
+                    found[node.name] = LoggedInput(
+                        data[position], f"argument {position} of the delegate call logged under handle {handle} "
+                        f"(the only logged input of its shape and dtype; the call logged {count} inputs, its "
+                        f"partition reads {len(externals)})")
+            rest = [n.name for n in placeholders if n not in matched]
+            if rest:
+                notes.append(f"the delegate call logged under handle {handle} logged {count} input(s) but its "
+                             f"partition reads {len(externals)} ({', '.join(n.name for n in externals)}): graph "
+                             f"input(s) {', '.join(rest)} taken from the representative inputs")
             continue
         for position, node in enumerate(externals):
             if node.op == "placeholder" and node.name not in found:

@@ -31,7 +31,7 @@ def scores() -> dict[str, Any]:
 def test_the_sample_is_the_one_the_script_names() -> None:
     named = {f"{a}/{b}/{v}" for a, b, variants in zoo.SAMPLE for v in variants}
     assert set(scores()) == named
-    assert len({a for a, _, _ in zoo.SAMPLE}) >= 6 and len({b for _, b, _ in zoo.SAMPLE}) == 4
+    assert len({a for a, _, _ in zoo.SAMPLE}) >= 6 and len({b for _, b, _ in zoo.SAMPLE}) == len(zoo.BACKENDS)
 
 
 @pytest.mark.parametrize("case", sorted(f"{a}/{b}/clean" for a, b, v in zoo.SAMPLE if "clean" in v))
@@ -45,7 +45,7 @@ def test_clean_controls_get_no_false_verdict(case: str) -> None:
         assert (score.kind, score.outcome) == ("clean", "ok"), score.detail
 
 
-@pytest.mark.parametrize("case", sorted(f"{a}/{b}/{t}" for a, b, v in zoo.SAMPLE for t in v if t != "clean"))
+@pytest.mark.parametrize("case", sorted(f"{a}/{b}/{t}" for a, b, v in zoo.SAMPLE for t in v if t.startswith("twin")))
 def test_planted_twins_are_named_exactly_or_explained(case: str) -> None:
     score = scores()[case]
     assert score.kind == "planted"
@@ -55,14 +55,64 @@ def test_planted_twins_are_named_exactly_or_explained(case: str) -> None:
         assert score.outcome == "exact", f"{score.outcome}: {score.detail} {score.culprits}"
 
 
+@pytest.mark.parametrize("case", sorted(f"{a}/{b}/{t}" for a, b, v in zoo.SAMPLE for t in v if t == "other_input"))
+def test_clean_programs_on_other_inputs_get_no_false_verdict(case: str) -> None:
+    """The clean program run on another draw of inputs than the ETRecord's representative ones."""
+    score = scores()[case]
+    assert score.kind == "other-input" and score.outcome in ("ok", "cannot-judge"), score.detail
+
+
+def test_an_op_reading_another_input_than_the_representative_one_is_not_judged() -> None:
+    rep = _report("conv_bn/int8_portable/other_input")
+    assert not rep.culprits
+    (row,) = [r for r in rep.rows if r.verdict.value == "not-judged"]
+    assert row.input_source == "aot" and row.note.startswith("not judged: this op reads graph input(s) x, which the "
+                                                             "runtime did not log, and its output is unrelated")
+    assert all(r.verdict.value in ("ok", "expected-noise") for r in rep.rows if r is not row)
+    # the same run with its own inputs: every op judged, none wrong
+    run = SAMPLE / "conv_bn/int8_portable/other_input"
+    own = Inspector(etdump_path=run / "etdump.etdp", etrecord=str(run.parent / "etrecord.bin"),
+                    debug_buffer_path=run / "debug_buffer.bin").find_culprits("SNR", step_inputs=run / "run_inputs.pt")
+    assert not own.culprits and all(r.verdict.value in ("ok", "expected-noise") for r in own.rows)
+
+
+def test_a_run_whose_every_op_reads_another_input_is_refused_naming_both_causes() -> None:
+    run = SAMPLE / "input_fanout/xnnpack/other_input"
+    files = {"etdump_path": run / "etdump.etdp", "etrecord": str(run.parent / "etrecord.bin"),
+             "debug_buffer_path": run / "debug_buffer.bin"}
+    with pytest.raises(MismatchedArtifactsError) as info:
+        Inspector(**files).find_culprits("SNR")
+    text = str(info.value)
+    assert "no op could be judged: every op that computes from its inputs reads graph input(s) x" in text
+    assert "The run used other inputs than the representative ones (pass the run's own inputs: step_inputs=[inputs], " \
+           "CLI --step-inputs), or the debug buffer" in text
+    own = Inspector(**files).find_culprits("SNR", step_inputs=run / "run_inputs.pt")
+    assert not own.culprits and all(r.verdict.value in ("ok", "expected-noise") for r in own.rows)
+
+
+def test_a_delegate_input_logged_with_scalar_constants_is_found_by_shape_and_dtype() -> None:
+    rep = _report("resnet_tiny/int8dyn_xnnpack/other_input")
+    (row,) = rep.rows
+    assert row.input_source == "runtime" and row.verdict.value == "ok"
+    assert "(the only logged input of its shape and dtype; the call logged 1 inputs" in row.input_sources[0]
+
+
+def test_dynamic_quantization_carries_its_rounding_and_a_changed_weight_is_still_named() -> None:
+    clean = _report("deep_mlp/int8dyn_xnnpack/clean")
+    assert not clean.culprits and all("dynamic quantization's rounding" in r.noise for r in clean.rows)
+    assert max(r.local_noise_units for r in clean.rows) < 1
+    assert scores()["deep_mlp/int8dyn_xnnpack/twin0"].outcome == "exact"
+
+
 def test_the_table_reports_every_outcome_and_the_explained_miss() -> None:
     text = zoo.table(list(scores().values()))
-    assert "all               10     9              0           0        0            1/1" in text  # 1 runtime fault
-    assert "all            all        11     10        0       0          0          1          0   100.0%" in text
+    assert "all               12    11              0           0        0            1/1" in text  # 1 runtime fault
+    assert "all            all        12     11        0       0          0          1          0   100.0%" in text
     assert "int8_xnnpack   small       2      1        0       0          0          1          0   100.0%" in text
+    assert "all                3     2             1              0           0        0              0" in text
     assert "Wrong or incomplete verdicts" not in text
     controls = [s for s in scores().values() if s.outcome == "ok" and s.kind == "clean"]
-    assert len(controls) == 9 and "largest local error on the 9 controls:" in text
+    assert len(controls) == 11 and "largest local error on the 11 controls:" in text
     assert max(s.noise_float for s in controls) < 1 and max(s.noise_quantized for s in controls) < 1  # all "ok"
     assert "depthwise_separable/int8_xnnpack/twin0 [missed-explained]" in text
 
