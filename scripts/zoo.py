@@ -536,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the zoo to score (and to generate when it holds none); default {DEFAULT_DIR} "
                              "(or $NUMDIFF_ZOO); the committed sample is tests/fixtures/zoo")
     parser.add_argument("--regenerate", action="store_true",
-                        help="generate the zoo anew first (needs ExecuTorch 1.5.1's virtualenv, about 40 min on 2 cores)")
+                        help="generate the zoo anew first (needs ExecuTorch 1.5.1's virtualenv, about an hour on 2 cores)")
     parser.add_argument("--only", action="append", default=[], metavar="ARCH",
                         help="only this architecture (repeatable; scripts/make_zoo.py --list names them)")
     parser.add_argument("--jobs", type=int, default=2, help="generator processes (default 2)")
