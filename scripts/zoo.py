@@ -379,20 +379,33 @@ def crossed_table(results: list[Crossed]) -> str:
     return "\n".join(lines)
 
 
+#: The runtime-fault cell of the controls' table: named / all.
+_FAULTS = "runtime-fault named/all"
+
+
+def _per_backend(scores: list[Score], columns: tuple[tuple[str, int, str], ...]) -> list[str]:
+    """A header and one line per backend (and "all"): the runs, then each ``(header, width, outcome)`` count."""
+    def cell(n: Counter[str], outcome: str) -> str:
+        if outcome == _FAULTS:
+            return f"{n['runtime-fault']}/{n['runtime-fault'] + n['runtime-fault-missed']}"
+        return str(n[outcome])
+
+    lines = [f"{'backend':<15} {'runs':>5} " + " ".join(f"{h:>{w}}" for h, w, _ in columns)]
+    for b in BACKENDS + ("all",):
+        rows = [s for s in scores if b in ("all", s.backend)]
+        n = Counter(s.outcome for s in rows)
+        lines.append(f"{b:<15} {len(rows):>5} " + " ".join(f"{cell(n, o):>{w}}" for _, w, o in columns))
+    return lines
+
+
 def table(scores: list[Score]) -> str:
     lines = []
     clean = [s for s in scores if s.kind == "clean"]
     planted = [s for s in scores if s.kind == "planted"]
     dropped = [s for s in scores if s.kind == "dropped"]
     lines.append("Clean runs (controls): a culprit, a broken row or a refusal is a false verdict")
-    lines.append(f"{'backend':<14} {'runs':>5} {'ok':>5} {'false culprit':>14} {'broken row':>11} {'refused':>8} "
-                 f"{'runtime fault':>14}")
-    for b in BACKENDS + ("all",):
-        rows = [s for s in clean if b in ("all", s.backend)]
-        n = Counter(s.outcome for s in rows)
-        faults = f"{n['runtime-fault']}/{n['runtime-fault'] + n['runtime-fault-missed']}"
-        lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['false-culprit']:>14} {n['broken']:>11} {n['refused']:>8} "
-                     f"{faults:>14}")
+    lines += _per_backend(clean, (("ok", 5, "ok"), ("false culprit", 14, "false-culprit"), ("broken row", 11, "broken"),
+                                  ("refused", 8, "refused"), ("runtime fault", 14, _FAULTS)))
     controls = [s for s in clean if s.outcome == "ok"]
     lines.append(f"largest local error on the {len(controls)} controls: "
                  f"{max((s.noise_float for s in controls), default=0.0):.2g} noise units on floating-point rows, "
@@ -404,18 +417,14 @@ def table(scores: list[Score]) -> str:
     if other:
         lines.append("Clean programs run on other inputs than the ETRecord's representative ones: a culprit, a broken")
         lines.append("row or a refusal that does not say it cannot judge is a false verdict")
-        lines.append(f"{'backend':<14} {'runs':>5} {'ok':>5} {'cannot judge':>13} {'false culprit':>14} "
-                     f"{'broken row':>11} {'refused':>8} {'runtime fault':>14}")
-        for b in BACKENDS + ("all",):
-            rows = [s for s in other if b in ("all", s.backend)]
-            n = Counter(s.outcome for s in rows)
-            lines.append(f"{b:<14} {len(rows):>5} {n['ok']:>5} {n['cannot-judge']:>13} {n['false-culprit']:>14} "
-                         f"{n['broken']:>11} {n['refused']:>8} {n['runtime-fault']:>14}")
+        lines += _per_backend(other, (("ok", 5, "ok"), ("cannot judge", 13, "cannot-judge"),
+                                      ("false culprit", 14, "false-culprit"), ("broken row", 11, "broken"),
+                                      ("refused", 8, "refused"), ("runtime fault", 14, "runtime-fault")))
         lines.append("cannot judge: every op reads the graph input; numdiff refuses and says to pass the run's inputs.")
         lines.append("runtime fault: the program's clean run is a runtime fault (above): not a control.")
         lines.append("")
     lines.append("Planted twins: exact = the one culprit holds the planted op")
-    lines.append(f"{'backend':<14} {'grade':<7} {'twins':>5} {'exact':>6} {'partial':>8} {'missed':>7} "
+    lines.append(f"{'backend':<15} {'grade':<7} {'twins':>5} {'exact':>6} {'partial':>8} {'missed':>7} "
                  f"{'undecided':>10} {'invisible':>10} {'allowance':>10} {'exact %':>8} {'of all':>7}")
     for b in BACKENDS + ("all",):
         for g in ("small", "medium", "large", "all"):
@@ -425,7 +434,7 @@ def table(scores: list[Score]) -> str:
             n = Counter(s.outcome for s in rows)
             judged = len(rows) - n["missed-explained"] - n["within-allowance"]
             pct = f"{100.0 * n['exact'] / judged:.1f}%" if judged else "–"
-            lines.append(f"{b:<14} {g:<7} {len(rows):>5} {n['exact']:>6} {n['partial']:>8} {n['missed']:>7} "
+            lines.append(f"{b:<15} {g:<7} {len(rows):>5} {n['exact']:>6} {n['partial']:>8} {n['missed']:>7} "
                          f"{n['undecided']:>10} {n['missed-explained']:>10} {n['within-allowance']:>10} {pct:>8} "
                          f"{100.0 * n['exact'] / len(rows):>6.1f}%")
     lines.append("undecided: the planted op reads the graph input and is unrelated to its replay on the representative")

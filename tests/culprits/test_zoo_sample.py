@@ -106,10 +106,10 @@ def test_dynamic_quantization_carries_its_rounding_and_a_changed_weight_is_still
 
 def test_the_table_reports_every_outcome_and_the_explained_miss() -> None:
     text = zoo.table(list(scores().values()))
-    assert "all               12    11              0           0        0            1/1" in text  # 1 runtime fault
-    assert "all            all        12     11        0       0          0          1          0   100.0%" in text
-    assert "int8_xnnpack   small       2      1        0       0          0          1          0   100.0%" in text
-    assert "all                3     2             1              0           0        0              0" in text
+    assert "all                12    11              0           0        0            1/1" in text  # 1 runtime fault
+    assert "all             all        12     11        0       0          0          1          0   100.0%" in text
+    assert "int8_xnnpack    small       2      1        0       0          0          1          0   100.0%" in text
+    assert "all                 3     2             1              0           0        0              0" in text
     assert "Wrong or incomplete verdicts" not in text
     controls = [s for s in scores().values() if s.outcome == "ok" and s.kind == "clean"]
     assert len(controls) == 11 and "largest local error on the 11 controls:" in text
