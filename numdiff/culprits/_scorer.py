@@ -316,15 +316,22 @@ class Scorer:
                 continue
             readers.add(index)
             judged = row(index)
-            if not judged.verdict.beyond_noise or self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
+            if not judged.verdict.beyond_noise:
+                continue
+            if self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
+                # Related to its replay: another input would not leave it so; judged, with the assumption said.
+                caution = (f"judged on the representative inputs: no other op that reads {', '.join(unconfirmed)} "
+                           "confirms the run used them; if it did not, pass the run's own inputs (step_inputs=)")
+                self.rows[index - self.first_index] = replace(
+                    judged, note="; ".join(n for n in (caution, judged.note) if n))
                 continue
             doubtful += [g for g in unconfirmed if g not in doubtful]
             note = (f"not judged: this op reads graph input(s) {', '.join(unconfirmed)}, which the runtime did not log, "
-                    f"and its output is unrelated to its replay on the ETRecord's representative inputs (relative error "
-                    f"{self.local_rel.get(index, math.nan):.3g}) while no op that reads them agrees with its replay: either the run "
-                    "used other inputs than the representative ones, or this op is badly wrong. Pass the run's own "
-                    "inputs (step_inputs=[inputs], CLI --step-inputs), or inputs_are_representative=True (CLI "
-                    "--inputs-are-representative) if it used the representative ones")
+                    f"and its output is unrelated to its replay on the ETRecord's representative inputs (relative "
+                    f"error {self.local_rel.get(index, math.nan):.3g}) while no op that reads them agrees with its "
+                    "replay: either the run used other inputs than the representative ones, or this op is badly wrong. "
+                    "Pass the run's own inputs (step_inputs=[inputs], CLI --step-inputs), or "
+                    "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
             self.rows[index - self.first_index] = replace(judged, verdict=Verdict.NOT_JUDGED, is_culprit=False,
                                                           note="; ".join(n for n in (note, judged.note) if n))
         if doubtful:
