@@ -68,10 +68,10 @@ def tie_margin(value: object, scale: object, reduction: int) -> TieMargin | None
         scale = float(scale)
     if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
         return None
-    steps = value.detach().double() / float(scale)
-    finite = torch.isfinite(steps)
-    steps = torch.where(finite, steps, 0)
-    margin = (0.5 - (steps - torch.round(steps)).abs()).float()
+    # float32 holds a value on an 8-bit grid to 2**-17 steps, far inside the tolerance's floor
+    steps = value.detach().float() / float(scale)
+    steps = torch.nan_to_num(steps, nan=0.0, posinf=0.0, neginf=0.0)
+    margin = 0.5 - (steps - torch.round(steps)).abs()
     peak = float(steps.abs().max())
     eps = torch.finfo(value.dtype).eps
     return TieMargin(margin, eps * math.sqrt(max(1, reduction)) * peak)
