@@ -168,6 +168,23 @@ class Buffer:
         out: npt.NDArray[np.generic] = raw.view(np.dtype(dtype).newbyteorder("<")).reshape(pos.size)
         return out
 
+    def rows(self, pos: IntArray, width: int) -> npt.NDArray[np.uint8]:
+        """The ``width`` bytes at each position in ``pos`` (checked inside the file), one row each: a
+        copy made by one gather. Bytes past the end of the file read as zero."""
+        u8, n = self.u8, pos.size
+        limit = u8.size - width  # a row starting after this runs past the end of the file
+        late = pos > limit
+        if not late.any():
+            return _windows(u8, width)[pos].view(np.uint8).reshape(n, width)
+        base = max(limit, 0)
+        tail = np.zeros(u8.size - base + width, dtype=np.uint8)
+        tail[: u8.size - base] = u8[base:]
+        rows = np.empty(n, dtype=np.dtype((np.void, width)))
+        if limit >= 0:
+            rows[~late] = _windows(u8, width)[pos[~late]]
+        rows[late] = _windows(tail, width)[pos[late] - base]
+        return rows.view(np.uint8).reshape(n, width)
+
     def words(self, dtype: npt.DTypeLike) -> npt.NDArray[np.generic]:
         """The whole file as little-endian words of ``dtype`` (the tail shorter than a word left out)."""
         key = np.dtype(dtype).str
@@ -227,6 +244,11 @@ class Buffer:
             raise self.fail(f"{what} holds a null reference (offset 0) at element {element}", int(pos[g]))
         targets: IntArray = np.add(pos, off, dtype=np.int64)
         return targets
+
+
+def _windows(u8: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.void]:
+    """Every ``width``-byte run of ``u8`` as one item, item ``i`` starting at byte ``i`` (a view, no copy)."""
+    return np.ndarray((u8.size - width + 1,), dtype=np.dtype((np.void, width)), buffer=u8, strides=(1,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,7 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
         return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
                         dtype=np.int32)
     lengths = ends - starts - 4
-    first = _firsts_by_words(buf, starts + 4, lengths) if int(lengths.max()) <= _SHORT else None
+    first = _firsts_by_rows(buf, starts, lengths) if int(lengths.max()) <= _SHORT else None
     if first is None:
         first = _firsts_by_length(buf, data, starts, lengths)
     distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
@@ -82,6 +82,31 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
 _SHORT = 64
 #: The bytes of a 4-byte word kept when 0, 1, 2, 3 or 4 of them belong to the string.
 _MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+
+
+#: The bytes of an 8-byte word kept when 0, 1, ..., 8 of them belong to the string.
+_MASKS64 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
+
+
+def _firsts_by_rows(buf: Buffer, starts: IntArray, lengths: IntArray) -> IntArray | None:
+    """For the strings whose length prefixes are at ``starts`` (bounds already checked), the index of
+    the first string equal to each. Each string, with its 4-byte length prefix, is copied into a row
+    of 8-byte words by one gather over the file (``Buffer.rows``), the bytes past the string are
+    zeroed, the rows are hashed, grouped, and checked against their group's first row. Its cost is
+    the longest string's words times the strings: callers pass short strings. None on a hash
+    collision (the caller then goes by length)."""
+    n, total = starts.size, lengths + 4
+    width = -(-int(total.max()) // 8) * 8
+    words = buf.rows(starts, width).view(np.dtype("<u8"))  # a copy: masked in place
+    digest = np.zeros(n, dtype=np.uint64)
+    for k in range(width // 8):
+        column = words[:, k]
+        if 8 * (k + 1) > int(total.min()):  # some string ends in this word: clear the bytes past it
+            column &= _MASKS64[np.clip(total - 8 * k, 0, 8)]
+        digest *= np.uint64(0x100000001B3)
+        digest += column
+    firsts = _first_of_each(digest)
+    return firsts if np.array_equal(words, words[firsts]) else None
 
 
 def _firsts_by_words(buf: Buffer, begins: IntArray, lengths: IntArray) -> IntArray | None:
