@@ -101,27 +101,38 @@ def materialise(cols: BlockColumns) -> list[Event]:
     profiled = cols.profiled.tolist()
     links = cols.links
     events = []
+    new, setdict = Event.__new__, object.__setattr__
+    parser, converter, metadata, debug = cols.parser, cols.converter, cols.metadata, cols.debug
     for j, name in enumerate(cols.names):
-        ev = Event(name=name, _instruction_id=cols.instruction_ids[j], _delegate_metadata_parser=cols.parser,
-                   _delegate_time_scale_converter=cols.converter)
+        # The attributes ``Event(name=..., ...)`` sets, in its order, made as one dict (the dataclass's
+        # __init__ costs several times more per event); what differs is set below as the eager path did.
+        state = {"name": name, "perf_data": None, "op_types": [], "delegate_debug_identifier": None,
+                 "debug_handles": None, "num_outputs": 1, "stack_traces": {}, "module_hierarchy": {},
+                 "is_delegated_op": None, "delegate_backend_name": None, "_delegate_debug_metadatas": [],
+                 "debug_data": [], "_instruction_id": cols.instruction_ids[j], "_delegate_metadata_parser": parser,
+                 "_delegate_time_scale_converter": converter, "_start_time_value": None, "_run_debug_data": None}
         if cols.delegated[j] is not None:
-            ev.is_delegated_op = cols.delegated[j]
-            ev.delegate_debug_identifier = cols.identifiers[j]
+            state["is_delegated_op"] = cols.delegated[j]
+            state["delegate_debug_identifier"] = cols.identifiers[j]
         if links:
             link = links[j]
-            ev.debug_handles, ev.num_outputs = link.debug_handles, link.num_outputs
-            ev.delegate_backend_name = link.delegate_backend_name
-            ev.op_types, ev.stack_traces, ev.module_hierarchy = link.op_types, link.stack_traces, link.module_hierarchy
+            state["debug_handles"], state["num_outputs"] = link.debug_handles, link.num_outputs
+            state["delegate_backend_name"] = link.delegate_backend_name
+            state["op_types"], state["stack_traces"] = link.op_types, link.stack_traces
+            state["module_hierarchy"] = link.module_hierarchy
         if profiled[j]:
-            ev.perf_data = PerfData._of_row(durations[j])
-            _set_start_row(ev, starts[j])
-        meta = cols.metadata.get(j)
+            state["perf_data"] = PerfData._of_row(durations[j])
+        meta = metadata.get(j)
         if meta is not None:
-            ev._delegate_debug_metadatas = meta
-        dbg = cols.debug.get(j)
+            state["_delegate_debug_metadatas"] = meta
+        dbg = debug.get(j)
         if dbg is not None:
-            ev.debug_data = dbg.debug_data
+            state["debug_data"] = dbg.debug_data
             if dbg.run_loaders is not None:
-                ev._run_debug_data = dbg.run_loaders
+                state["_run_debug_data"] = dbg.run_loaders
+        ev = new(Event)
+        setdict(ev, "__dict__", state)
+        if profiled[j]:
+            _set_start_row(ev, starts[j])
         events.append(ev)
     return events
