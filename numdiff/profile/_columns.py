@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from numdiff._core.gc_pause import gc_paused
 from numdiff._core.types import ProgramOutput
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, _set_start_row
 from numdiff.profile.perf import PerfData
@@ -95,7 +96,16 @@ class BlockColumns:
 
 
 def materialise(cols: BlockColumns) -> list[Event]:
-    """The ``Event`` records of a block, as the eager builder made them."""
+    """The ``Event`` records of a block, as the eager builder made them.
+
+    Made with the cyclic collector paused (``numdiff._core.gc_pause``): the records hold no cycles,
+    and the collections their dicts and lists would trigger walk every object of the process.
+    """
+    with gc_paused():
+        return _records(cols)
+
+
+def _records(cols: BlockColumns) -> list[Event]:
     durations = np.ascontiguousarray(cols.durations.T)  # slots x runs; PerfData makes floats on first read
     starts = np.ascontiguousarray(cols.start_times.T)  # slots x runs; Python ints on first read
     profiled = cols.profiled.tolist()

@@ -170,6 +170,15 @@ class TableVector:
         if not offsets.any():  # no table has the field
             return np.full(n, -1, dtype=np.int64)
         main, odd = self._main(offsets)
+        if main and not odd.size:  # every table holds the field at one place
+            targets = self._column(main, "u32").astype(np.int64)
+            if not targets.all():
+                first = int(np.argmin(targets != 0))
+                raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} holds a null reference (offset 0)",
+                                    int(self.pos[first]) + main)
+            targets += self.pos
+            targets += main
+            return targets
         at = self.pos + main  # where each table holds the field (main's place, odd rows below)
         values = self._column(main, "u32").astype(np.int64) if main else np.zeros(n, dtype=np.int64)
         present = None
