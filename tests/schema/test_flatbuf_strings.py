@@ -68,7 +68,7 @@ def test_a_hash_collision_falls_back_to_comparing_by_length(monkeypatch: MonkeyP
     """Rows grouped wrongly (as a digest collision would) fail the word-for-word check: the ids stay right."""
     import numdiff.schema.etdump._flatbuf_strings as strings
 
-    monkeypatch.setattr(strings, "_first_of_each", lambda digest: np.zeros(digest.size, dtype=np.int64))
+    monkeypatch.setattr(strings, "_digest", lambda words: np.zeros(len(words), dtype=np.uint64))
     picks = [b"native_call_add.out", b"native_call_mul.out", b"abc"] * 50
     data, starts = _layout(picks, set())
     table: dict[bytes, int] = {}
