@@ -116,7 +116,7 @@ def _records(cols: BlockColumns) -> list[Event]:
     for j, name in enumerate(cols.names):
         # The attributes ``Event(name=..., ...)`` sets, in its order, made as one dict (the dataclass's
         # __init__ costs several times more per event); what differs is set below as the eager path did.
-        state = {"name": name, "perf_data": None, "op_types": [], "delegate_debug_identifier": None,
+        state: dict[str, Any] = {"name": name, "perf_data": None, "op_types": [], "delegate_debug_identifier": None,
                  "debug_handles": None, "num_outputs": 1, "stack_traces": {}, "module_hierarchy": {},
                  "is_delegated_op": None, "delegate_backend_name": None, "_delegate_debug_metadatas": [],
                  "debug_data": [], "_instruction_id": cols.instruction_ids[j], "_delegate_metadata_parser": parser,

@@ -62,7 +62,8 @@ def test_mutated_real_dumps_give_the_same_columns_or_the_same_error(monkeypatch:
         data = bytearray(rng.choice(DUMPS).read_bytes())
         for _ in range(rng.choice([1, 2])):
             p = rng.randrange(len(data) - 4)
-            data[p : p + rng.choice([1, 2, 4])] = rng.choice([b"\0", b"\xff", b"\0\0", b"\xff\xff\xff\x7f", b"\0\0\0\0"])
+            patch = rng.choice([b"\0", b"\xff", b"\0\0", b"\xff\xff\xff\x7f", b"\0\0\0\0"])
+            data[p : p + rng.choice([1, 2, 4])] = patch
         row_wise, by_field = _read(bytes(data), monkeypatch, True), _read(bytes(data), monkeypatch, False)
         assert _same(row_wise, by_field), (row_wise, by_field)
         errors += isinstance(row_wise, str)
@@ -78,6 +79,7 @@ def test_a_null_event_name_in_a_long_run_is_named() -> None:
     name_at = profile.pos + struct.unpack_from("<H", data, profile.vtable + 4)[0]
     struct.pack_into("<I", data, name_at, 0)
     assert len(events) >= columns._ROW_WISE  # read row-wise
-    with pytest.raises(ETDumpError, match=r"field 0 \(name\) of ProfileEvent holds a null reference \(offset 0\)") as info:
+    with pytest.raises(ETDumpError,
+                       match=r"field 0 \(name\) of ProfileEvent holds a null reference \(offset 0\)") as info:
         read_etdump(bytes(data), path="x.etdp")
     assert info.value.offset == name_at

@@ -236,10 +236,10 @@ class Buffer:
             # Aligned vectors inside the file: each one's elements are a slice of the file's words.
             off = np.concatenate([words[s >> 2 : (s >> 2) + n] for s, n in spans])
             if off.all():
-                targets = np.arange(0, 4 * total, 4, dtype=np.int64)
-                targets += np.repeat(starts - 4 * firsts, counts)
-                targets += off
-                return targets
+                sliced: IntArray = np.arange(0, 4 * total, 4, dtype=np.int64)
+                sliced += np.repeat(starts - 4 * firsts, counts)
+                sliced += off
+                return sliced
         pos = np.repeat(starts - 4 * firsts, counts)
         pos += 4 * np.arange(total, dtype=np.int64)
         off = self.gather(pos, "u32", what)
@@ -257,7 +257,9 @@ class Buffer:
 
 def _windows(u8: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.void]:
     """Every ``width``-byte run of ``u8`` as one item, item ``i`` starting at byte ``i`` (a view, no copy)."""
-    return np.ndarray((u8.size - width + 1,), dtype=np.dtype((np.void, width)), buffer=u8, strides=(1,))
+    windows: npt.NDArray[np.void] = np.ndarray((u8.size - width + 1,), dtype=np.dtype((np.void, width)), buffer=u8,
+                                               strides=(1,))
+    return windows
 
 
 @dataclass(frozen=True, slots=True)

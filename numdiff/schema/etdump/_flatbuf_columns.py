@@ -232,11 +232,11 @@ class TableVector:
         if self.pos.size >= _ROW_WISE:
             if not self._offsets(index, 4).any():  # no table has the field
                 return _NO_ROWS, TableVector.at(self.buf, _NO_ROWS, what)
-            targets = self._indirect_rows(index)
-            if bool((targets >= 0).all()):
-                return np.arange(self.pos.size), TableVector.at(self.buf, targets, what)
-            rows = np.nonzero(targets >= 0)[0]
-            return rows, TableVector.at(self.buf, targets[rows], what)
+            found = self._indirect_rows(index)
+            if bool((found >= 0).all()):
+                return np.arange(self.pos.size), TableVector.at(self.buf, found, what)
+            has = np.nonzero(found >= 0)[0]
+            return has, TableVector.at(self.buf, found[has], what)
         rows, at, proven = self._present(index, 4)
         targets = self.buf.follow(at, f"{field_label(self.what, index)} of {self.what}", proven=proven)
         return (np.arange(self.pos.size) if rows is None else rows), TableVector.at(self.buf, targets, what)

@@ -123,7 +123,7 @@ def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: IntArray) -> tuple[I
 
 def _digest(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """A 64-bit hash of each row of ``words``."""
-    digest = words[:, 0].copy()
+    digest: npt.NDArray[np.uint64] = words[:, 0].copy()
     for k in range(1, words.shape[1]):
         digest *= np.uint64(0x100000001B3)
         digest += words[:, k]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import mmap
 import os
 import stat
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -215,8 +216,9 @@ class _Columns:
         column[rows] = values
 
     def done(self) -> EventColumns:
-        return EventColumns(**{name: self.made[name] if name in self.made else np.full(self.n, default, dtype=dtype)
-                               for name, (dtype, default) in _COLUMNS.items()})
+        columns: dict[str, Any] = {name: self.made[name] if name in self.made else np.full(self.n, default, dtype=dtype)
+                                   for name, (dtype, default) in _COLUMNS.items()}
+        return EventColumns(**columns)
 
 
 #: Each ``EventColumns`` field's dtype, and its value in a row that does not set it.
