@@ -83,3 +83,14 @@ def test_a_null_event_name_in_a_long_run_is_named() -> None:
                        match=r"field 0 \(name\) of ProfileEvent holds a null reference \(offset 0\)") as info:
         read_etdump(bytes(data), path="x.etdp")
     assert info.value.offset == name_at
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 3, 5])
+def test_distinct_vtables_are_numbered_in_order_of_first_appearance(distinct: int) -> None:
+    rng = np.random.default_rng(distinct)
+    values = rng.choice(np.array([700, 300, 900, 100, 500][:distinct], dtype=np.int64), size=1000)
+    vtables, layout = columns._distinct(values)
+    firsts = sorted(np.unique(values, return_index=True)[1])
+    assert vtables.tolist() == values[firsts].tolist()
+    assert (vtables[0 if layout is None else layout] == values).all()
+    assert (layout is None) == (distinct == 1)

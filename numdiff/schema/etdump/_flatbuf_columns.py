@@ -25,8 +25,14 @@ __all__ = ["TableVector"]
 def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
     """The distinct vtable positions in order of first appearance, and each table's index into them
     (None: every table has the first)."""
-    if vtables.size == 0 or not (vtables != vtables[0]).any():
+    if vtables.size == 0:
         return vtables[:1], None
+    other = vtables != vtables[0]
+    if not other.any():
+        return vtables[:1], None
+    second = vtables[int(np.argmax(other))]
+    if not (other & (vtables != second)).any():  # two layouts (a field absent from some tables): no hash table
+        return np.array([vtables[0], second], dtype=np.int64), other.astype(np.int64)
     import pandas as pd  # a hash table, linear; codes numbered in order of first appearance
 
     codes, uniques = pd.factorize(vtables)

@@ -108,12 +108,13 @@ def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: IntArray) -> tuple[I
     words = buf.rows(starts, width).view(np.dtype("<u8"))  # a copy: masked in place
     for k in range(shortest // 8, width // 8):  # words where some string ends: clear the bytes past it
         words[:, k] &= _MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)][total]  # the mask by total length
-    codes, uniques = pd.factorize(_digest(words))  # numbered in order of first appearance: 0, then 1, ...
+    digest = _digest(words)
+    codes, uniques = pd.factorize(digest)  # numbered in order of first appearance: 0, then 1, ...
     if uniques.size <= 16:  # a few names (the usual case): where each number first appears, one scan each
         firsts = np.array([int(np.argmax(codes == c)) for c in range(uniques.size)], dtype=np.int64)
     else:
         firsts = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1))
-    heads, scratch = words[firsts], np.empty(codes.size, dtype=words.dtype)
+    heads, scratch = words[firsts], digest.view(words.dtype)  # the digest's memory, no longer needed
     for k in range(width // 8):
         np.take(heads[:, k], codes, out=scratch)
         if not np.array_equal(words[:, k], scratch):
