@@ -23,7 +23,6 @@ import torch
 from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
-from numdiff.capture import graph_threads
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import Noise, op_type, reduction_length
 from numdiff.errors import CaptureError, NumdiffError
@@ -148,7 +147,7 @@ class ReplayInterpreter(Interpreter):
         """Run the graph on the representative inputs (see ``torch.fx.Interpreter.run``)."""
         self._reduction = {}
         self._rounded = set()
-        with torch.no_grad(), graph_threads():
+        with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
     def run_node(self, n: torch.fx.Node) -> object:

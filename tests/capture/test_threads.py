@@ -60,17 +60,21 @@ def test_a_bad_setting_is_a_usage_error(monkeypatch: MonkeyPatch, bad: str) -> N
 
 
 @pytest.mark.usefixtures("two_threads")
-def test_the_culprit_replay_runs_with_one_thread(monkeypatch: MonkeyPatch) -> None:
+@pytest.mark.parametrize(("name", "view"), [("culprit_mlp", {}), ("deeper_taps", {"taps": "taps.json"}),
+                                            ("deeper_decode", {"step_inputs": "step_inputs.pt"})])
+def test_the_culprit_replays_run_with_one_thread(monkeypatch: MonkeyPatch, name: str, view: dict[str, str]) -> None:
+    """find_culprits' replay (every decode step's too) and the taps view's replay run with one thread."""
     from numdiff.culprits._replay import ReplayInterpreter
+    from tests.culprits.helpers import folder, inspector
 
     monkeypatch.delenv(REFERENCE_THREADS_ENV, raising=False)
     seen: list[int] = []
-    gm = _graph()
-    node = next(n for n in gm.graph.nodes if n.op == "call_function").name
+    run = ReplayInterpreter.run
 
-    def on_paired(n, result, args, kwargs, noise):  # type: ignore[no-untyped-def]
+    def recording(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(torch.get_num_threads())
-        return result
+        return run(self, *args, **kwargs)
 
-    ReplayInterpreter(gm, {node}, on_paired).run(torch.zeros(2))
-    assert seen == [1] and torch.get_num_threads() == 2
+    monkeypatch.setattr(ReplayInterpreter, "run", recording)
+    inspector(name).find_culprits(**{k: str(folder(name) / v) for k, v in view.items()})
+    assert len(seen) >= (2 if view else 1) and set(seen) == {1} and torch.get_num_threads() == 2
