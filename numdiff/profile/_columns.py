@@ -112,17 +112,21 @@ def _records(cols: BlockColumns) -> list[Event]:
     links = cols.links
     events = []
     new, setdict = Event.__new__, object.__setattr__
-    parser, converter, metadata, debug = cols.parser, cols.converter, cols.metadata, cols.debug
+    metadata, debug, ids, delegated = cols.metadata, cols.debug, cols.instruction_ids, cols.delegated
+    # The attributes ``Event(name=..., ...)`` sets, in its order: each record's dict is a copy of this
+    # one (the dataclass's __init__ costs several times more per event) with its own mutable values;
+    # what differs is set below as the eager path did.
+    template: dict[str, Any] = {
+        "name": "", "perf_data": None, "op_types": None, "delegate_debug_identifier": None, "debug_handles": None,
+        "num_outputs": 1, "stack_traces": None, "module_hierarchy": None, "is_delegated_op": None,
+        "delegate_backend_name": None, "_delegate_debug_metadatas": None, "debug_data": None, "_instruction_id": None,
+        "_delegate_metadata_parser": cols.parser, "_delegate_time_scale_converter": cols.converter,
+        "_start_time_value": None, "_run_debug_data": None}
     for j, name in enumerate(cols.names):
-        # The attributes ``Event(name=..., ...)`` sets, in its order, made as one dict (the dataclass's
-        # __init__ costs several times more per event); what differs is set below as the eager path did.
-        state: dict[str, Any] = {"name": name, "perf_data": None, "op_types": [], "delegate_debug_identifier": None,
-                 "debug_handles": None, "num_outputs": 1, "stack_traces": {}, "module_hierarchy": {},
-                 "is_delegated_op": None, "delegate_backend_name": None, "_delegate_debug_metadatas": [],
-                 "debug_data": [], "_instruction_id": cols.instruction_ids[j], "_delegate_metadata_parser": parser,
-                 "_delegate_time_scale_converter": converter, "_start_time_value": None, "_run_debug_data": None}
-        if cols.delegated[j] is not None:
-            state["is_delegated_op"] = cols.delegated[j]
+        state = template.copy()
+        state["name"], state["_instruction_id"] = name, ids[j]
+        if delegated[j] is not None:
+            state["is_delegated_op"] = delegated[j]
             state["delegate_debug_identifier"] = cols.identifiers[j]
         if links:
             link = links[j]
@@ -130,13 +134,16 @@ def _records(cols: BlockColumns) -> list[Event]:
             state["delegate_backend_name"] = link.delegate_backend_name
             state["op_types"], state["stack_traces"] = link.op_types, link.stack_traces
             state["module_hierarchy"] = link.module_hierarchy
+        else:
+            state["op_types"], state["stack_traces"], state["module_hierarchy"] = [], {}, {}
         if profiled[j]:
             state["perf_data"] = PerfData._of_row(durations[j])
         meta = metadata.get(j)
-        if meta is not None:
-            state["_delegate_debug_metadatas"] = meta
+        state["_delegate_debug_metadatas"] = [] if meta is None else meta
         dbg = debug.get(j)
-        if dbg is not None:
+        if dbg is None:
+            state["debug_data"] = []
+        else:
             state["debug_data"] = dbg.debug_data
             if dbg.run_loaders is not None:
                 state["_run_debug_data"] = dbg.run_loaders
