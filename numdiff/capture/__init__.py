@@ -9,6 +9,7 @@ Modules:
 * :mod:`~numdiff.capture.interpreter`: :class:`IntermediateOutputCapturer`, :func:`capture_intermediate_outputs`.
 * :mod:`~numdiff.capture.handles`: debug-handle back-propagation from the Edge to the ATen program.
 * :mod:`~numdiff.capture.graphs`: :func:`resolve_reference_graph`.
+* :mod:`~numdiff.capture.threads`: :func:`graph_threads`, the intra-op threads of a graph run.
 
 Example:
     >>> import torch
@@ -40,6 +41,7 @@ from numdiff.capture.interpreter import (
     capture_intermediate_outputs,
     runs_without_side_effects,
 )
+from numdiff.capture.threads import REFERENCE_THREADS_ENV, graph_threads, reference_threads
 from numdiff.capture.nodes import (
     aot_debug_handle_to_op_names,
     aot_debug_handle_to_stack_traces,
@@ -55,14 +57,17 @@ __all__ = [
     "HandlePropagation",
     "IntermediateOutputCapturer",
     "OnOutput",
+    "REFERENCE_THREADS_ENV",
     "aot_debug_handle_to_op_names",
     "aot_debug_handle_to_stack_traces",
     "ancestor_node_ids",
     "capture_intermediate_outputs",
+    "graph_threads",
     "handle_key",
     "is_captured_node",
     "plan_debug_handle_propagation",
     "propagate_back_debug_handle",
+    "reference_threads",
     "resolve_reference_graph",
     "runs_without_side_effects",
 ]

@@ -53,6 +53,7 @@ from torch.fx import Interpreter
 
 from numdiff._core.types import DebugHandle
 from numdiff.capture.nodes import DEBUG_HANDLE_KEY, aot_debug_handle_to_op_names, handle_key, is_captured_node
+from numdiff.capture.threads import graph_threads
 from numdiff.errors import CaptureError, NumdiffError
 
 __all__ = ["CaptureResult", "IntermediateOutputCapturer", "OnOutput", "capture_intermediate_outputs", "runs_without_side_effects"]
@@ -152,7 +153,7 @@ class IntermediateOutputCapturer(Interpreter):
         try:
             # the reference's mode; run_node detaches, so nothing is recorded (enable_grad is untyped in
             # torch 2.9's stubs, typed in 2.13's)
-            with torch.enable_grad():  # type: ignore[no-untyped-call, unused-ignore]
+            with torch.enable_grad(), graph_threads():  # type: ignore[no-untyped-call, unused-ignore]
                 graph_output = super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
             self._last_result = self._result(self._recording, graph_output)
         finally:

@@ -62,8 +62,11 @@ def noise_units(replay: object, runtime: torch.Tensor, noise: Noise,
     per_channel = isinstance(noise.quant_step, torch.Tensor) and noise.quant_step.numel() > 1
     if sums is not None and not per_channel:  # all finite: from the float64 sums, no float64 copies
         _, squared, _, count = sums
-        peak = float(replay.detach().abs().max()) if replay.is_floating_point() \
-            else float(replay.detach().to(torch.int64).abs().max())  # bool has no abs()
+        if replay.is_floating_point():  # max |x| from one pass that makes no |x| tensor (the values are finite)
+            low, high = torch.aminmax(replay.detach())
+            peak = max(0.0, -float(low), float(high))  # 0.0 first: all zeros give +0.0, as abs() does
+        else:
+            peak = float(replay.detach().to(torch.int64).abs().max())  # bool has no abs()
         scale = float(noise.sigma(torch.tensor([peak], dtype=torch.float64), runtime.dtype))
         return math.sqrt(squared / count) / scale, 0, 0, None
     ref, got = replay.detach().double(), runtime.detach().double()

@@ -30,6 +30,7 @@ from numdiff.align import (
     ShapeRelation,
     align_intermediate_outputs,
 )
+from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import UNRELATED, mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import delegate_calls
@@ -193,6 +194,7 @@ def find_culprits(
     return report
 
 
+@graph_threads()  # the capture and the replay: one intra-op thread (numdiff.capture.threads)
 def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: NumericalComparatorBase,
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Release | None,

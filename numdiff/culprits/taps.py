@@ -30,6 +30,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numdiff._core.etrecord import ETRecordLike
+from numdiff.capture import graph_threads
 from numdiff.comparators import snr_db
 from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.culprits._measure import noise_units
@@ -159,6 +160,7 @@ def _load_outputs(tap_outputs: TapOutputs) -> list[object]:
     return list(tap_outputs)
 
 
+@graph_threads()  # the replay: one intra-op thread (numdiff.capture.threads)
 def inside_delegates(etrecord: ETRecordLike, sidecar_path: str | os.PathLike[str], tap_outputs: TapOutputs,
                      limits: Mapping[str, Thresholds], source: str = "tap_outputs") -> TapView:
     """Replay every FULL_TENSOR-tapped op on the tapped values (see the module docstring)."""

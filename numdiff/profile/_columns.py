@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from numdiff._core.gc_pause import gc_paused
 from numdiff._core.types import ProgramOutput
 from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, _set_start_row
 from numdiff.profile.perf import PerfData
@@ -95,33 +96,60 @@ class BlockColumns:
 
 
 def materialise(cols: BlockColumns) -> list[Event]:
-    """The ``Event`` records of a block, as the eager builder made them."""
+    """The ``Event`` records of a block, as the eager builder made them.
+
+    Made with the cyclic collector paused (``numdiff._core.gc_pause``): the records hold no cycles,
+    and the collections their dicts and lists would trigger walk every object of the process.
+    """
+    with gc_paused():
+        return _records(cols)
+
+
+def _records(cols: BlockColumns) -> list[Event]:
     durations = np.ascontiguousarray(cols.durations.T)  # slots x runs; PerfData makes floats on first read
     starts = np.ascontiguousarray(cols.start_times.T)  # slots x runs; Python ints on first read
     profiled = cols.profiled.tolist()
     links = cols.links
     events = []
+    new, setdict = Event.__new__, object.__setattr__
+    metadata, debug, ids, delegated = cols.metadata, cols.debug, cols.instruction_ids, cols.delegated
+    # The attributes ``Event(name=..., ...)`` sets, in its order: each record's dict is a copy of this
+    # one (the dataclass's __init__ costs several times more per event) with its own mutable values;
+    # what differs is set below as the eager path did.
+    template: dict[str, Any] = {
+        "name": "", "perf_data": None, "op_types": None, "delegate_debug_identifier": None, "debug_handles": None,
+        "num_outputs": 1, "stack_traces": None, "module_hierarchy": None, "is_delegated_op": None,
+        "delegate_backend_name": None, "_delegate_debug_metadatas": None, "debug_data": None, "_instruction_id": None,
+        "_delegate_metadata_parser": cols.parser, "_delegate_time_scale_converter": cols.converter,
+        "_start_time_value": None, "_run_debug_data": None}
     for j, name in enumerate(cols.names):
-        ev = Event(name=name, _instruction_id=cols.instruction_ids[j], _delegate_metadata_parser=cols.parser,
-                   _delegate_time_scale_converter=cols.converter)
-        if cols.delegated[j] is not None:
-            ev.is_delegated_op = cols.delegated[j]
-            ev.delegate_debug_identifier = cols.identifiers[j]
+        state = template.copy()
+        state["name"], state["_instruction_id"] = name, ids[j]
+        if delegated[j] is not None:
+            state["is_delegated_op"] = delegated[j]
+            state["delegate_debug_identifier"] = cols.identifiers[j]
         if links:
             link = links[j]
-            ev.debug_handles, ev.num_outputs = link.debug_handles, link.num_outputs
-            ev.delegate_backend_name = link.delegate_backend_name
-            ev.op_types, ev.stack_traces, ev.module_hierarchy = link.op_types, link.stack_traces, link.module_hierarchy
+            state["debug_handles"], state["num_outputs"] = link.debug_handles, link.num_outputs
+            state["delegate_backend_name"] = link.delegate_backend_name
+            state["op_types"], state["stack_traces"] = link.op_types, link.stack_traces
+            state["module_hierarchy"] = link.module_hierarchy
+        else:
+            state["op_types"], state["stack_traces"], state["module_hierarchy"] = [], {}, {}
         if profiled[j]:
-            ev.perf_data = PerfData._of_row(durations[j])
-            _set_start_row(ev, starts[j])
-        meta = cols.metadata.get(j)
-        if meta is not None:
-            ev._delegate_debug_metadatas = meta
-        dbg = cols.debug.get(j)
-        if dbg is not None:
-            ev.debug_data = dbg.debug_data
+            state["perf_data"] = PerfData._of_row(durations[j])
+        meta = metadata.get(j)
+        state["_delegate_debug_metadatas"] = [] if meta is None else meta
+        dbg = debug.get(j)
+        if dbg is None:
+            state["debug_data"] = []
+        else:
+            state["debug_data"] = dbg.debug_data
             if dbg.run_loaders is not None:
-                ev._run_debug_data = dbg.run_loaders
+                state["_run_debug_data"] = dbg.run_loaders
+        ev = new(Event)
+        setdict(ev, "__dict__", state)
+        if profiled[j]:
+            _set_start_row(ev, starts[j])
         events.append(ev)
     return events

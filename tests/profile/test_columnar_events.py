@@ -144,3 +144,21 @@ def test_assigning_events_drops_the_columns() -> None:
     block.events = [Event(name="mine")]
     assert block._event_columns() is None
     assert list(insp.to_dataframe()["event_name"]) == ["mine"]
+
+
+@pytest.mark.parametrize("name", LOADABLE)
+def test_events_made_from_columns_are_those_the_constructor_makes(name: str) -> None:
+    """``materialise`` fills each record's attributes as one dict: the same attributes, in the same
+    order, that ``Event(...)`` and the eager path's assignments give, and equal records."""
+    insp = _fixture(name, linked=True)
+    fresh = list(Event(name="x").__dict__)
+    for block in insp.event_blocks:
+        for ev in block.events:
+            keys = [k for k in ev.__dict__ if k != "_start_row"]
+            assert keys == fresh
+            made = Event(name=ev.name, _instruction_id=ev._instruction_id)
+            for key in fresh:
+                if key != "_start_time_value":
+                    setattr(made, key, getattr(ev, key))
+            made._start_time = ev._start_time
+            assert made == ev and made.__dict__ == ev.__dict__

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pytest import MonkeyPatch
 
 from numdiff.schema.etdump._flatbuf import Buffer
 from numdiff.schema.etdump._flatbuf_strings import intern_strings
@@ -51,3 +52,25 @@ def test_many_distinct_strings_of_one_length() -> None:
     table: dict[bytes, int] = {}
     ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table)
     assert ids.tolist() == _naive(data, starts) and len(table) == 3000
+
+
+def test_strings_at_the_end_of_the_file() -> None:
+    """The last strings' rows would run past the file: they are read from a zero-padded copy of its tail."""
+    picks = [b"native_call_add.out", b"x", b"native_call_mul.out"] * 40 + [b"L" * 61, b"L" * 60]
+    data, starts = _layout(picks, set())
+    assert starts[-1] + 72 > len(data)  # rows are 72 bytes (4 + 61 rounded up to words): the last runs past the end
+    table: dict[bytes, int] = {}
+    ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table)
+    assert ids.tolist() == _naive(data, starts) and list(table)[-2:] == [b"L" * 61, b"L" * 60]
+
+
+def test_a_hash_collision_falls_back_to_comparing_by_length(monkeypatch: MonkeyPatch) -> None:
+    """Rows grouped wrongly (as a digest collision would) fail the word-for-word check: the ids stay right."""
+    import numdiff.schema.etdump._flatbuf_strings as strings
+
+    monkeypatch.setattr(strings, "_digest", lambda words: np.zeros(len(words), dtype=np.uint64))
+    picks = [b"native_call_add.out", b"native_call_mul.out", b"abc"] * 50
+    data, starts = _layout(picks, set())
+    table: dict[bytes, int] = {}
+    ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table)
+    assert ids.tolist() == _naive(data, starts) and len(table) == 3

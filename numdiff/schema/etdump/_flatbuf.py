@@ -168,6 +168,23 @@ class Buffer:
         out: npt.NDArray[np.generic] = raw.view(np.dtype(dtype).newbyteorder("<")).reshape(pos.size)
         return out
 
+    def rows(self, pos: IntArray, width: int) -> npt.NDArray[np.uint8]:
+        """The ``width`` bytes at each position in ``pos`` (checked inside the file), one row each: a
+        copy made by one gather. Bytes past the end of the file read as zero."""
+        u8, n = self.u8, pos.size
+        limit = u8.size - width  # a row starting after this runs past the end of the file
+        late = pos > limit
+        if not late.any():
+            return _windows(u8, width)[pos].view(np.uint8).reshape(n, width)
+        base = max(limit, 0)
+        tail = np.zeros(u8.size - base + width, dtype=np.uint8)
+        tail[: u8.size - base] = u8[base:]
+        rows = np.empty(n, dtype=np.dtype((np.void, width)))
+        if limit >= 0:
+            rows[~late] = _windows(u8, width)[pos[~late]]
+        rows[late] = _windows(tail, width)[pos[late] - base]
+        return rows.view(np.uint8).reshape(n, width)
+
     def words(self, dtype: npt.DTypeLike) -> npt.NDArray[np.generic]:
         """The whole file as little-endian words of ``dtype`` (the tail shorter than a word left out)."""
         key = np.dtype(dtype).str
@@ -214,6 +231,15 @@ class Buffer:
             return np.zeros(0, dtype=np.int64)
         firsts = np.cumsum(counts) - counts  # index of each vector's first element in the result
         starts = np.array([start for start, _ in spans], dtype=np.int64)
+        words = self.words(np.uint32)
+        if not (starts & 3).any() and all(0 <= s and s + 4 * n <= 4 * words.size for s, n in spans):
+            # Aligned vectors inside the file: each one's elements are a slice of the file's words.
+            off = np.concatenate([words[s >> 2 : (s >> 2) + n] for s, n in spans])
+            if off.all():
+                sliced: IntArray = np.arange(0, 4 * total, 4, dtype=np.int64)
+                sliced += np.repeat(starts - 4 * firsts, counts)
+                sliced += off
+                return sliced
         pos = np.repeat(starts - 4 * firsts, counts)
         pos += 4 * np.arange(total, dtype=np.int64)
         off = self.gather(pos, "u32", what)
@@ -227,6 +253,13 @@ class Buffer:
             raise self.fail(f"{what} holds a null reference (offset 0) at element {element}", int(pos[g]))
         targets: IntArray = np.add(pos, off, dtype=np.int64)
         return targets
+
+
+def _windows(u8: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.void]:
+    """Every ``width``-byte run of ``u8`` as one item, item ``i`` starting at byte ``i`` (a view, no copy)."""
+    windows: npt.NDArray[np.void] = np.ndarray((u8.size - width + 1,), dtype=np.dtype((np.void, width)), buffer=u8,
+                                               strides=(1,))
+    return windows
 
 
 @dataclass(frozen=True, slots=True)

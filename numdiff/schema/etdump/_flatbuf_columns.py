@@ -12,7 +12,7 @@ Problems are ``ETDumpError`` naming the table, the field and the byte offset of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -25,12 +25,25 @@ __all__ = ["TableVector"]
 def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
     """The distinct vtable positions in order of first appearance, and each table's index into them
     (None: every table has the first)."""
-    if vtables.size == 0 or not (vtables != vtables[0]).any():
+    if vtables.size == 0:
         return vtables[:1], None
+    other = vtables != vtables[0]
+    if not other.any():
+        return vtables[:1], None
+    second = vtables[int(np.argmax(other))]
+    if not (other & (vtables != second)).any():  # two layouts (a field absent from some tables): no hash table
+        return np.array([vtables[0], second], dtype=np.int64), other.astype(np.int64)
     import pandas as pd  # a hash table, linear; codes numbered in order of first appearance
 
     codes, uniques = pd.factorize(vtables)
     return np.asarray(uniques, dtype=np.int64), codes.astype(np.int64, copy=False)
+
+
+#: Vectors of at least this many tables are read row-wise: each table's bytes are copied once, by
+#: one gather, and every field is sliced from the copies (a field whose vtables disagree on its
+#: place is read from the file for the tables of the less common layouts).
+_ROW_WISE = 256
+_NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +58,8 @@ class TableVector:
     vt_size: IntArray  # per distinct vtable
     table_size: IntArray  # per distinct vtable
     residue: int | None  # every table's position modulo 8, when it is the same for all
+    #: Read once, used by every field: each table's bytes as a row, tables per vtable.
+    cache: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
@@ -116,7 +131,85 @@ class TableVector:
         has = np.nonzero(per_row)[0]
         return has, self.pos[has] + per_row[has], proven
 
+    # --- many tables: fields sliced from each table's bytes, copied once --------------------
+
+    def _table_rows(self) -> npt.NDArray[np.uint8]:
+        """Every table's first (largest table size) bytes, one row per table (one gather; kept)."""
+        rows = self.cache.get("rows")
+        if rows is None:
+            rows = self.cache["rows"] = self.buf.rows(self.pos, int(self.table_size.max()))
+        return rows  # type: ignore[return-value]
+
+    def _main(self, offsets: IntArray) -> tuple[int, IntArray]:
+        """The field's offset in most tables (0: absent), and the rows whose vtable puts it elsewhere."""
+        if self.layout is None:
+            return int(offsets[0]), _NO_ROWS
+        counts = self.cache.get("counts")
+        if counts is None:
+            counts = self.cache["counts"] = np.bincount(self.layout, minlength=self.vtables.size)
+        main = int(offsets[int(np.argmax(counts))])
+        odd = offsets != main
+        return main, (np.nonzero(odd[self.layout])[0] if odd.any() else _NO_ROWS)
+
+    def _column(self, main: int, kind: str) -> npt.NDArray[np.generic]:
+        """The scalar of ``kind`` at table offset ``main`` of every row (a copy, native byte order)."""
+        rows = self._table_rows()
+        at = np.dtype({"names": ["f"], "formats": [np.dtype(SCALARS[kind][1]).newbyteorder("<")],
+                       "offsets": [main], "itemsize": rows.shape[1]})
+        return rows.view(at).reshape(self.pos.size)["f"].astype(SCALARS[kind][1])  # one strided copy
+
+    def _scalar_rows(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
+        dtype, size = SCALARS[kind][1], SCALARS[kind][2]
+        main, odd = self._main(self._offsets(index, size))
+        out = self._column(main, kind) if main else np.full(self.pos.size, default, dtype=dtype)
+        if odd.size:
+            per = self._offsets(index, size)[self.layout[odd]]  # type: ignore[index]
+            out[odd[per == 0]] = default
+            has = per != 0
+            out[odd[has]] = self.buf.gather(self.pos[odd[has]] + per[has], kind,
+                                            f"{field_label(self.what, index)} of {self.what}")
+        return out
+
+    def _indirect_rows(self, index: int) -> IntArray:
+        offsets = self._offsets(index, 4)
+        n = self.pos.size
+        if not offsets.any():  # no table has the field
+            return np.full(n, -1, dtype=np.int64)
+        main, odd = self._main(offsets)
+        if main and not odd.size:  # every table holds the field at one place
+            targets = self._column(main, "u32").astype(np.int64)
+            if not targets.all():
+                first = int(np.argmin(targets != 0))
+                raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} holds a null reference (offset 0)",
+                                    int(self.pos[first]) + main)
+            targets += self.pos
+            targets += main
+            return targets
+        at = self.pos + main  # where each table holds the field (main's place, odd rows below)
+        values = self._column(main, "u32").astype(np.int64) if main else np.zeros(n, dtype=np.int64)
+        present = None
+        if odd.size or not main:
+            present = np.full(n, bool(main))
+            per = offsets[self.layout[odd]] if odd.size else _NO_ROWS  # type: ignore[index]
+            present[odd] = per != 0
+            at[odd] = self.pos[odd] + per
+            values[odd] = 0
+            has = odd[per != 0]
+            values[has] = self.buf.gather(at[has], "u32", f"{field_label(self.what, index)} of {self.what}")
+        nulls = values == 0 if present is None else present & (values == 0)
+        if nulls.any():
+            raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} holds a null reference (offset 0)",
+                                int(at[int(np.argmax(nulls))]))
+        at += values
+        if present is not None:
+            at[~present] = -1
+        return at
+
+    # --- per field -----------------------------------------------------------------------------
+
     def scalar(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
+        if self.pos.size >= _ROW_WISE:
+            return self._scalar_rows(index, kind, default)
         dtype, size = SCALARS[kind][1], SCALARS[kind][2]
         rows, at, proven = self._present(index, size)
         what = f"{field_label(self.what, index)} of {self.what}"
@@ -129,6 +222,8 @@ class TableVector:
 
     def indirect(self, index: int) -> IntArray:
         """Targets of an offset field (string, vector, table); -1 where the field is absent."""
+        if self.pos.size >= _ROW_WISE:
+            return self._indirect_rows(index)
         rows, at, proven = self._present(index, 4)
         what = f"{field_label(self.what, index)} of {self.what}"
         if rows is None:
@@ -140,6 +235,14 @@ class TableVector:
 
     def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
         """Rows that have the table field, and the tables themselves."""
+        if self.pos.size >= _ROW_WISE:
+            if not self._offsets(index, 4).any():  # no table has the field
+                return _NO_ROWS, TableVector.at(self.buf, _NO_ROWS, what)
+            found = self._indirect_rows(index)
+            if bool((found >= 0).all()):
+                return np.arange(self.pos.size), TableVector.at(self.buf, found, what)
+            has = np.nonzero(found >= 0)[0]
+            return has, TableVector.at(self.buf, found[has], what)
         rows, at, proven = self._present(index, 4)
         targets = self.buf.follow(at, f"{field_label(self.what, index)} of {self.what}", proven=proven)
         return (np.arange(self.pos.size) if rows is None else rows), TableVector.at(self.buf, targets, what)

@@ -65,9 +65,14 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
         return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
                         dtype=np.int32)
     lengths = ends - starts - 4
-    first = _firsts_by_words(buf, starts + 4, lengths) if int(lengths.max()) <= _SHORT else None
-    if first is None:
-        first = _firsts_by_length(buf, data, starts, lengths)
+    grouped = _groups_by_rows(buf, starts, lengths) if int(lengths.max()) <= _SHORT else None
+    if grouped is not None:
+        codes, firsts = grouped
+        known = np.array([setdefault(data[s + 4 : e], len(table))
+                          for s, e in zip(starts[firsts].tolist(), ends[firsts].tolist(), strict=True)], dtype=np.int32)
+        by_row: npt.NDArray[np.int32] = known[codes]
+        return by_row
+    first = _firsts_by_length(buf, data, starts, lengths)
     distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
     ids = np.empty(first.size, dtype=np.int32)
     ids[distinct] = [setdefault(data[s + 4 : e], len(table))
@@ -82,6 +87,48 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: In
 _SHORT = 64
 #: The bytes of a 4-byte word kept when 0, 1, 2, 3 or 4 of them belong to the string.
 _MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+
+
+#: The bytes of an 8-byte word kept when 0, 1, ..., 8 of them belong to the string.
+_MASKS64 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
+
+
+def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: IntArray) -> tuple[IntArray, IntArray] | None:
+    """For the strings whose length prefixes are at ``starts`` (bounds already checked): each one's
+    group number, the groups numbered in order of first appearance, and each group's first string.
+    Each string, with its 4-byte length prefix, is copied into a row of 8-byte words by one gather
+    over the file (``Buffer.rows``), the bytes past the string are zeroed, the rows are hashed,
+    grouped, and checked word for word against their group's first row. Its cost is the longest
+    string's words times the strings: callers pass short strings. None on a hash collision (the
+    caller then goes by length)."""
+    import pandas as pd  # a hash table: linear, where np.unique sorts
+
+    total = lengths + 4
+    width, shortest = -(-int(total.max()) // 8) * 8, int(total.min())
+    words = buf.rows(starts, width).view(np.dtype("<u8"))  # a copy: masked in place
+    for k in range(shortest // 8, width // 8):  # words where some string ends: clear the bytes past it
+        words[:, k] &= _MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)][total]  # the mask by total length
+    digest = _digest(words)
+    codes, uniques = pd.factorize(digest)  # numbered in order of first appearance: 0, then 1, ...
+    if uniques.size <= 16:  # a few names (the usual case): where each number first appears, one scan each
+        firsts = np.array([int(np.argmax(codes == c)) for c in range(uniques.size)], dtype=np.int64)
+    else:
+        firsts = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1))
+    heads, scratch = words[firsts], digest.view(words.dtype)  # the digest's memory, no longer needed
+    for k in range(width // 8):
+        np.take(heads[:, k], codes, out=scratch)
+        if not np.array_equal(words[:, k], scratch):
+            return None
+    return codes, firsts
+
+
+def _digest(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash of each row of ``words``."""
+    digest: npt.NDArray[np.uint64] = words[:, 0].copy()
+    for k in range(1, words.shape[1]):
+        digest *= np.uint64(0x100000001B3)
+        digest += words[:, k]
+    return digest
 
 
 def _firsts_by_words(buf: Buffer, begins: IntArray, lengths: IntArray) -> IntArray | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import mmap
 import os
 import stat
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -186,44 +187,80 @@ def _decode(buf: Buffer, raw: list[bytes]) -> list[str]:
     return out
 
 
+class _Columns:
+    """An ``EventColumns`` being filled: a column is made when first set, and a value set for every
+    row becomes the column itself (no default-filled array, no scatter: in a dump of profile events
+    only, every field of every event comes from the one kind of table)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.made: dict[str, npt.NDArray[np.generic]] = {}
+        self.borrowed: set[str] = set()  # columns that are an array the caller gave: copied before a scatter
+
+    def put(self, name: str, rows: npt.NDArray[np.int64], values: npt.ArrayLike) -> None:
+        dtype, default = _COLUMNS[name]
+        if rows.size == self.n:  # every row (``rows`` holds distinct rows)
+            if np.ndim(values):
+                self.made[name] = np.asarray(values).astype(dtype, copy=False)
+                self.borrowed.add(name)
+            elif values != default or name in self.made:
+                self.made[name] = np.full(self.n, values, dtype=dtype)
+                self.borrowed.discard(name)
+            return
+        column = self.made.get(name)
+        if column is None:
+            column = self.made[name] = np.full(self.n, default, dtype=dtype)
+        elif name in self.borrowed:
+            column = self.made[name] = column.copy()
+            self.borrowed.discard(name)
+        column[rows] = values
+
+    def done(self) -> EventColumns:
+        columns: dict[str, Any] = {name: self.made[name] if name in self.made else np.full(self.n, default, dtype=dtype)
+                                   for name, (dtype, default) in _COLUMNS.items()}
+        return EventColumns(**columns)
+
+
+#: Each ``EventColumns`` field's dtype, and its value in a row that does not set it.
+_COLUMNS: dict[str, tuple[type[np.generic], int]] = {
+    "kind": (np.int8, 0), "name": (np.int32, -1), "chain_index": (np.int64, 0), "instruction_id": (np.int64, -1),
+    "delegate_int": (np.int64, -1), "delegate_str": (np.int32, -1), "start_time": (np.uint64, 0),
+    "end_time": (np.uint64, 0), "table": (np.int64, -1), "value": (np.int64, -1), "output": (np.bool_, 0)}
+
+
 def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int]) -> EventColumns:
-    n = positions.size
     events = TableVector.at(buf, positions, "Event")
-    kind = np.zeros(n, dtype=np.int8)
-    name = np.full(n, -1, dtype=np.int32)
-    chain = np.zeros(n, dtype=np.int64)
-    instr = np.full(n, -1, dtype=np.int64)
-    dint = np.full(n, -1, dtype=np.int64)
-    dstr = np.full(n, -1, dtype=np.int32)
-    start = np.zeros(n, dtype=np.uint64)
-    end = np.zeros(n, dtype=np.uint64)
-    table = np.full(n, -1, dtype=np.int64)
-    value = np.full(n, -1, dtype=np.int64)
-    output = np.zeros(n, dtype=np.bool_)
+    out = _Columns(positions.size)
+    put = out.put
 
     # Allocation first, then debug, then profile: later kinds overwrite, so profile wins.
     rows, alloc = events.subtables(1, "AllocationEvent")
-    kind[rows], table[rows] = EventKind.ALLOCATION, alloc.pos
+    put("kind", rows, EventKind.ALLOCATION)
+    put("table", rows, alloc.pos)
 
     rows, dbg = events.subtables(2, "DebugEvent")
-    kind[rows], table[rows] = EventKind.DEBUG, dbg.pos
-    chain[rows] = dbg.scalar(0, "u64", 0).view(np.int64)  # raw bits; event_at restores the unsigned value
-    instr[rows] = dbg.scalar(1, "i32", -1)
-    dint[rows] = dbg.scalar(3, "i32", -1)
-    dstr[rows] = intern_strings(buf, dbg.indirect(4), "delegate id", strings)
-    name[rows] = intern_strings(buf, dbg.indirect(5), "debug event name", strings)
+    put("kind", rows, EventKind.DEBUG)
+    put("table", rows, dbg.pos)
+    put("chain_index", rows, dbg.scalar(0, "u64", 0).view(np.int64))  # raw bits; event_at restores the unsigned value
+    put("instruction_id", rows, dbg.scalar(1, "i32", -1))
+    put("delegate_int", rows, dbg.scalar(3, "i32", -1))
+    put("delegate_str", rows, intern_strings(buf, dbg.indirect(4), "delegate id", strings))
+    put("name", rows, intern_strings(buf, dbg.indirect(5), "debug event name", strings))
     vrows, values = dbg.subtables(2, "Value")
-    value[rows[vrows]] = values.pos
+    put("value", rows[vrows], values.pos)
     orows, flags = values.subtables(7, "Bool")
-    output[rows[vrows[orows]]] = flags.scalar(0, "bool", 0).astype(np.bool_)
+    put("output", rows[vrows[orows]], flags.scalar(0, "bool", 0).astype(np.bool_))
 
     rows, prof = events.subtables(0, "ProfileEvent")
-    kind[rows], table[rows], value[rows], output[rows] = EventKind.PROFILE, prof.pos, -1, False
-    name[rows] = intern_strings(buf, prof.indirect(0), "profile event name", strings)
-    chain[rows] = prof.scalar(1, "i32", 0)
-    instr[rows] = prof.scalar(2, "i32", -1)
-    dint[rows] = prof.scalar(3, "i32", -1)
-    dstr[rows] = intern_strings(buf, prof.indirect(4), "delegate id", strings)
-    start[rows] = prof.scalar(6, "u64", 0)
-    end[rows] = prof.scalar(7, "u64", 0)
-    return EventColumns(kind, name, chain, instr, dint, dstr, start, end, table, value, output)
+    put("kind", rows, EventKind.PROFILE)
+    put("table", rows, prof.pos)
+    put("value", rows, -1)
+    put("output", rows, False)
+    put("name", rows, intern_strings(buf, prof.indirect(0), "profile event name", strings))
+    put("chain_index", rows, prof.scalar(1, "i32", 0))
+    put("instruction_id", rows, prof.scalar(2, "i32", -1))
+    put("delegate_int", rows, prof.scalar(3, "i32", -1))
+    put("delegate_str", rows, intern_strings(buf, prof.indirect(4), "delegate id", strings))
+    put("start_time", rows, prof.scalar(6, "u64", 0))
+    put("end_time", rows, prof.scalar(7, "u64", 0))
+    return out.done()
