@@ -39,7 +39,7 @@ from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
-from numdiff.culprits.report import CulpritReport, RunFigures
+from numdiff.culprits.report import INPUTS_IN_DOUBT, CulpritReport, RunFigures
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
@@ -305,7 +305,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
 def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
     if not doubtful:
         return ()
-    return (f"graph input(s) {', '.join(doubtful)}: the ops that read them are unrelated to their replays on the "
+    return (f"{INPUTS_IN_DOUBT}{', '.join(doubtful)}: the ops that read them are unrelated to their replays on the "
             "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
             "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
             "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones",)

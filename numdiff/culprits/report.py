@@ -156,11 +156,19 @@ _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_han
                 "latency", "nonfinite", "note", "stack_traces")
 
 
+#: How the note of a run whose graph inputs are in doubt begins (``find_culprits`` writes it).
+INPUTS_IN_DOUBT = "graph input(s) "
+
+
 def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
     """Why the worst row of the plain gap table is not a culprit, in words that match its numbers: its
     replay is clearly better than the table's number (the error came from its inputs), or the two are
     about the same and within the op's expected noise (nothing was inherited: there is little error)."""
     local, accumulated = row.local_gap, row.accumulated_gap
+    if row.verdict is Verdict.NOT_JUDGED:
+        return "its graph inputs may not be the run's, so nothing is said about it (see its note)"
+    if row.verdict is Verdict.REPLAY_MISMATCH:
+        return "its replay disagrees with a runtime that matches the reference (see its note)"
     if math.isnan(local):
         return "not replayed (see its note)"
     better = local > accumulated if higher_is_better else local < accumulated
@@ -323,6 +331,7 @@ class CulpritReport:
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
+        lines += [n for n in self.notes if n.startswith(INPUTS_IN_DOUBT)]
         replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
         if replay:
             lines.append(f"{len(replay)} row{'s' if len(replay) != 1 else ''} with a replay problem, not judged "

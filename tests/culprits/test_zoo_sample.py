@@ -214,3 +214,18 @@ def test_a_clean_export_the_runtime_computes_wrongly_is_blamed_on_its_delegate()
     (culprit,) = run.report.culprits
     assert culprit.runtime_ops == ["DELEGATE_CALL"] and culprit.local_gap < 0 and culprit.verdict.value == "suspicious"
     assert culprit.module_path == "ih, hh, out" and culprit.delegate and culprit.delegate.startswith("XnnpackBackend #1:")
+
+
+def test_the_cli_says_which_ops_it_cannot_judge_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    from numdiff.cli import main
+
+    run = SAMPLE / "conv_bn/int8_portable/other_input"
+    assert main(["culprits", "--etdump", str(run / "etdump.etdp"), "--etrecord", str(run.parent / "etrecord.bin"),
+                 "--debug-buffer", str(run / "debug_buffer.bin"), "--width", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("find_culprits (SNRComparator on exported_program): 10 rows, 0 culprits: every judged local "
+                        "error is within its expected noise; 1 row not judged (inputs not logged)")
+    assert lines[-2].startswith("graph input(s) x: the ops that read them are unrelated to their replays on the "
+                                "ETRecord's representative inputs")
+    assert lines[-1] == ("worst accumulated row: quantize_per_tensor, dequantize_per_tensor_3 (-2.944), verdict "
+                         "not-judged: its graph inputs may not be the run's, so nothing is said about it (see its note)")
