@@ -15,7 +15,7 @@ then runs:
 
 Then it prints one table row per torch version. Usage (from the repository root)::
 
-    python3 scripts/torch_matrix.py --torch 2.9.1 --torch 2.14.1
+    python3 scripts/torch_matrix.py --torch 2.9.1 --torch 2.14.1 --torch 2.15.0
     python3 scripts/torch_matrix.py --torch 2.13.0 --tests tests/schema   # quicker
 
 ``--baseline`` is the python of the pinned environment (default ``.venv/bin/python``). Runs one
