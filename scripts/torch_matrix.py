@@ -15,11 +15,18 @@ then runs:
 
 Then it prints one table row per torch version. Usage (from the repository root)::
 
-    python3 scripts/torch_matrix.py --torch 2.9.1 --torch 2.14.1
+    python3 scripts/torch_matrix.py --torch 2.9.1 --torch 2.14.1 --torch 2.15.0
     python3 scripts/torch_matrix.py --torch 2.13.0 --tests tests/schema   # quicker
 
 ``--baseline`` is the python of the pinned environment (default ``.venv/bin/python``). Runs one
 torch at a time and one process at a time (the machine is shared).
+
+The matrix virtualenvs' pip runs with ``PIP_CONFIG_FILE=/dev/null`` (and ``--no-cache-dir``): a
+machine-wide pip configuration may cap torch (this machine's ``/etc/xdg/pip`` and ``/etc/pip.conf``
+constrain ``torch<=2.14.1``), which would make a newer torch impossible to install. Ignoring the
+config files for these virtualenvs' installs only lifts the cap there; the machine's configuration
+and every other environment keep it. ``PIP_*`` environment variables still apply. Without the cache a
+multi-GB CUDA wheel is not stored twice on disk.
 """
 
 from __future__ import annotations
@@ -62,8 +69,11 @@ def make_venv(version: str, root: Path, fresh: bool) -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
         pins.write(f"torch=={version}\n")
+    # the machine's pip config may cap torch below `version`: ignore config files for this venv only
+    no_config = {"PIP_CONFIG_FILE": os.devnull}
     for args in (["torch==" + version], ["-c", pins.name, "-e", ".[test]"]):
-        done = _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *args])
+        done = _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", "--no-cache-dir", *args],
+                    env=no_config)
         if done.returncode:
             raise SystemExit(f"pip install {' '.join(args)} failed for torch {version}:\n{done.stderr[-2000:]}")
     return python

@@ -52,7 +52,7 @@ def require_supported_torch(version: str) -> None:
     found = tuple(int(p) for p in parts)
     if len(found) == 2 and found < MIN_TORCH:
         raise UsageError(f"numdiff builds and runs programs with torch 2.9 or newer; this environment has torch {version}\n"
-                         "Install a tested torch: pip install 'torch>=2.9.1,<2.15' (the profiling view, which needs "
+                         "Install a tested torch: pip install 'torch>=2.9.1,<2.16' (the profiling view, which needs "
                          "no torch, works with any).")
 
 

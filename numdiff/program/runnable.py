@@ -13,6 +13,7 @@ returns ``None``; the caller then uses ``module()``.
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import torch
 import torch.fx
@@ -71,7 +72,9 @@ def runnable_module(program: torch.export.ExportedProgram) -> torch.fx.GraphModu
 class _FlatInputs(torch.fx.graph.CodeGen):
     """Inputs arrive nested as the ETRecord stores them (``[(x, y)]``); the graph takes the leaves."""
 
-    def process_inputs(self, *args: object) -> list[object]:
+    # The base returns ``Any`` in torch 2.13's stubs but ``tuple[*Ts]`` (the arguments, unchanged) in
+    # 2.15's, which a flattening override cannot honestly return; ``Any`` is a valid override of both.
+    def process_inputs(self, *args: object) -> Any:
         from torch.utils import _pytree
 
         return list(_pytree.tree_leaves(args))

@@ -35,7 +35,7 @@ from numdiff._core.safe_json import TooDeepError, loads_checked
 
 __all__ = ["load_pt2"]
 
-RESAVE = ("Save it again with torch.export.save (numdiff reads the .pt2 layout of torch 2.9 to 2.14), or pass the ExportedProgram "
+RESAVE = ("Save it again with torch.export.save (numdiff reads the .pt2 layout of torch 2.9 to 2.15), or pass the ExportedProgram "
           "itself, or an ETRecord of the same program.")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}\Z")
 _STRIDED = 7
