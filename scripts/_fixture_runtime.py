@@ -269,3 +269,27 @@ def run_with_etdump(
         raise RuntimeError("the sized run logged different debug data than the probe run")
     if os.path.getsize(buf_path) != size:
         raise RuntimeError("debug buffer file is not the allocated size")
+
+
+def build_main(description: str, builders: dict[str, Callable[[Path], Any]], default_out: Path,
+               argv: list[str] | None = None) -> int:
+    """The command line of a fixture script: build every fixture of ``builders`` (or ``--only`` the
+    named ones) under ``--out`` and print what each wrote."""
+    import argparse
+    import json
+    import logging
+    import sys
+    import warnings
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--out", type=Path, default=default_out)
+    args = parser.parse_args(argv)
+    logging.getLogger().setLevel(logging.ERROR)
+    warnings.simplefilter("ignore")
+    for name, build in builders.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"{name}: {json.dumps(build(args.out), default=str)}", file=sys.stderr)
+    return 0
+

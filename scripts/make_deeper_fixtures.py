@@ -14,11 +14,8 @@ whose fc2 is made sensitive to weight quantization (an outlier weight column, se
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +69,7 @@ BUILDERS = {"deeper_quant": build_quant, "deeper_quant_pt2": build_quant_pt2}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", action="append", default=[])
-    parser.add_argument("--out", type=Path, default=FIXTURES)
-    args = parser.parse_args(argv)
-    logging.getLogger().setLevel(logging.ERROR)
-    warnings.simplefilter("ignore")
-    for name, build in BUILDERS.items():
-        if args.only and name not in args.only:
-            continue
-        print(f"{name}: {build(args.out)}", file=sys.stderr)
-    return 0
+    return rt.build_main(__doc__.splitlines()[0], BUILDERS, FIXTURES, argv)
 
 
 

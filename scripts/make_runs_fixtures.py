@@ -21,12 +21,9 @@ tokens and the first step whose token differs from the base's.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
-import logging
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -163,17 +160,7 @@ BUILDERS = {"runs_mlp": build_mlp, "runs_decode": build_decode}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", action="append", default=[])
-    parser.add_argument("--out", type=Path, default=FIXTURES)
-    args = parser.parse_args(argv)
-    logging.getLogger().setLevel(logging.ERROR)
-    warnings.simplefilter("ignore")
-    for name, build in BUILDERS.items():
-        if args.only and name not in args.only:
-            continue
-        print(f"{name}: {json.dumps(build(args.out))}", file=sys.stderr)
-    return 0
+    return rt.build_main(__doc__.splitlines()[0], BUILDERS, FIXTURES, argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from numdiff.culprits._measure import Sums
 from numdiff.culprits.report import CulpritRow
@@ -57,16 +57,22 @@ def replay_problem(local_units: float, acc_units: float, sources: Sequence[str],
 
 
 def mismatched_artifacts(rows: Sequence[CulpritRow], local_rel: Mapping[int, float], *,
-                         inputs_confirmed: bool = False) -> str | None:
+                         inputs_confirmed: bool = False, input_readers: Collection[int] = ()) -> str | None:
     """Why the files do not belong together, or None when the replay is consistent enough to judge.
 
     ``inputs_confirmed``: the runtime logged the program's inputs (a delegate logs its arguments) and
     they are exactly the ETRecord's representative inputs. A debug buffer of another program, or of
     another run, holds other inputs; so in a program of one or two compared ops, whose replays alone
     cannot tell wrong files from wrong ops, confirmed inputs say the ops are wrong.
+
+    ``input_readers``: rows replayed on representative inputs that nothing confirms. A run on other
+    inputs makes them disagree, so they are left out, unless rows fed by logged values disagree too
+    (other inputs would not explain those).
     """
     # An op that computes from nothing (zeros, full, arange) agrees with any buffer that holds its constant.
-    compared = [r for r in rows if not math.isnan(local_rel.get(r.index, math.nan)) and r.input_sources]
+    computed = [r for r in rows if not math.isnan(local_rel.get(r.index, math.nan)) and r.input_sources]
+    fed = [r for r in computed if r.index not in input_readers]
+    compared = computed if any(not local_rel[r.index] <= UNRELATED for r in fed) else fed
     if not compared or (inputs_confirmed and len(compared) < MISMATCHED_MIN_ROWS):
         return None
     unrelated = [r for r in compared if not local_rel[r.index] <= UNRELATED]  # NaN-safe: inf and NaN count

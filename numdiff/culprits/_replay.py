@@ -15,6 +15,7 @@ Values live only as long as torch.fx's interpreter keeps them (``garbage_collect
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import SupportsInt, cast
@@ -144,7 +145,8 @@ class ReplayInterpreter(Interpreter):
         #: up to two quantize ops that rounded such values since the last paired values.
         self._since: dict[str, frozenset[str]] = {}
         #: Tie margins of per-tensor quantize ops of run values, and of dequantize ops reading them.
-        self._ties: dict[str, TieMargin] = {}
+        #: (Computed only when a paired node asks: most such roundings are inside a delegate's chain.)
+        self._ties: dict[str, Callable[[], TieMargin | None]] = {}
         #: Rounding noise carried by unpaired values from dynamic quantization (see Noise.carried).
         self._carried: dict[str, float] = {}
         #: Quantize ops of run values onto a grid computed at run time.
@@ -198,7 +200,7 @@ class ReplayInterpreter(Interpreter):
         length = reduction_length(n.target, args, kwargs, result) + inner
         kind = op_type(n.target)
         rounds = kind in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
-        tie = self._track_rounding(n, kind, args, length)
+        pending_tie = self._track_rounding(n, kind, args, length)
         noise = self._carry(n, kind, args)
         if n.name not in self._paired:
             self._reduction[n.name] = length
@@ -210,6 +212,7 @@ class ReplayInterpreter(Interpreter):
         self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
+        tie = None if pending_tie is None else pending_tie()
         return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise))
 
     def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...]) -> float:
@@ -222,8 +225,9 @@ class ReplayInterpreter(Interpreter):
         sigmas = tuple(self._carried.get(a.name, 0.0) if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
         return carried(kind, args, sigmas)
 
-    def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], length: int) -> TieMargin | None:
-        """Record the run-dependent roundings behind ``n``; its tie margin if it ends the only one."""
+    def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
+                        length: int) -> Callable[[], TieMargin | None] | None:
+        """Record the run-dependent roundings behind ``n``; what gives its tie margin if it ends the only one."""
         varying = [self._since[a.name] for a in n.all_input_nodes if a.name in self._since]
         if not varying:
             return None  # computed from constants only: the same on every kernel
@@ -231,9 +235,9 @@ class ReplayInterpreter(Interpreter):
         if kind in _QUANTIZE:
             since |= {n.name}
         self._since[n.name] = frozenset(sorted(since)[:2])
-        tie = None
+        tie: Callable[[], TieMargin | None] | None = None
         if len(since) == 1 and kind == "quantize_per_tensor" and args:
-            tie = tie_margin(args[0], args[1] if len(args) > 1 else None, length)
+            tie = functools.partial(tie_margin, args[0], args[1] if len(args) > 1 else None, length)
         elif len(since) == 1 and kind == "dequantize_per_tensor" and isinstance(n.args[0], torch.fx.Node):
             tie = self._ties.get(n.args[0].name)
         if tie is not None:

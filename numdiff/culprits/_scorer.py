@@ -37,6 +37,15 @@ _SHAPE_ONLY = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "
                          "new_empty", "sym_size", "sym_numel", "scalar_tensor"})
 
 
+def _culprit(verdict: Verdict, producers: list[CulpritRow]) -> tuple[bool, list[str]]:
+    """Whether a row is a culprit: beyond noise while none of the rows it consumes is, and every one of
+    them compared. Also the producers that could not be compared when they alone decide it is not."""
+    if not verdict.beyond_noise or any(r.verdict.beyond_noise for r in producers):
+        return False, []
+    unknown = [r.node for r in producers if r.verdict is Verdict.UNMATCHED]
+    return not unknown, unknown
+
+
 def _units(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:.3g}"
 
@@ -256,10 +265,8 @@ class Scorer:
             self.local_rel[index] = math.inf  # NaN/Inf the runtime's finite output does not have: unrelated
         producers = self._producer_rows(lin)
         own = [self.rows[p - self.first_index] for p in producers]
-        culprit = verdict.beyond_noise and not any(r.verdict.beyond_noise for r in own)
-        unknown = [r.node for r in own if r.verdict is Verdict.UNMATCHED]
-        if culprit and unknown:
-            culprit = False
+        culprit, unknown = _culprit(verdict, own)
+        if unknown:
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
                          "local and inherited error cannot be told apart")
         amplification = self._amplification(acc_rel, producers, notes)
@@ -336,9 +343,7 @@ class Scorer:
                                                           note="; ".join(n for n in (note, judged.note) if n))
         if doubtful:
             for i, each in enumerate(self.rows):
-                own = [row(p) for p in each.producers if p >= self.first_index]
-                culprit = each.verdict.beyond_noise and not any(p.verdict.beyond_noise for p in own) \
-                    and not any(p.verdict is Verdict.UNMATCHED for p in own)
+                culprit, _ = _culprit(each.verdict, [row(p) for p in each.producers if p >= self.first_index])
                 if culprit != each.is_culprit:
                     self.rows[i] = replace(each, is_culprit=culprit)
         return doubtful, readers

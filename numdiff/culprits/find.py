@@ -32,7 +32,7 @@ from numdiff.align import (
 )
 from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
-from numdiff.culprits._checks import UNRELATED, mismatched_artifacts, nothing_comparable
+from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import delegate_calls
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
@@ -263,12 +263,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     doubtful, readers = ([], set()) if inputs_are_representative else scorer.settle_inputs()
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
-    # Rows replayed on representative inputs nothing confirms may disagree because the run used other
-    # inputs; they are left out of the check unless rows fed by logged values disagree too (other inputs
-    # would not explain those).
-    fed = {i: v for i, v in scorer.local_rel.items() if i not in readers}
-    fed_unrelated = any(not v <= UNRELATED for i, v in fed.items() if scorer.rows[i - scorer.first_index].input_sources)
-    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel if fed_unrelated else fed, inputs_confirmed=confirmed)
+    mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed, input_readers=readers)
     unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
         raise MismatchedArtifactsError(
