@@ -39,7 +39,7 @@ from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
-from numdiff.culprits.report import INPUTS_IN_DOUBT, CulpritReport, RunFigures
+from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
@@ -294,16 +294,11 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
-                         quantization=None if view is None else view())
+                         inputs_in_doubt=tuple(doubtful), quantization=None if view is None else view())
 
 
 def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
-    if not doubtful:
-        return ()
-    return (f"{INPUTS_IN_DOUBT}{', '.join(doubtful)}: the ops that read them are unrelated to their replays on the "
-            "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
-            "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
-            "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones",)
+    return (inputs_in_doubt_note(doubtful),) if doubtful else ()
 
 
 def _refuse_views(plans: Sequence[MethodPlan], views: Mapping[str, object]) -> None:
@@ -368,6 +363,7 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
         matching=tuple(replace(x, method=m) for m, rep in parts for x in rep.matching),
         higher_is_better=head.higher_is_better,
         notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),
+        inputs_in_doubt=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_in_doubt),
         runs=_runs_of_every_method(parts))
 
 

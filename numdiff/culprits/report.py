@@ -12,6 +12,8 @@ from numdiff.gap.aliased import ALIASED
 from numdiff.gap.methods import methods_left_out
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
     from numdiff.culprits.decode import DecodeView
@@ -156,8 +158,12 @@ _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_han
                 "latency", "nonfinite", "note", "stack_traces")
 
 
-#: How the note of a run whose graph inputs are in doubt begins (``find_culprits`` writes it).
-INPUTS_IN_DOUBT = "graph input(s) "
+def inputs_in_doubt_note(names: Sequence[str]) -> str:
+    """The note of a run whose graph inputs ``names`` may not be the ETRecord's representative ones."""
+    return (f"graph input(s) {', '.join(names)}: the ops that read them are unrelated to their replays on the "
+            "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
+            "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
+            "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
 
 
 def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
@@ -196,6 +202,9 @@ class CulpritReport:
         quantization: The quantization view (``find_culprits(float_program=...)``), else None.
         decode: The decode-step view (``find_culprits(step_inputs=... or decode_steps=True)``), else None.
         inside_delegates: Tapped ops inside delegates (``find_culprits(taps=..., tap_outputs=...)``), else None.
+        inputs_in_doubt: Graph inputs this run may not have shared with the ETRecord's representative
+            inputs (no op that reads them agrees with its replay, and some are unrelated to it): the
+            ops reading them are ``not-judged``. Several methods: ``"name (method m)"``.
     """
 
     rows: tuple[CulpritRow, ...]
@@ -209,6 +218,7 @@ class CulpritReport:
     quantization: QuantizationView | None = None
     decode: DecodeView | None = None
     inside_delegates: TapView | None = None
+    inputs_in_doubt: tuple[str, ...] = field(default=())
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -331,7 +341,8 @@ class CulpritReport:
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
-        lines += [n for n in self.notes if n.startswith(INPUTS_IN_DOUBT)]
+        if self.inputs_in_doubt:
+            lines.append(inputs_in_doubt_note(self.inputs_in_doubt))
         replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
         if replay:
             lines.append(f"{len(replay)} row{'s' if len(replay) != 1 else ''} with a replay problem, not judged "

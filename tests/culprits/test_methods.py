@@ -224,3 +224,24 @@ def test_culprits_are_named_with_their_method_and_judged_within_it(capsys: pytes
     assert lines[0].startswith("2 culprit op(s)")
     assert lines[1].startswith("- linear in method forward [broken] local 146.6")
     assert lines[2].startswith("- aten_permute_copy_default, aten_addmm_default in method encode [broken] local 151.2")
+
+
+def test_graph_inputs_in_doubt_in_one_method_reach_the_headline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method whose run may have used other inputs than the representative ones: the report of the
+    whole program names the input with its method and prints the note under the first line (the
+    notes of each method are prefixed with ``[method]``, so the headline must not look for them by text)."""
+    import dataclasses
+
+    from numdiff.culprits import find
+
+    analyse = find._analyse
+
+    def doubting(*args: object, **kwargs: object) -> CulpritReport:
+        report = analyse(*args, **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(report, inputs_in_doubt=("x",)) if report.graph_name.endswith("/encode") else report
+
+    monkeypatch.setattr(find, "_analyse", doubting)
+    rep = _inspector().find_culprits("SNR")
+    assert rep.inputs_in_doubt == ("x (method encode)",)
+    lines = str(rep).splitlines()
+    assert any(line.startswith("graph input(s) x (method encode): the ops that read them are unrelated") for line in lines)
