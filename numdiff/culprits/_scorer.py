@@ -172,6 +172,8 @@ class Scorer:
         self._targets: dict[str, str] | None = None
         #: Rows that read graph inputs from the representative inputs (not logged, not supplied): which.
         self.representative_reads: dict[int, tuple[str, ...]] = {}
+        #: Graph inputs a judged row's verdict rests on without confirmation (see :meth:`settle_inputs`).
+        self.assumed: list[str] = []
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -303,8 +305,12 @@ class Scorer:
         nothing confirms and whose output is unrelated to its replay (relative error above
         :data:`~numdiff.culprits._checks.UNRELATED`) is explained as well by a run on other inputs (a
         camera frame, a user's prompt) as by a badly wrong op: it becomes ``not-judged`` with a note,
-        and the culprits are recounted. A row that is beyond noise but related to its replay keeps
-        its verdict (another input would not leave it related).
+        and the culprits are recounted. So do all the rows that read one unconfirmed input when two or
+        more of them are beyond noise (an input the run did not share explains them all; a fault
+        would have to be in each), however related to their replays. The one row beyond noise that
+        reads an input while related to its replay keeps its verdict: a slightly different input
+        and a wrong op look the same there, so the verdict rests on the input being the
+        representative one, and the input is listed in :attr:`assumed`.
 
         Returns the graph inputs in doubt and the rows that read them (their disagreement says
         nothing about whether the files belong together).
@@ -315,6 +321,15 @@ class Scorer:
         confirmed = {g for index, names in self.representative_reads.items()
                      if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
                      and row(index).op_type not in _SHAPE_ONLY for g in names}
+        # Several ops that read one unconfirmed input all beyond noise: one input the run did not share
+        # explains them all; a fault would have to be in each of them.
+        disagreeing: dict[str, list[int]] = {}
+        for index, names in self.representative_reads.items():
+            if row(index).verdict.beyond_noise and row(index).op_type not in _SHAPE_ONLY:
+                for g in names:
+                    if g not in confirmed:
+                        disagreeing.setdefault(g, []).append(index)
+        shared_doubt = {g for g, indices in disagreeing.items() if len(indices) >= 2}
         doubtful: list[str] = []
         readers: set[int] = set()
         for index, names in self.representative_reads.items():
@@ -325,19 +340,29 @@ class Scorer:
             judged = row(index)
             if not judged.verdict.beyond_noise:
                 continue
-            if self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
-                # Related to its replay: another input would not leave it so; judged, with the assumption said.
+            rel = self.local_rel.get(index, math.nan)
+            shared = [g for g in unconfirmed if g in shared_doubt]
+            if rel <= UNRELATED and not shared:  # NaN: unrelated
+                # Related to its replay, and the only op that reads the input: nothing tells a slightly
+                # different input from a wrong op; judged, with the assumption said (report.inputs_assumed).
                 caution = (f"judged on the representative inputs: no other op that reads {', '.join(unconfirmed)} "
                            "confirms the run used them; if it did not, pass the run's own inputs (step_inputs=)")
                 self.rows[index - self.first_index] = replace(
                     judged, note="; ".join(n for n in (caution, judged.note) if n))
+                self.assumed += [g for g in unconfirmed if g not in self.assumed]
                 continue
             doubtful += [g for g in unconfirmed if g not in doubtful]
+            if rel <= UNRELATED:
+                why = (f"every one of the {len(disagreeing[shared[0]])} ops that read {', '.join(shared)} disagrees with "
+                       f"its replay on the ETRecord's representative inputs and none agrees (this one by relative error "
+                       f"{rel:.3g}): either the run used other inputs than the representative ones, or each of "
+                       "these ops is wrong")
+            else:
+                why = (f"its output is unrelated to its replay on the ETRecord's representative inputs (relative "
+                       f"error {rel:.3g}) while no op that reads them agrees with its replay: either the run used "
+                       "other inputs than the representative ones, or this op is badly wrong")
             note = (f"not judged: this op reads graph input(s) {', '.join(unconfirmed)}, which the runtime did not log, "
-                    f"and its output is unrelated to its replay on the ETRecord's representative inputs (relative "
-                    f"error {self.local_rel.get(index, math.nan):.3g}) while no op that reads them agrees with its "
-                    "replay: either the run used other inputs than the representative ones, or this op is badly wrong. "
-                    "Pass the run's own inputs (step_inputs=[inputs], CLI --step-inputs), or "
+                    f"and {why}. Pass the run's own inputs (step_inputs=[inputs], CLI --step-inputs), or "
                     "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
             self.rows[index - self.first_index] = replace(judged, verdict=Verdict.NOT_JUDGED, is_culprit=False,
                                                           note="; ".join(n for n in (note, judged.note) if n))

@@ -294,7 +294,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
-                         inputs_in_doubt=tuple(doubtful), quantization=None if view is None else view())
+                         inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
+                         quantization=None if view is None else view())
 
 
 def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
@@ -364,6 +365,7 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
         higher_is_better=head.higher_is_better,
         notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),
         inputs_in_doubt=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_in_doubt),
+        inputs_assumed=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_assumed),
         runs=_runs_of_every_method(parts))
 
 

@@ -160,10 +160,18 @@ _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_han
 
 def inputs_in_doubt_note(names: Sequence[str]) -> str:
     """The note of a run whose graph inputs ``names`` may not be the ETRecord's representative ones."""
-    return (f"graph input(s) {', '.join(names)}: the ops that read them are unrelated to their replays on the "
-            "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
+    return (f"graph input(s) {', '.join(names)}: no op that reads them agrees with its replay on the ETRecord's "
+            "representative inputs (one is unrelated to it, or several disagree), so this run may have used other "
             "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
             "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
+
+
+def inputs_assumed_note(names: Sequence[str]) -> str:
+    """The note of a run whose verdicts rest on graph inputs ``names`` being the representative ones."""
+    return (f"verdicts on the op reading graph input(s) {', '.join(names)} assume the run used the ETRecord's "
+            "representative inputs (the runtime does not log graph inputs, and no other op that reads them "
+            "confirms it; a slightly different input looks like a wrong op there): if the device ran other inputs, "
+            "pass them (step_inputs=, CLI --step-inputs)")
 
 
 def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
@@ -205,6 +213,9 @@ class CulpritReport:
         inputs_in_doubt: Graph inputs this run may not have shared with the ETRecord's representative
             inputs (no op that reads them agrees with its replay, and some are unrelated to it): the
             ops reading them are ``not-judged``. Several methods: ``"name (method m)"``.
+        inputs_assumed: Graph inputs a verdict beyond noise rests on without confirmation: the one op
+            that reads them disagrees with its replay but is related to it, which a wrong op and a
+            slightly different input both explain (the verdict assumes the representative inputs).
     """
 
     rows: tuple[CulpritRow, ...]
@@ -219,6 +230,7 @@ class CulpritReport:
     decode: DecodeView | None = None
     inside_delegates: TapView | None = None
     inputs_in_doubt: tuple[str, ...] = field(default=())
+    inputs_assumed: tuple[str, ...] = field(default=())
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -343,6 +355,8 @@ class CulpritReport:
                          f"accumulated {_fmt(r.accumulated_gap)}")
         if self.inputs_in_doubt:
             lines.append(inputs_in_doubt_note(self.inputs_in_doubt))
+        if self.inputs_assumed:
+            lines.append(inputs_assumed_note(self.inputs_assumed))
         replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
         if replay:
             lines.append(f"{len(replay)} row{'s' if len(replay) != 1 else ''} with a replay problem, not judged "
@@ -378,7 +392,7 @@ def headline(report: CulpritReport) -> str:
     """One line that summarises every view that ran, so that no view below contradicts it.
 
     It names the culprits (a delegate by backend and call index), then counts ``broken`` rows,
-    replay problems and rows not judged, the first non-finite runtime output, the first divergent
+    replay problems and rows not judged, the graph inputs a verdict assumes, the first non-finite runtime output, the first divergent
     decode step and its culprit ops, the layers the quantization view keeps in higher precision,
     the culprits inside delegates (taps), runs whose culprits differ and the methods of a
     multi-method program that were not compared. It says "every local error is within its expected noise" only when no view found
@@ -398,6 +412,8 @@ def headline(report: CulpritReport) -> str:
         n = verdicts.count(verdict)
         if n:
             facts.append(f"{_count(n, 'row')} {what}")
+    if report.inputs_assumed:
+        facts.append(f"assuming the run's {', '.join(report.inputs_assumed)} = the representative one(s)")
     if report.first_nonfinite is not None:
         first = report.first_nonfinite
         facts.append(f"first NaN/Inf at row {first.row} ({first.node})")

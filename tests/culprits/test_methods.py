@@ -214,7 +214,8 @@ def test_culprits_are_named_with_their_method_and_judged_within_it(capsys: pytes
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("find_culprits (SNRComparator on exported_program (forward), edge_dialect_exported_program/"
                       "encode (encode)): 4 rows, 2 culprits: linear (dec) in method forward, aten_permute_copy_default, "
-                      "aten_addmm_default (model.enc) in method encode; 3 rows broken")
+                      "aten_addmm_default (model.enc) in method encode; 3 rows broken; assuming the run's code (method "
+                      "forward), x (method encode) = the representative one(s)")
     assert "culprit: linear (handle (1,), broken) module dec in method forward" in out
     assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in method " \
            "encode" in out
@@ -244,4 +245,4 @@ def test_graph_inputs_in_doubt_in_one_method_reach_the_headline(monkeypatch: pyt
     rep = _inspector().find_culprits("SNR")
     assert rep.inputs_in_doubt == ("x (method encode)",)
     lines = str(rep).splitlines()
-    assert any(line.startswith("graph input(s) x (method encode): the ops that read them are unrelated") for line in lines)
+    assert any(line.startswith("graph input(s) x (method encode): no op that reads them agrees") for line in lines)

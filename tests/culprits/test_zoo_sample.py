@@ -230,7 +230,7 @@ def test_the_cli_says_which_ops_it_cannot_judge_and_why(capsys: pytest.CaptureFi
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("find_culprits (SNRComparator on exported_program): 10 rows, 0 culprits: every judged local "
                         "error is within its expected noise; 1 row not judged (inputs not logged)")
-    assert lines[-2].startswith("graph input(s) x: the ops that read them are unrelated to their replays on the "
+    assert lines[-2].startswith("graph input(s) x: no op that reads them agrees with its replay on the "
                                 "ETRecord's representative inputs")
     assert lines[-1] == ("worst accumulated row: quantize_per_tensor, dequantize_per_tensor_3 (-2.944), verdict "
                          "not-judged: its graph inputs may not be the run's, so nothing is said about it (see its note)")
