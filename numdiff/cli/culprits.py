@@ -167,7 +167,8 @@ def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | N
     data: dict[str, object] = {
         "headline": headline(report), "metric": report.metric, "graph": report.graph_name,
         "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
-        "culprits": [r.index for r in report.culprits], "rows": df.to_dict(orient="records")}
+        "culprits": [r.index for r in report.culprits], "inputs_in_doubt": list(report.inputs_in_doubt),
+        "inputs_assumed": list(report.inputs_assumed), "rows": df.to_dict(orient="records")}
     if quant is not None and report.quantization is not None:
         data["quantization"] = {"target_snr_db": report.quantization.target_snr_db,
                                 "estimated_snr_db": report.quantization.estimated_snr_db,

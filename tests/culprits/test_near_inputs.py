@@ -53,3 +53,14 @@ def test_one_op_reading_the_input_keeps_its_verdict_and_the_headline_says_what_i
                                "representative inputs") for line in out)
     vouched = inspector("culprit_near_inputs_one_reader").find_culprits("SNR", inputs_are_representative=True)
     assert [r.node for r in vouched.culprits] == ["linear"] and not vouched.inputs_assumed  # the user vouches
+
+
+def test_the_json_output_lists_the_inputs_in_doubt_and_assumed(capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    for name, doubt, assumed in (("culprit_near_inputs", ["x"], []), ("culprit_near_inputs_one_reader", [], ["x"])):
+        folder = FIXTURES / name
+        main(["culprits", "--etdump", str(folder / "etdump.etdp"), "--etrecord", str(folder / "etrecord.bin"),
+              "--debug-buffer", str(folder / "debug_buffer.bin"), "--format", "json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert (doc["inputs_in_doubt"], doc["inputs_assumed"]) == (doubt, assumed)
