@@ -167,6 +167,7 @@ def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | N
     data: dict[str, object] = {
         "headline": headline(report), "metric": report.metric, "graph": report.graph_name,
         "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
+        "model_nonfinite": None if report.model_nonfinite is None else report.model_nonfinite.as_the_model_computes(),
         "culprits": [r.index for r in report.culprits], "inputs_in_doubt": list(report.inputs_in_doubt),
         "inputs_assumed": list(report.inputs_assumed), "rows": df.to_dict(orient="records")}
     if quant is not None and report.quantization is not None:

@@ -167,6 +167,7 @@ class Scorer:
         #: Rows whose runtime tensor holds another number of elements than the replay's, and the shapes.
         self.unsized: dict[int, str] = {}
         self.first_nonfinite: NonFinite | None = None
+        self.model_nonfinite: NonFinite | None = None
         #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
         self.input_problems: Mapping[str, str] = {}
         self._targets: dict[str, str] | None = None
@@ -272,8 +273,15 @@ class Scorer:
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
                          "local and inherited error cannot be told apart")
         amplification = self._amplification(acc_rel, producers, notes)
-        if nonfinite and self.first_nonfinite is None:
-            self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
+        if nonfinite:
+            found = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
+            # The replay on the same inputs holds the same NaN/Inf at the same places (noise_units is then
+            # finite): the model computes them (a -inf attention mask), the device did not make them.
+            if math.isfinite(units):  # (after a device-made NaN, its heirs are not the model's own)
+                if self.first_nonfinite is None:
+                    self.model_nonfinite = self.model_nonfinite or found
+            elif self.first_nonfinite is None:
+                self.first_nonfinite = found
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
         inner = traces if call is None else {**stack_traces_for(list(lin.replayed), self.stack_traces), **traces}

@@ -295,6 +295,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
                          inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
+                         model_nonfinite=scorer.model_nonfinite,
                          quantization=None if view is None else view())
 
 
@@ -361,6 +362,7 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
         rows=tuple(replace(r, method=m) for m, rep in parts for r in rep.rows), metric=head.metric,
         graph_name=graph_names((m, rep.graph_name) for m, rep in parts),
         first_nonfinite=next((rep.first_nonfinite for _, rep in parts if rep.first_nonfinite is not None), None),
+        model_nonfinite=next((rep.model_nonfinite for _, rep in parts if rep.model_nonfinite is not None), None),
         matching=tuple(replace(x, method=m) for m, rep in parts for x in rep.matching),
         higher_is_better=head.higher_is_better,
         notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),

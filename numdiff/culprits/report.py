@@ -103,7 +103,7 @@ class CulpritRow:
 
 @dataclass(frozen=True, slots=True)
 class NonFinite:
-    """The first row (execution order) whose runtime output holds NaN or Inf."""
+    """A row (the first in execution order) whose runtime output holds NaN or Inf."""
 
     row: int
     node: str
@@ -116,6 +116,12 @@ class NonFinite:
         replay = ("the replay on the same inputs has them too" if self.replay_nonfinite
                   else "the replay on the same inputs has none")
         return f"first non-finite runtime output: row {self.row} ({self.node}), {self.count} NaN/Inf; {where}; {replay}"
+
+    def as_the_model_computes(self) -> str:
+        """The line for NaN/Inf the replay holds at the same places (``CulpritReport.model_nonfinite``)."""
+        return (f"NaN/Inf the model itself computes from row {self.row} ({self.node}), {self.count} there: the replay "
+                "on the same inputs holds them at the same places (e.g. a -inf attention mask), so the device did "
+                "not make them")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +206,8 @@ class CulpritReport:
             methods: each method's rows in turn, numbered on from the previous method's).
         metric: Comparator class name of ``local_gap`` / ``accumulated_gap``.
         graph_name: The reference graph (several methods: each one's, ``"graph (method), ..."``).
-        first_nonfinite: The first non-finite runtime output, or None.
+        first_nonfinite: The first runtime output holding NaN/Inf its replay on the same inputs does
+            not hold at the same places (the device made them), or None.
         matching: How every AOT node and runtime output was accounted for.
         higher_is_better: How to read the metric.
         notes: Remarks from capture and alignment. Several methods: first one note per method of
@@ -213,6 +220,8 @@ class CulpritReport:
         inputs_in_doubt: Graph inputs this run may not have shared with the ETRecord's representative
             inputs (no op that reads them agrees with its replay, and some are unrelated to it): the
             ops reading them are ``not-judged``. Several methods: ``"name (method m)"``.
+        model_nonfinite: The first runtime output whose NaN/Inf its replay holds too, at the same
+            places (the model computes them, e.g. a -inf attention mask: no fault), or None.
         inputs_assumed: Graph inputs a verdict beyond noise rests on without confirmation: the one op
             that reads them disagrees with its replay but is related to it, which a wrong op and a
             slightly different input both explain (the verdict assumes the representative inputs).
@@ -231,6 +240,7 @@ class CulpritReport:
     inside_delegates: TapView | None = None
     inputs_in_doubt: tuple[str, ...] = field(default=())
     inputs_assumed: tuple[str, ...] = field(default=())
+    model_nonfinite: NonFinite | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -341,6 +351,8 @@ class CulpritReport:
             lines += [n for n in self.notes if n.startswith(METHOD_NOTE)]
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
+        if self.model_nonfinite is not None:
+            lines.append(self.model_nonfinite.as_the_model_computes())
         for r in culprits:
             if r.delegate is not None:
                 lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})"
@@ -417,6 +429,9 @@ def headline(report: CulpritReport) -> str:
     if report.first_nonfinite is not None:
         first = report.first_nonfinite
         facts.append(f"first NaN/Inf at row {first.row} ({first.node})")
+    elif report.model_nonfinite is not None:
+        own = report.model_nonfinite
+        facts.append(f"NaN/Inf from row {own.row} ({own.node}) as the model computes them")
     alarm = bool(culprits) or Verdict.BROKEN in verdicts or report.first_nonfinite is not None
     per_run = [f.run for f in report.runs if f.culprits]
     if per_run and report.decode is None:
