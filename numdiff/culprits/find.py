@@ -34,6 +34,7 @@ from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import delegate_calls
+from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
@@ -264,6 +265,12 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed, input_readers=readers)
+    precision = delegate_precision_mismatch(graph_module.graph, events)
+    if precision is not None:
+        raise MismatchedArtifactsError(
+            f"{etdump_path or 'the ETDump'}: {precision}\nPass the ETRecord written when this exact program (.pte) was "
+            "exported and lowered: one from before or after quantizing pairs with the run by instruction, but its "
+            "replay computes in another precision and every delegate would look wrong.")
     unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
         raise MismatchedArtifactsError(

@@ -121,14 +121,14 @@ def test_dynamic_quantization_carries_its_rounding_and_a_changed_weight_is_still
 
 def test_the_table_reports_every_outcome_and_the_explained_miss() -> None:
     text = zoo.table(list(scores().values()))
-    assert "all                13    12              0           0        0            1/1" in text  # 1 runtime fault
+    assert "all                15    14              0           0        0            1/1" in text  # 1 runtime fault
     assert "all             all        12     12        0       0          0          0          0   100.0%" in text
     assert "int8_xnnpack    small       1      1        0       0          0          0          0   100.0%" in text
     assert "no effect (not counted above): 1 twin(s)" in text and "a culprit named in one is false: 0" in text
     assert "all                 3     2             1              0           0        0              0" in text
     assert "Wrong or incomplete verdicts" not in text
     controls = [s for s in scores().values() if s.outcome == "ok" and s.kind == "clean"]
-    assert len(controls) == 12 and "largest local error on the 12 controls:" in text
+    assert len(controls) == 14 and "largest local error on the 14 controls:" in text
     assert max(s.noise_float for s in controls) < 1 and max(s.noise_quantized for s in controls) < 1  # all "ok"
     assert "depthwise_separable/int8_xnnpack/twin0 [no-effect]" in text
 
@@ -176,7 +176,7 @@ def test_a_changed_int8_weight_read_by_a_dequantize_is_judged_without_rounding_n
 
 def test_files_of_another_model_are_refused_with_a_true_hint() -> None:
     """Each sample run with another sample model's ETRecord, and with its debug buffer: never an answer."""
-    crossed = zoo.crossed_pairs(SAMPLE, 20)
+    crossed = [c for c in zoo.crossed_pairs(SAMPLE, 20) if c.swapped != "lowering"]
     clean_runs = sum("clean" in v for _, _, v in zoo.SAMPLE)
     assert len(crossed) == 2 * clean_runs and all(c.outcome == "refused" for c in crossed), zoo.crossed_table(crossed)
     said = {(c.run, c.swapped): c.detail for c in crossed}
@@ -198,9 +198,9 @@ def test_files_of_another_model_are_refused_with_a_true_hint() -> None:
                       ).find_culprits("SNR")
         return str(info.value)
 
-    # a one-delegate program whose only instruction id the other ETRecord also has: no op of its graph
-    assert "logs intermediate outputs for 1 events (e.g. DELEGATE_CALL), but the ETRecord gives none of them an op " \
-           "of its graph" in refused("depthwise_separable/int8_xnnpack", "attention_prenorm/xnnpack")
+    # a one-delegate program whose only instruction id the other ETRecord also has, as a kernel
+    assert "do not describe the same program: the runtime called a delegate at instruction 0, where the ETRecord's " \
+           "program runs a kernel" in refused("depthwise_separable/int8_xnnpack", "attention_prenorm/xnnpack")
     # the other program's graph pairs, but every tensor has another size
     assert "none of the 2 aligned ops could be compared: the runtime's tensors have other sizes" \
         in refused("input_fanout/xnnpack", "attention_prenorm/xnnpack")
@@ -234,3 +234,31 @@ def test_the_cli_says_which_ops_it_cannot_judge_and_why(capsys: pytest.CaptureFi
                                 "ETRecord's representative inputs")
     assert lines[-1] == ("worst accumulated row: quantize_per_tensor, dequantize_per_tensor_3 (-2.944), verdict "
                          "not-judged: its graph inputs may not be the run's, so nothing is said about it (see its note)")
+
+
+def test_the_same_model_lowered_another_way_is_refused() -> None:
+    """A user who quantized (or re-lowered) a model and kept the old ETRecord: the programs share
+    instruction ids, op names and often debug handles, and the replay differs by about the
+    quantization noise, so each delegate looked like a culprit (or, for dynamic against float, all
+    looked fine). Every sample run with its own architecture's ETRecord for another backend is refused."""
+    lowering = [c for c in zoo.crossed_pairs(SAMPLE, 20) if c.swapped == "lowering"]
+    assert len(lowering) == 10 and all(c.outcome == "refused" for c in lowering), zoo.crossed_table(lowering)
+    said = {(c.run, c.other): c.detail for c in lowering}
+    # XNNPACK names the operators it ran with their data types: F32 against QS8 against QDU8
+    assert said[("conv_bn/xnnpack", "conv_bn/int8_xnnpack")].endswith(
+        "the ETRecord's delegate XnnpackBackend #1 computes in int8, quantized ahead of time, but the runtime ran it in "
+        "floating point (Convolution (NHWC, F32) IGEMM): the ETRecord describes another program than the one that ran "
+        "(e.g. the float model's, or one quantized another way)")
+    assert "computes in floating point, but the runtime ran it in int8, quantized ahead of time (Convolution (NHWC, " \
+           "QS8) IGEMM)" in said[("conv_bn/int8_xnnpack", "conv_bn/xnnpack")]
+    assert "computes in int8, quantized ahead of time, but the runtime ran it in int8, quantized at run time (Fully " \
+           "Connected (NC, QDU8, F32, QC8W) GEMM)" in said[("deep_mlp/int8dyn_xnnpack", "deep_mlp/int8_xnnpack")]
+    # a delegate call where the other lowering runs a kernel
+    assert "do not describe the same program: the runtime called a delegate at instruction 0, where the ETRecord's " \
+           "program runs a kernel" in said[("conv_bn/xnnpack", "conv_bn/int8_portable")]
+    folder = SAMPLE / "conv_bn/xnnpack/clean"
+    with pytest.raises(MismatchedArtifactsError, match=r"Pass the ETRecord written when this exact program \(\.pte\)"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Inspector(etdump_path=folder / "etdump.etdp", etrecord=str(SAMPLE / "conv_bn/int8_xnnpack/etrecord.bin"),
+                      debug_buffer_path=folder / "debug_buffer.bin").find_culprits("SNR")
