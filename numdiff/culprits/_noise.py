@@ -240,7 +240,10 @@ class Noise:
             :mod:`numdiff.culprits._rounding`); None otherwise.
         carried: Rounding noise (rms, in the output's units) the row's value carries from dynamic
             quantization inside it, whose grid the runtime computes its own way (see
-            :func:`numdiff.culprits._rounding.carried`); 0 when it has none.
+            :func:`numdiff.culprits._rounding.carried`), or, where the replay computes the runtime's
+            own grid (XNNPACK, :mod:`numdiff.culprits._qd8`), from the elements that lay within
+            float error of a rounding tie; 0 when it has none.
+        dynamic: How the row's dynamic quantizations were replayed ("" when it has none).
     """
 
     reduction: int = 1
@@ -250,6 +253,7 @@ class Noise:
     rounding: bool = True
     tie: TieMargin | None = None
     carried: float = 0.0
+    dynamic: str = ""
 
     @property
     def _step(self) -> float | torch.Tensor | None:
@@ -269,6 +273,8 @@ class Noise:
             parts.append("no rounding replayed: floating-point noise only")
         if self.carried:
             parts.append(f"dynamic quantization's rounding {self.carried:.3g} rms")
+        if self.dynamic:
+            parts.append(self.dynamic)
         return ", ".join(parts)
 
     def sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:

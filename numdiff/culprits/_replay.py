@@ -16,6 +16,7 @@ Values live only as long as torch.fx's interpreter keeps them (``garbage_collect
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import SupportsInt, cast
@@ -25,11 +26,12 @@ from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
-from numdiff.culprits._noise import Noise, op_type, reduction_length
+from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
+from numdiff.culprits._qd8 import Qd8, flips, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
+__all__ = ["Lineage", "ReplayInterpreter", "dynamic_chain", "dynamic_rows", "graph_args", "lineage", "quant_noise"]
 
 OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object], Noise], object]
 
@@ -38,6 +40,69 @@ _DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel"})
 #: Quantize and dequantize ops whose scale may be computed at run time (dynamic quantization).
 _ANY_QUANTIZE = _QUANTIZE | {"quantize_per_token"}
 _ANY_DEQUANTIZE = _DEQUANTIZE | {"dequantize_per_token"}
+#: Ops a delegate runs on dynamically quantized inputs with its own kernels (XNNPACK: fully connected
+#: and convolution).
+_CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution"})
+_DYNAMIC_CONSUMERS = _CONVS | {"linear"}
+_EPS32 = 2.0**-23
+
+
+def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(int(cast(SupportsInt, v)) for v in value) or (default,) * count
+    return (int(cast(SupportsInt, value)),) * count if isinstance(value, int) else (default,) * count
+
+
+def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
+    """Which elements XNNPACK quantizes with one scale and zero point for ``consumer`` (a linear or a
+    convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
+    fully connected layer: per token or batch row), ``1`` every pixel's channels (a pointwise
+    convolution, which XNNPACK runs as a fully connected layer on its channels-last input), None
+    every image (the first dimension: other convolutions). ``weight`` is the convolution's weight
+    (its value, else the graph's record of it is used)."""
+    kind = op_type(consumer.target)
+    if kind not in _CONVS:
+        return -1
+    args = list(consumer.args) + [None] * 9
+    if not isinstance(weight, torch.Tensor):
+        node = consumer.args[1] if len(consumer.args) > 1 else None
+        weight = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    shape = weight if isinstance(weight, torch.Tensor) else None
+    if shape is None or shape.dim() < 3:
+        return None
+    spatial = shape.dim() - 2
+    if kind == "convolution":  # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        stride, padding, transposed, groups = args[3], args[4], args[6], args[8]
+    else:  # conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
+        stride, padding, transposed, groups = args[3], args[4], False, args[6]
+    groups = 1 if groups is None else int(cast(SupportsInt, groups))
+    pointwise = all(k == 1 for k in shape.shape[2:]) and not transposed and groups == 1 \
+        and all(v == 1 for v in _ints(stride, spatial, 1)) and not isinstance(padding, str) \
+        and all(v == 0 for v in _ints(padding, spatial, 0)) and shape.shape[0] + shape.shape[1] > 2
+    return 1 if pointwise else None
+
+
+def dynamic_chain(n: torch.fx.Node, value_of: Callable[[torch.fx.Node], object] = lambda node: None) -> int | None | bool:
+    """For ``quantize_per_tensor`` of a run value onto the grid of a ``choose_qparams`` op
+    (``choose_qparams → quantize → dequantize``) whose dequantized value feeds only linears or
+    convolutions as their input (the pattern XNNPACK runs as its own dynamic quantization): its
+    grouping (see :func:`dynamic_rows`; ``value_of`` gives a node's computed value, None if unknown);
+    False for any other node, or when consumers disagree."""
+    if op_type(n.target) != "quantize_per_tensor" or len(n.args) < 2 or not isinstance(n.args[1], torch.fx.Node):
+        return False
+    grid = n.args[1]
+    if "getitem" not in str(getattr(grid.target, "__name__", grid.target)) or not grid.args \
+            or not isinstance(grid.args[0], torch.fx.Node) or not op_type(grid.args[0].target).startswith("choose_qparams"):
+        return False
+    users = list(n.users)
+    if not users or any(op_type(u.target) != "dequantize_per_tensor" or not u.users for u in users):
+        return False
+    consumers = [c for u in users for c in u.users]
+    if not all(c.args and c.args[0] in users and op_type(c.target) in _DYNAMIC_CONSUMERS for c in consumers):
+        return False
+    rows = {dynamic_rows(c, value_of(c.args[1]) if len(c.args) > 1 and isinstance(c.args[1], torch.fx.Node) else None)
+            for c in consumers}
+    return rows.pop() if len(rows) == 1 else False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +194,17 @@ class ReplayInterpreter(Interpreter):
         inputs_from_runtime: Where to record the graph inputs taken from the runtime, with their
             source (shared with the scorer, which reads it as the replay runs); names already in it
             count as runtime values (one decode step's own inputs).
+        xnnpack_nodes: Nodes that run inside an XNNPACK delegate call: their dynamic quantization
+            (see :func:`dynamic_chain`) is replayed as XNNPACK computes it (:mod:`numdiff.culprits._qd8`).
+        tie_allowance: Floating-point noise units a kernel may make (the ``expected`` limit of
+            floating-point rows): how close to a rounding tie an element of an emulated quantization
+            must lie to be allowed to round the other way.
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
                  logged_inputs: Mapping[str, LoggedInput] | None = None,
-                 inputs_from_runtime: dict[str, str] | None = None) -> None:
+                 inputs_from_runtime: dict[str, str] | None = None, xnnpack_nodes: frozenset[str] = frozenset(),
+                 tie_allowance: float = DEFAULT_THRESHOLDS.expected) -> None:
         super().__init__(module, garbage_collect_values=True)
         self.extra_traceback = False
         self._paired = paired
@@ -151,6 +222,15 @@ class ReplayInterpreter(Interpreter):
         self._carried: dict[str, float] = {}
         #: Quantize ops of run values onto a grid computed at run time.
         self._dynamic: set[str] = set()
+        self._xnnpack = xnnpack_nodes
+        self._tie_allowance = tie_allowance
+        #: Quantize ops replayed as XNNPACK quantizes, with what they computed.
+        self._qd8: dict[str, Qd8] = {}
+        #: Per unpaired value, the dynamic quantizations behind it since the last paired values:
+        #: ``(emulated as XNNPACK does, on the graph's grid)``.
+        self._dyn: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        #: Emulated quantizations' elements that may round the other way (see _qd8.flips).
+        self._flips: dict[str, int] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -165,6 +245,7 @@ class ReplayInterpreter(Interpreter):
         self._reduction = {}
         self._rounded = set()
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
+        self._qd8, self._dyn, self._flips = {}, {}, {}
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -183,11 +264,15 @@ class ReplayInterpreter(Interpreter):
                 self._ties.pop(gone.name, None)
                 self._carried.pop(gone.name, None)
                 self._dynamic.discard(gone.name)
+                self._qd8.pop(gone.name, None)
+                self._dyn.pop(gone.name, None)
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
             args, kwargs = self.fetch_args_kwargs_from_env(n)
-            result = self.call_function(n.target, args, kwargs)
+            result = self._emulated(n, args)
+            if result is None:
+                result = self.call_function(n.target, args, kwargs)
         except NumdiffError:
             raise
         except Exception as e:
@@ -202,28 +287,92 @@ class ReplayInterpreter(Interpreter):
         rounds = kind in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
         pending_tie = self._track_rounding(n, kind, args, length)
         noise = self._carry(n, kind, args)
+        dyn = self._dynamic_kinds(n)
         if n.name not in self._paired:
             self._reduction[n.name] = length
             if rounds:
                 self._rounded.add(n.name)
             if noise:
                 self._carried[n.name] = noise
+            if dyn[0] or dyn[1]:
+                self._dyn[n.name] = dyn
             return result
         self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         tie = None if pending_tie is None else pending_tie()
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise))
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
+                                                              self._describe_dynamic(*dyn)))
+
+    def _emulated(self, n: torch.fx.Node, args: tuple[object, ...]) -> object | None:
+        """XNNPACK's own dynamic quantization of ``n`` (a quantize op of :func:`dynamic_chain` inside an
+        XNNPACK delegate, or the dequantize reading one); None when ``n`` is not one."""
+        source = n.args[0] if n.args else None
+        if n.name in self._xnnpack and args and isinstance(args[0], torch.Tensor) and args[0].is_floating_point() \
+                and args[0].dim() >= 1:
+            rows = dynamic_chain(n, lambda node: self.env.get(node))
+            if rows is not False and (rows is None or isinstance(rows, int)) \
+                    and (rows is None or rows == -1 or args[0].dim() > rows):
+                quantized = qd8_quantize(args[0], rows)
+                self._qd8[n.name] = quantized
+                return quantized.q
+        if op_type(n.target) == "dequantize_per_tensor" and isinstance(source, torch.fx.Node) and source.name in self._qd8:
+            out_dtype = n.kwargs.get("out_dtype")
+            value = self._qd8[source.name].dequantize()
+            return value.to(out_dtype) if isinstance(out_dtype, torch.dtype) else value
+        return None
+
+    def _dynamic_kinds(self, n: torch.fx.Node) -> tuple[frozenset[str], frozenset[str]]:
+        """``(emulated, on the graph's grid)``: the dynamic quantizations behind ``n``'s value."""
+        none: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+        emulated: frozenset[str] = frozenset().union(*(self._dyn.get(a.name, none)[0] for a in n.all_input_nodes))
+        graph_grid: frozenset[str] = frozenset().union(*(self._dyn.get(a.name, none)[1] for a in n.all_input_nodes))
+        if n.name in self._qd8:
+            emulated |= {n.name}
+        elif n.name in self._dynamic:
+            graph_grid |= {n.name}
+        return emulated, graph_grid
+
+    def _describe_dynamic(self, emulated: frozenset[str], graph_grid: frozenset[str]) -> str:
+        """What the row's noise model says about its dynamic quantization ("" when it has none)."""
+        parts = []
+        if emulated:
+            near = sum(self._flips.get(q, 0) for q in emulated)
+            parts.append(f"{len(emulated)} dynamic quantization(s) replayed as XNNPACK computes them"
+                         + (f", {near} element(s) within float error of a rounding tie" if near else ""))
+        if graph_grid:
+            why = "not inside an XNNPACK delegate" if not self._xnnpack.intersection(graph_grid) else \
+                "not a choose_qparams → quantize → dequantize chain feeding only linears or convolutions"
+            parts.append(f"{len(graph_grid)} dynamic quantization(s) replayed on the graph's per-tensor grid ({why}): "
+                         "the runtime's own grid is covered by the carried rounding noise")
+        return "; ".join(parts)
 
     def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...]) -> float:
         """The rounding noise ``n``'s value carries from dynamic quantization since the last paired values."""
         if kind in _ANY_QUANTIZE and len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node) and n.name in self._since:
             self._dynamic.add(n.name)  # a run value rounded onto a grid computed at run time
         source = n.args[0] if n.args else None
+        if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._qd8:
+            # Only the values' own float error (not their grid) differs from the device's: elements near a tie.
+            count, rms = self._flip_noise(source)
+            self._flips[source.name] = count
+            return math.sqrt(self._carried.get(source.name, 0.0) ** 2 + rms**2)
         if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._dynamic:
             return dynamic_rounding(self._carried.get(source.name, 0.0), args[1] if len(args) > 1 else None)
         sigmas = tuple(self._carried.get(a.name, 0.0) if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
         return carried(kind, args, sigmas)
+
+    def _flip_noise(self, quantize: torch.fx.Node) -> tuple[int, float]:
+        """``(elements, rms)`` of the one-step flips an emulated quantization may show: none when its
+        input is a value the runtime logged (or a graph input), else those within the float error of
+        the computation since the last paired values (``eps * sqrt(K) * max|x|``) of a tie."""
+        value = quantize.args[0] if quantize.args else None
+        if not isinstance(value, torch.fx.Node) or value.name not in self._reduction:
+            return 0, 0.0  # the runtime's own value (or a graph input): quantized bit for bit as the device does
+        quantized = self._qd8[quantize.name]
+        peak = float((quantized.steps.abs() / quantized.inv_scale).max()) if quantized.steps.numel() else 0.0
+        sigma = _EPS32 * math.sqrt(max(1, self._reduction[value.name])) * peak
+        return flips(quantized, sigma, self._tie_allowance)
 
     def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
                         length: int) -> Callable[[], TieMargin | None] | None:
@@ -236,7 +385,9 @@ class ReplayInterpreter(Interpreter):
             since |= {n.name}
         self._since[n.name] = frozenset(sorted(since)[:2])
         tie: Callable[[], TieMargin | None] | None = None
-        if len(since) == 1 and kind == "quantize_per_tensor" and args:
+        if n.name in self._qd8:
+            pass  # rounded onto XNNPACK's grid, not the graph's: no tie margin on the graph's grid
+        elif len(since) == 1 and kind == "quantize_per_tensor" and args:
             tie = functools.partial(tie_margin, args[0], args[1] if len(args) > 1 else None, length)
         elif len(since) == 1 and kind == "dequantize_per_tensor" and isinstance(n.args[0], torch.fx.Node):
             tie = self._ties.get(n.args[0].name)
