@@ -244,6 +244,12 @@ class Noise:
             own grid (XNNPACK, :mod:`numdiff.culprits._qd8`), from the elements that lay within
             float error of a rounding tie; 0 when it has none.
         dynamic: How the row's dynamic quantizations were replayed ("" when it has none).
+        bound: Per element (the output's shape), how far the device's value may lie from the replay's
+            because an emulated dynamic quantization inside the row may round an element that lay
+            within float error of a tie onto the neighbouring step (see
+            :func:`numdiff.culprits._qd8.flips`); None when no element may.
+        graph_grid: Whether a dynamic quantization inside the row was replayed on the graph's grid (not
+            as the device computes it): its noise is the first-order :attr:`carried` model.
     """
 
     reduction: int = 1
@@ -254,6 +260,8 @@ class Noise:
     tie: TieMargin | None = None
     carried: float = 0.0
     dynamic: str = ""
+    bound: torch.Tensor | None = None
+    graph_grid: bool = False
 
     @property
     def _step(self) -> float | torch.Tensor | None:
@@ -275,10 +283,19 @@ class Noise:
             parts.append(f"dynamic quantization's rounding {self.carried:.3g} rms")
         if self.dynamic:
             parts.append(self.dynamic)
+        if self.bound is not None:
+            parts.append(f"a rounding flip may move {int((self.bound > 0).sum())} of {self.bound.numel()} elements")
         return ", ".join(parts)
 
     def sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
-        """Per-element (broadcastable) sigma for a float64 ``reference``."""
+        """Per-element (broadcastable) sigma for a float64 ``reference``, with :attr:`bound` added
+        element by element when it has the reference's shape."""
+        base = self._sigma(reference, runtime_dtype)
+        if self.bound is not None and tuple(self.bound.shape) == tuple(reference.shape):
+            return torch.sqrt(base**2 + self.bound.double() ** 2)
+        return base
+
+    def _sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
         eps = _EPS.get(runtime_dtype, _EPS.get(reference.dtype, 2.0**-23))
         if not runtime_dtype.is_floating_point and self._step is None:
             eps = 0.0

@@ -27,7 +27,7 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
-from numdiff.culprits._qd8 import Qd8, flips, qd8_quantize
+from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
@@ -43,7 +43,8 @@ _ANY_DEQUANTIZE = _DEQUANTIZE | {"dequantize_per_token"}
 #: Ops a delegate runs on dynamically quantized inputs with its own kernels (XNNPACK: fully connected
 #: and convolution).
 _CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution"})
-_DYNAMIC_CONSUMERS = _CONVS | {"linear"}
+_TRANSPOSED = frozenset({"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
+_DYNAMIC_CONSUMERS = _CONVS | _TRANSPOSED | {"linear"}
 _EPS32 = 2.0**-23
 
 
@@ -53,14 +54,25 @@ def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
     return (int(cast(SupportsInt, value)),) * count if isinstance(value, int) else (default,) * count
 
 
+def _largest(bound: object) -> float:
+    """The largest element of a per-element bound (or of a list of them)."""
+    if isinstance(bound, torch.Tensor):
+        return float(bound.max()) if bound.numel() else 0.0
+    if isinstance(bound, (list, tuple)):
+        return max((_largest(b) for b in bound), default=0.0)
+    return 0.0
+
+
 def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
     """Which elements XNNPACK quantizes with one scale and zero point for ``consumer`` (a linear or a
     convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
     fully connected layer: per token or batch row), ``1`` every pixel's channels (a pointwise
     convolution, which XNNPACK runs as a fully connected layer on its channels-last input), None
-    every image (the first dimension: other convolutions). ``weight`` is the convolution's weight
+    every image (the first dimension: other convolutions and transposed convolutions). ``weight`` is the convolution's weight
     (its value, else the graph's record of it is used)."""
     kind = op_type(consumer.target)
+    if kind in _TRANSPOSED:
+        return None
     if kind not in _CONVS:
         return -1
     args = list(consumer.args) + [None] * 9
@@ -231,6 +243,11 @@ class ReplayInterpreter(Interpreter):
         self._dyn: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         #: Emulated quantizations' elements that may round the other way (see _qd8.flips).
         self._flips: dict[str, int] = {}
+        #: choose_qparams ops and the getitems of their outputs (the graph's dynamic grids).
+        self._grids: set[str] = set()
+        #: Per unpaired value, the per-element bound of the deviation such flips may cause (see
+        #: _qd8.propagate): a tensor shaped like the value, or a list of them for several outputs.
+        self._bounds: dict[str, object] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -245,7 +262,7 @@ class ReplayInterpreter(Interpreter):
         self._reduction = {}
         self._rounded = set()
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
-        self._qd8, self._dyn, self._flips = {}, {}, {}
+        self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -266,6 +283,8 @@ class ReplayInterpreter(Interpreter):
                 self._dynamic.discard(gone.name)
                 self._qd8.pop(gone.name, None)
                 self._dyn.pop(gone.name, None)
+                self._bounds.pop(gone.name, None)
+                self._grids.discard(gone.name)
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
@@ -286,7 +305,8 @@ class ReplayInterpreter(Interpreter):
         kind = op_type(n.target)
         rounds = kind in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
         pending_tie = self._track_rounding(n, kind, args, length)
-        noise = self._carry(n, kind, args)
+        bound, unbounded = self._bound(n, kind, args, kwargs, result)
+        noise = self._carry(n, kind, args, unbounded)
         dyn = self._dynamic_kinds(n)
         if n.name not in self._paired:
             self._reduction[n.name] = length
@@ -296,13 +316,51 @@ class ReplayInterpreter(Interpreter):
                 self._carried[n.name] = noise
             if dyn[0] or dyn[1]:
                 self._dyn[n.name] = dyn
+            if bound is not None:
+                self._bounds[n.name] = bound
             return result
+        if bound is not None and not isinstance(bound, torch.Tensor):  # several outputs: one noise for all
+            noise = math.sqrt(noise**2 + _largest(bound) ** 2)
+        row_bound = bound if isinstance(bound, torch.Tensor) else None
         self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         tie = None if pending_tie is None else pending_tie()
         return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
-                                                              self._describe_dynamic(*dyn)))
+                                                              self._describe_dynamic(*dyn), row_bound,
+                                                              bool(dyn[1])))
+
+    def _bound(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], kwargs: Mapping[str, object],
+               result: object) -> tuple[object, dict[str, float]]:
+        """``(n's per-element flip bound or None, the inputs' bounds given up as scalar noise)``."""
+        if n.name in self._qd8:  # an emulated rounding: its flips, bounded per element for its dequantize
+            source = n.args[0] if n.args else None
+            before = self._bounds.get(source.name) if isinstance(source, torch.fx.Node) else None
+            count, flipped = self._flip_bound(n, before if isinstance(before, torch.Tensor) else None)
+            self._flips[n.name] = count
+            return flipped, {}
+        if kind.startswith("choose_qparams") or (n.args and isinstance(n.args[0], torch.fx.Node)
+                                                 and n.args[0].name in self._grids):
+            self._grids.add(n.name)
+            return None, {}  # the graph's grid: unused where emulated, else covered by the rounding model
+        if kind == "dequantize_per_tensor" and n.args and isinstance(n.args[0], torch.fx.Node) \
+                and n.args[0].name in self._qd8:
+            return self._bounds.get(n.args[0].name), {}
+        held = [self._arg_bound(a) for a in n.args]
+        if not any(b is not None for b in held):
+            return None, {}
+        bound = propagate(kind, cast(Callable[..., object], n.target), args, kwargs, held, result)
+        if bound is not NO_BOUND:
+            return bound, {}
+        # No per-element rule: the bounds become rounding noise on every element (first-order model).
+        return None, {a.name: _largest(self._bounds[a.name]) for a in n.all_input_nodes if a.name in self._bounds}
+
+    def _arg_bound(self, arg: object) -> object:
+        if isinstance(arg, torch.fx.Node):
+            return self._bounds.get(arg.name)
+        if isinstance(arg, (list, tuple)) and any(isinstance(a, torch.fx.Node) and a.name in self._bounds for a in arg):
+            return [self._bounds.get(a.name) if isinstance(a, torch.fx.Node) else None for a in arg]
+        return None
 
     def _emulated(self, n: torch.fx.Node, args: tuple[object, ...]) -> object | None:
         """XNNPACK's own dynamic quantization of ``n`` (a quantize op of :func:`dynamic_chain` inside an
@@ -347,32 +405,35 @@ class ReplayInterpreter(Interpreter):
                          "the runtime's own grid is covered by the carried rounding noise")
         return "; ".join(parts)
 
-    def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...]) -> float:
+    def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], unbounded: Mapping[str, float]) -> float:
         """The rounding noise ``n``'s value carries from dynamic quantization since the last paired values."""
         if kind in _ANY_QUANTIZE and len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node) and n.name in self._since:
             self._dynamic.add(n.name)  # a run value rounded onto a grid computed at run time
         source = n.args[0] if n.args else None
-        if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._qd8:
-            # Only the values' own float error (not their grid) differs from the device's: elements near a tie.
-            count, rms = self._flip_noise(source)
-            self._flips[source.name] = count
-            return math.sqrt(self._carried.get(source.name, 0.0) ** 2 + rms**2)
+        if (kind in _ANY_QUANTIZE and n.name in self._qd8) or (kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node)
+                                                              and source.name in self._qd8):
+            # Emulated: the grid is the device's; only what the values carried goes on (flips: per element).
+            return self._carried.get(source.name, 0.0) if isinstance(source, torch.fx.Node) else 0.0
         if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._dynamic:
             return dynamic_rounding(self._carried.get(source.name, 0.0), args[1] if len(args) > 1 else None)
-        sigmas = tuple(self._carried.get(a.name, 0.0) if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
+        sigmas = tuple(math.hypot(self._carried.get(a.name, 0.0), unbounded.get(a.name, 0.0))
+                       if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
         return carried(kind, args, sigmas)
 
-    def _flip_noise(self, quantize: torch.fx.Node) -> tuple[int, float]:
-        """``(elements, rms)`` of the one-step flips an emulated quantization may show: none when its
-        input is a value the runtime logged (or a graph input), else those within the float error of
-        the computation since the last paired values (``eps * sqrt(K) * max|x|``) of a tie."""
+    def _flip_bound(self, quantize: torch.fx.Node, before: torch.Tensor | None) -> tuple[int, torch.Tensor | None]:
+        """``(elements, per-element bound)`` of the steps an emulated quantization may land away from the
+        replay's: none when its input is a value the runtime logged (or a graph input); else those
+        within the float error of the computation since the last paired values (``eps * sqrt(K) *
+        max|x|``), or the bound earlier flips left on them (``before``), of a tie."""
         value = quantize.args[0] if quantize.args else None
         if not isinstance(value, torch.fx.Node) or value.name not in self._reduction:
-            return 0, 0.0  # the runtime's own value (or a graph input): quantized bit for bit as the device does
+            return 0, None  # the runtime's own value (or a graph input): quantized bit for bit as the device does
         quantized = self._qd8[quantize.name]
         peak = float((quantized.steps.abs() / quantized.inv_scale).max()) if quantized.steps.numel() else 0.0
         sigma = _EPS32 * math.sqrt(max(1, self._reduction[value.name])) * peak
-        return flips(quantized, sigma, self._tie_allowance)
+        if before is not None and before.shape != quantized.q.shape:
+            before = None
+        return flips(quantized, sigma, self._tie_allowance, before)
 
     def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
                         length: int) -> Callable[[], TieMargin | None] | None:

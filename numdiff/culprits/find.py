@@ -251,7 +251,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                     inputs_unknown=later_run and step_input is None, delegates=calls,
                     first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
     xnnpack = _xnnpack_nodes(plan, lineages, calls)
-    tie_allowance = limits["default"].expected
+    # The values an emulated quantization rounds were computed by XNNPACK's float kernels: its limits.
+    tie_allowance = limits.get(XNNPACK, limits["default"]).expected
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
