@@ -10,7 +10,11 @@ A row's *local error* (replay on the runtime's inputs vs the runtime's output) i
   op's reduction length (inner dimension of a matmul, ``C_in/groups * kernel`` of a convolution,
   the reduced size of a softmax, norm, mean or sum; 1 for element-wise ops) summed over the nodes
   the row replays (a whole delegate, or nodes sharing a debug handle);
-* both combine as ``sqrt(sigma_q**2 + sigma_f**2)``.
+* both combine as ``sqrt(sigma_q**2 + sigma_f**2)``;
+* dynamic quantization adds what the replay cannot reproduce: inside an XNNPACK delegate (replayed on
+  XNNPACK's own grid) the bound of a one-step flip, element by element where one can show
+  (``Noise.bound``); elsewhere (the graph's per-tensor grid) the rounding it carries, on every
+  element (``Noise.carried``).
 
 The verdict compares the noise units with :class:`Thresholds` (documented defaults, overridable
 per op type): ``ok`` (at most ``ok``), ``expected-noise`` (at most ``expected``), ``suspicious``

@@ -10,6 +10,12 @@ returns the value to substitute. Weights and constants come from the graph; grap
 representative inputs, unless a delegate logged them: then the exact argument of that delegate call
 (see :mod:`numdiff.culprits._inputs`), never a logged tensor that merely has the same shape.
 
+Inside an XNNPACK delegate, a dynamic quantization (``choose_qparams → quantize → dequantize``
+feeding a linear or a convolution) is replayed on XNNPACK's own per-row grid
+(:mod:`numdiff.culprits._qd8`), not the graph's per-tensor one; the elements such a rounding may flip
+are carried per element to the row's noise (``Noise.bound``). Every other dynamic quantization keeps
+the graph's grid and its first-order rounding noise (``Noise.carried``); the row's noise says which.
+
 Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
 """
 
@@ -68,8 +74,8 @@ def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
     convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
     fully connected layer: per token or batch row), ``1`` every pixel's channels (a pointwise
     convolution, which XNNPACK runs as a fully connected layer on its channels-last input), None
-    every image (the first dimension: other convolutions and transposed convolutions). ``weight`` is the convolution's weight
-    (its value, else the graph's record of it is used)."""
+    every image (the first dimension: other convolutions and transposed convolutions). ``weight`` is
+    the convolution's weight (its value, else the graph's record of it is used)."""
     kind = op_type(consumer.target)
     if kind in _TRANSPOSED:
         return None
