@@ -232,7 +232,7 @@ class Scorer:
         quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
         call = self.delegates.get(frozenset(pair.runtime_handle))
         general = "quantized" if quantized else "default"
-        backend = None if call is None or self._dynamic(node, lin) else call[0] + ("/quantized" if quantized else "")
+        backend = None if call is None or self._dynamic(node, lin, noise) else call[0] + ("/quantized" if quantized else "")
         key = kind if kind in self.limits else backend if backend is not None and backend in self.limits else general
         limits = self.limits[key]
         verdict = limits.verdict(units)
@@ -381,12 +381,16 @@ class Scorer:
                     self.rows[i] = replace(each, is_culprit=culprit)
         return doubtful, readers
 
-    def _dynamic(self, node: torch.fx.Node, lin: Lineage) -> bool:
-        """Whether the row quantizes dynamically (a ``choose_qparams`` op among its nodes): the backends'
-        own limits were measured on static quantization only, so such rows keep the general ones."""
+    def _dynamic(self, node: torch.fx.Node, lin: Lineage, noise: Noise) -> bool:
+        """Whether the row quantizes dynamically (a ``choose_qparams`` op among its nodes) on a grid the
+        replay does not compute as the device does: the backends' own limits were measured on static
+        quantization and floating point only, so such rows keep the general ones. A row whose every
+        dynamic quantization is replayed as XNNPACK computes it (``noise.graph_grid`` False) leaves
+        floating-point arithmetic and per-element rounding flips (``noise.bound``): the backend's."""
         if self._targets is None:
             self._targets = {n.name: op_type(n.target) for n in node.graph.nodes if n.op == "call_function"}
-        return any(self._targets.get(name, "").startswith("choose_qparams") for name in (node.name, *lin.replayed))
+        dynamic = any(self._targets.get(name, "").startswith("choose_qparams") for name in (node.name, *lin.replayed))
+        return dynamic and (noise.graph_grid or not noise.dynamic)
 
     def _rounding_check(self, replay: torch.Tensor, runtime: torch.Tensor, noise: Noise) -> str | None:
         """Why the row's one rounding is not an honest one (see :mod:`~numdiff.culprits._rounding`), or None."""

@@ -33,12 +33,12 @@ from numdiff.align import (
 from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
-from numdiff.culprits._delegates import delegate_calls
+from numdiff.culprits._delegates import XNNPACK, delegate_calls
 from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
-from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._replay import Lineage, ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
 from numdiff.errors import MismatchedArtifactsError, UsageError
@@ -246,18 +246,24 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder") \
         if step_input is not None else frozenset()
     from_runtime = dict.fromkeys(supplied, "step_inputs")
+    calls = delegate_calls(events)
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
                     release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events),
+                    inputs_unknown=later_run and step_input is None, delegates=calls,
                     first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
+    xnnpack = _xnnpack_nodes(plan, lineages, calls)
+    # The values an emulated quantization rounds were computed by XNNPACK's float kernels: its limits.
+    tie_allowance = limits.get(XNNPACK, limits["default"]).expected
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
-        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime)
+        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime,
+                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance)
     else:
         from numdiff.culprits.quant_view import QuantReplay
 
-        quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
+        quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime,
+                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance)
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, run_inputs))
@@ -304,6 +310,17 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
                          model_nonfinite=scorer.model_nonfinite,
                          quantization=None if view is None else view())
+
+
+def _xnnpack_nodes(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lineage],
+                   calls: Mapping[frozenset[int], tuple[str, int]]) -> frozenset[str]:
+    """The nodes an XNNPACK delegate call runs: each such call's row node and the nodes replayed with it."""
+    out: set[str] = set()
+    for name, items in plan.items():
+        if any(calls.get(frozenset(item.pair.runtime_handle), ("", 0))[0] == XNNPACK for item in items):
+            out.add(name)
+            out.update(lineages[name].replayed if name in lineages else ())
+    return frozenset(out)
 
 
 def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:

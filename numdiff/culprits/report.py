@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
 from numdiff.gap.aliased import ALIASED
-from numdiff.gap.methods import methods_left_out
+from numdiff.culprits.headline import headline, in_method, methods_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -270,7 +270,7 @@ class CulpritReport:
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
         frame = pd.DataFrame(records, columns=list(_ROW_COLUMNS))
-        if _methods(self):
+        if methods_of(self):
             frame["method"] = [r.method for r in self.rows]
         frame.attrs["metric"] = self.metric
         return frame
@@ -282,7 +282,7 @@ class CulpritReport:
         frame = pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
                                "detail": m.detail} for m in self.matching],
                              columns=["side", "name", "handle", "status", "detail"])
-        if _methods(self):
+        if methods_of(self):
             frame["method"] = [m.method for m in self.matching]
         return frame
 
@@ -347,7 +347,7 @@ class CulpritReport:
     def __str__(self) -> str:
         culprits = self.culprits
         lines = [headline(self)]
-        if _methods(self):  # what each method was compared on, and the methods left out
+        if methods_of(self):  # what each method was compared on, and the methods left out
             lines += [n for n in self.notes if n.startswith(METHOD_NOTE)]
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
@@ -356,12 +356,12 @@ class CulpritReport:
         for r in culprits:
             if r.delegate is not None:
                 lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})"
-                             + _in_method(r))
+                             + in_method(r))
                 lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
                              "\"Find the culprit > Deeper localization\"")
             else:
                 lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
-                             f"module {r.module_path or '?'}" + _in_method(r))
+                             f"module {r.module_path or '?'}" + in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
@@ -375,7 +375,7 @@ class CulpritReport:
                          f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
-            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{_in_method(worst)} "
+            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{in_method(worst)} "
                          f"({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:
@@ -398,94 +398,6 @@ class CulpritReport:
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")
         return "\n".join(lines)
-
-
-def headline(report: CulpritReport) -> str:
-    """One line that summarises every view that ran, so that no view below contradicts it.
-
-    It names the culprits (a delegate by backend and call index), then counts ``broken`` rows,
-    replay problems and rows not judged, the graph inputs a verdict assumes, the first non-finite runtime output, the first divergent
-    decode step and its culprit ops, the layers the quantization view keeps in higher precision,
-    the culprits inside delegates (taps), runs whose culprits differ and the methods of a
-    multi-method program that were not compared. It says "every local error is within its expected noise" only when no view found
-    anything beyond noise. The first line of ``str(report)`` and of ``numdiff culprits``.
-    """
-    culprits = report.culprits
-    scope = " in step 0" if report.decode is not None else ""
-    head = (f"find_culprits ({report.metric} on {report.graph_name}): {_count(len(report.rows), 'row')}, "
-            f"{_count(len(culprits), 'culprit')}{scope}")
-    if culprits:
-        head += ": " + ", ".join(_name(r) for r in culprits[:3]) + (f" and {len(culprits) - 3} more"
-                                                                   if len(culprits) > 3 else "")
-    facts = []
-    verdicts = [r.verdict for r in report.rows]
-    for verdict, what in ((Verdict.BROKEN, "broken"), (Verdict.REPLAY_MISMATCH, "with a replay problem (not judged)"),
-                          (Verdict.NOT_JUDGED, "not judged (inputs not logged)")):
-        n = verdicts.count(verdict)
-        if n:
-            facts.append(f"{_count(n, 'row')} {what}")
-    if report.inputs_assumed:
-        facts.append(f"assuming the run's {', '.join(report.inputs_assumed)} = the representative one(s)")
-    if report.first_nonfinite is not None:
-        first = report.first_nonfinite
-        facts.append(f"first NaN/Inf at row {first.row} ({first.node})")
-    elif report.model_nonfinite is not None:
-        own = report.model_nonfinite
-        facts.append(f"NaN/Inf from row {own.row} ({own.node}) as the model computes them")
-    alarm = bool(culprits) or Verdict.BROKEN in verdicts or report.first_nonfinite is not None
-    per_run = [f.run for f in report.runs if f.culprits]
-    if per_run and report.decode is None:
-        facts.append("culprits in run" + ("s " if len(per_run) > 1 else " ") + ", ".join(map(str, per_run)))
-        alarm = True
-    if report.decode is not None:
-        step = report.decode.first_divergent_step
-        if step is None:
-            facts.append(f"no decode step diverges ({len(report.decode.steps)} steps)")
-        else:
-            ops = "; ".join(", ".join(o) for o in step.culprit_ops)
-            facts.append(f"decode diverges at step {step.step} (culprit {ops})")
-            alarm = True
-    if report.quantization is not None:
-        quant, keep = report.quantization, report.quantization.suggested_keep
-        facts.append(f"quantization: estimated output SNR {quant.estimated_snr_db:.3g} dB (target "
-                     f"{quant.target_snr_db:.3g} dB), " + (f"keep {', '.join(keep)} in higher precision" if keep
-                                                         else "no layer needs higher precision"))
-    if report.inside_delegates is not None:
-        inside = report.inside_delegates.culprits
-        if inside:
-            facts.append("inside delegates (taps): culprit " + ", ".join(f"{r.node} ({r.module_path or '?'})"
-                                                                          for r in inside))
-            alarm = True
-        else:
-            facts.append(f"inside delegates (taps): no culprit among {len(report.inside_delegates.rows)} tapped ops")
-    left_out = methods_left_out(report.notes) if _methods(report) else []
-    if left_out:
-        facts.append("not compared: method" + ("s " if len(left_out) > 1 else " ") + ", ".join(left_out)
-                     + " (see the notes)")
-    if not alarm and Verdict.REPLAY_MISMATCH not in verdicts:
-        judged = "judged " if Verdict.NOT_JUDGED in verdicts else ""
-        head += f": every {judged}local error is within its expected noise"
-    return "; ".join([head, *facts])
-
-
-def _methods(report: CulpritReport) -> list[str]:
-    """The methods the rows belong to, in report order; empty for a program of one method."""
-    return list(dict.fromkeys(r.method for r in report.rows if r.method is not None))
-
-
-def _in_method(row: CulpritRow) -> str:
-    return "" if row.method is None else f" in method {row.method}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
-def _name(row: CulpritRow) -> str:
-    """A culprit as the headline names it: a delegate by backend and call index, else its ops and module."""
-    if row.delegate is not None:
-        return "delegate " + row.delegate.split(":", 1)[0] + _in_method(row)
-    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "") + _in_method(row)
 
 
 def _fmt(value: float) -> str:
