@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from tabulate import tabulate
 
-    from numdiff._core.terminal import printable  # names and messages in the tables come from the files
+    from numdiff._core.terminal import printable, wrapped  # names and messages in the tables come from the files
     from numdiff.inspector import Inspector
     from numdiff.report.text_table import fitted_table
 
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
                                        for c, v in zip(steps.columns, row)] for row in steps.itertuples(index=False)],
                                      headers=list(steps.columns), tablefmt="simple", maxcolwidths=40)))
             print()
-        print(printable("\n".join(summary[1:])))
+        print(printable("\n".join(part for line in summary[1:] for part in wrapped(line, width))))
     elif args.format == "csv":
         out = df.drop(columns=["stack_traces"]).copy()
         for col in ("aot_ops", "runtime_ops", "replayed_ops"):

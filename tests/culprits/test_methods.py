@@ -155,10 +155,19 @@ encode    aten_tanh_default                 143.1              142.2  ok
 (input_source, amplification, runtime_ops, module_path and source_line left out to fit 100 columns:
 a wider terminal, --width or --format csv shows them)
 
-{FORWARD_NOTE}
-{ENCODE_NOTE}
-worst accumulated row: aten_tanh_default in method encode (142.2), verdict ok: its local error is within its expected noise
+{_wrapped(FORWARD_NOTE)}
+{_wrapped(ENCODE_NOTE)}
+{_wrapped("worst accumulated row: aten_tanh_default in method encode (142.2), verdict ok: its local error is "
+          "within its expected noise")}
 """
+
+
+def _wrapped(sentence: str) -> str:
+    """A sentence after the table as the CLI prints it at 100 columns: wrapped, continuations indented."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(sentence, 100, subsequent_indent="  ", break_on_hyphens=False,
+                                   break_long_words=False))
 
 
 def test_cli_json_and_csv_rows_name_their_method(capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,8 +226,8 @@ def test_culprits_are_named_with_their_method_and_judged_within_it(capsys: pytes
                       "aten_addmm_default (model.enc) in method encode; 3 rows broken; assuming the run's code (method "
                       "forward), x (method encode) = the representative one(s)")
     assert "culprit: linear (handle (1,), broken) module dec in method forward" in out
-    assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in method " \
-           "encode" in out
+    assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in" in out
+    assert "  method encode" in out  # wrapped at the width, indented under its line
     with pytest.raises(AssertionError) as info:
         assert_no_culprits(_inspector(), thresholds={"default": {"ok": 0.001, "expected": 0.002, "broken": 0.01}})
     lines = str(info.value).splitlines()

@@ -241,10 +241,14 @@ def test_the_cli_says_which_ops_it_cannot_judge_and_why(capsys: pytest.CaptureFi
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("find_culprits (SNRComparator on exported_program): 10 rows, 0 culprits: every judged local "
                         "error is within its expected noise; 1 row not judged (inputs not logged)")
-    assert lines[-2].startswith("graph input(s) x: no op that reads them agrees with its replay on the "
-                                "ETRecord's representative inputs")
-    assert lines[-1] == ("worst accumulated row: quantize_per_tensor, dequantize_per_tensor_3 (-2.944), verdict "
-                         "not-judged: its graph inputs may not be the run's, so nothing is said about it (see its note)")
+    after = lines[lines.index("") + 1:]  # the table, then its sentences wrapped to the width
+    after = after[after.index("") + 1:]
+    assert all(len(line) <= 100 for line in after)
+    prose = " ".join(line.strip() for line in after)
+    assert after[0].startswith("graph input(s) x: no op that reads them agrees with its replay")
+    assert "the ETRecord's representative inputs (one is unrelated to it, or several disagree)" in prose
+    assert prose.endswith("worst accumulated row: quantize_per_tensor, dequantize_per_tensor_3 (-2.944), verdict "
+                          "not-judged: its graph inputs may not be the run's, so nothing is said about it (see its note)")
 
 
 def test_the_same_model_lowered_another_way_is_refused() -> None:
