@@ -175,6 +175,9 @@ class Scorer:
         self.representative_reads: dict[int, tuple[str, ...]] = {}
         #: Graph inputs a judged row's verdict rests on without confirmation (see :meth:`settle_inputs`).
         self.assumed: list[str] = []
+        #: Rows reading representative inputs whose output is quantized: their agreement confirms an
+        #: input only to within a quantization step (see :meth:`settle_inputs`).
+        self.coarse_readers: set[int] = set()
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -242,6 +245,8 @@ class Scorer:
         representative = tuple(g for g in lin.graph_inputs if g not in self.supplied and g not in self.inputs_from_runtime)
         if representative:
             self.representative_reads[self.first_index + len(self.rows)] = representative
+            if quantized:
+                self.coarse_readers.add(self.first_index + len(self.rows))
         off_grid = False
         if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
                 and runtime is not None and isinstance(replay, torch.Tensor):
@@ -326,22 +331,30 @@ class Scorer:
         def row(index: int) -> CulpritRow:
             return self.rows[index - self.first_index]
 
-        confirmed = {g for index, names in self.representative_reads.items()
-                     if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
-                     and row(index).op_type not in _SHAPE_ONLY for g in names}
+        agreeing = [(index, names) for index, names in self.representative_reads.items()
+                    if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and row(index).op_type not in _SHAPE_ONLY]
+        # A quantized output agrees with its replay on an input a fraction of a step away (a 1% different
+        # camera frame quantizes to nearly the same int8 values): it confirms the input for other
+        # quantized readers, not for an op that computes on it in floating point.
+        confirmed_coarse = {g for _, names in agreeing for g in names}
+        confirmed_fine = {g for index, names in agreeing if index not in self.coarse_readers for g in names}
+
+        def unconfirmed_of(index: int, names: tuple[str, ...]) -> list[str]:
+            confirmed = confirmed_coarse if index in self.coarse_readers else confirmed_fine
+            return [g for g in names if g not in confirmed]
+
         # Several ops that read one unconfirmed input all beyond noise: one input the run did not share
         # explains them all; a fault would have to be in each of them.
         disagreeing: dict[str, list[int]] = {}
         for index, names in self.representative_reads.items():
             if row(index).verdict.beyond_noise and row(index).op_type not in _SHAPE_ONLY:
-                for g in names:
-                    if g not in confirmed:
-                        disagreeing.setdefault(g, []).append(index)
+                for g in unconfirmed_of(index, names):
+                    disagreeing.setdefault(g, []).append(index)
         shared_doubt = {g for g, indices in disagreeing.items() if len(indices) >= 2}
         doubtful: list[str] = []
         readers: set[int] = set()
         for index, names in self.representative_reads.items():
-            unconfirmed = [g for g in names if g not in confirmed]
+            unconfirmed = unconfirmed_of(index, names)
             if not unconfirmed:
                 continue
             readers.add(index)
