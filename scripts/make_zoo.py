@@ -395,17 +395,17 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
 
     # The clean program run on another draw of inputs than the ETRecord's representative ones (as devices
     # run): a control too, whose ops that read the graph input cannot be replayed on what the run read.
+    # The representative input plus 1% noise (relative RMS) on every floating-point input: a device that
+    # decodes or resizes its input slightly differently. Integer inputs (token ids) are kept.
+    gen = torch.Generator().manual_seed(_seed(arch.name, "near-input"))
+    near = tuple(x + NEAR_NOISE * float(x.pow(2).mean().sqrt()) * torch.randn(x.shape, generator=gen)
+                 if x.is_floating_point() else x for x in example)
+    if all(not x.is_floating_point() for x in example):
+        near_input = {**base, "variant": NEAR_INPUT, "status": "skipped", "reason": "no floating-point input"}
+    elif only_variant != OTHER_INPUT:
+        near_input = run(good.buffer, NEAR_INPUT, {"plant": None, "planted_aot_ops": [], "closure": [],
+                                                   "run_noise": NEAR_NOISE}, near)
     if only_variant == NEAR_INPUT:
-        # The representative input plus 1% noise (relative RMS) on every floating-point input: a device that
-        # decodes or resizes its input slightly differently. Integer inputs (token ids) are kept.
-        gen = torch.Generator().manual_seed(_seed(arch.name, "near-input"))
-        near = tuple(x + NEAR_NOISE * float(x.pow(2).mean().sqrt()) * torch.randn(x.shape, generator=gen)
-                     if x.is_floating_point() else x for x in example)
-        if all(not x.is_floating_point() for x in example):
-            near_input = {**base, "variant": NEAR_INPUT, "status": "skipped", "reason": "no floating-point input"}
-        else:
-            near_input = run(good.buffer, NEAR_INPUT, {"plant": None, "planted_aot_ops": [], "closure": [],
-                                                       "run_noise": NEAR_NOISE}, near)
         cases = folder / CASES
         kept = [c for c in json.loads(cases.read_text()) if c["variant"] != NEAR_INPUT] if cases.is_file() else []
         return kept + [near_input]
@@ -417,6 +417,7 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
         return kept + [other_input]
     results.append(run(good.buffer, "clean", {"plant": None, "planted_aot_ops": [], "closure": []}))
     results.append(other_input)
+    results.append(near_input)
     rng = random.Random(_seed(arch.name, backend, "plants"))
     # dynamic quantization computes its scales at run time: no scale to plant
     kinds = ["weight", "bias"] + (["scale"] if backend in ("int8_portable", "int8_xnnpack") else [])
