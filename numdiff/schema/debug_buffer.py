@@ -27,10 +27,11 @@ import os
 import re
 import zipfile
 from dataclasses import dataclass
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeAlias, Union
 
 from numdiff.errors import DebugBufferError, ETDumpError, MissingDataError
+from numdiff.schema._pages import ResidentPages
 from numdiff.schema.etdump import FILE_IDENTIFIER, ScalarType, Tensor, Value, ValueType
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ class MissingTensor:
         return f"MissingTensor({self.dtype}{list(self.sizes)}: no debug buffer given)"
 
 
-class DebugBuffer:
+class DebugBuffer(ResidentPages):
     """A memory-mapped debug buffer.
 
     Args:
@@ -220,79 +221,10 @@ class DebugBuffer:
             if isinstance(self._map, mmap.mmap):
                 self._map.close()
             raise DebugBufferError(self.path, f"is not a debug buffer: it is {found}", _foreign_hint(found))
-        self._base = _address_of(self._map) if self.size else 0
-        self._can_release = self._base != 0
-        self._can_prefetch = self._base != 0
-        self._pagemap_ok = self._can_release
+        self._init_pages(_address_of(self._map) if self.size else 0)
 
     def __repr__(self) -> str:
         return f"DebugBuffer({self.path!r}, {self.size} bytes)"
-
-    def release(self, value: object) -> None:
-        """Drop the resident pages behind tensors of this buffer from this process.
-
-        Pages only read are unmapped with ``MADV_DONTNEED`` (they stay in the page cache and are
-        mapped again if touched). Pages a user wrote to are private copies that ``MADV_DONTNEED``
-        would throw away, so ranges holding any (``/proc/self/pagemap`` tells) get
-        ``MADV_PAGEOUT`` instead, which keeps them. No value ever changes. This keeps a
-        comparison over hundreds of MB of logged tensors from holding them all in memory.
-        Values that are not views of this buffer are ignored; where the kernel or platform offers
-        neither, this does nothing.
-        """
-        if not self._can_release:
-            return
-        for first, end in self._page_ranges(value):
-            advice = _MADV_PAGEOUT if self._has_private_pages(first, end) else mmap.MADV_DONTNEED
-            try:
-                self._map.madvise(advice, first, end - first)  # type: ignore[union-attr]
-            except (OSError, ValueError, AttributeError):
-                self._can_release = False
-
-    def prefetch(self, value: object) -> None:
-        """Map the pages behind tensors of this buffer into this process before they are read.
-
-        One ``MADV_POPULATE_READ`` call (Linux 5.14+) maps a tensor's pages that are in the page
-        cache, instead of a page fault every 16 pages as the tensor is read. No value changes;
-        values that are not views of this buffer are ignored; where the kernel or platform does
-        not offer it, this does nothing.
-        """
-        if not self._can_prefetch:
-            return
-        for first, end in self._page_ranges(value):
-            try:
-                self._map.madvise(_MADV_POPULATE_READ, first, end - first)  # type: ignore[union-attr]
-            except (OSError, ValueError, AttributeError):
-                self._can_prefetch = False
-                return
-
-    def _page_ranges(self, value: object) -> Iterator[tuple[int, int]]:
-        """``(first page offset, end offset)`` of each tensor in ``value`` that views this buffer."""
-        for t in value if isinstance(value, (list, tuple)) else (value,):
-            if not hasattr(t, "data_ptr") or not hasattr(t, "untyped_storage"):
-                continue
-            start = t.data_ptr() - self._base
-            if not 0 <= start < self.size:
-                continue
-            yield start - start % mmap.PAGESIZE, min(self.size, start + t.untyped_storage().nbytes())
-
-    def _has_private_pages(self, first: int, end: int) -> bool:
-        """Whether ``[first, end)`` holds pages this process wrote to (copy-on-write copies)."""
-        pagemap = _pagemap() if self._pagemap_ok else None
-        if pagemap is None:
-            return True
-        page = mmap.PAGESIZE
-        count = (end - first + page - 1) // page
-        try:
-            raw = os.pread(pagemap, 8 * count, (self._base + first) // page * 8)
-        except OSError:
-            self._pagemap_ok = False
-            return True
-        import numpy as np
-
-        # present (bit 63) and not file-backed (bit 61): a private copy
-        present_and_file = np.uint64((1 << 63) | (1 << 61))
-        flags = np.bitwise_and(np.frombuffer(raw, dtype=np.uint64), present_and_file)
-        return bool(np.any(flags == np.uint64(1 << 63)))
 
     def view(self, offset: int, nbytes: int) -> memoryview:
         """Raw bytes ``[offset, offset + nbytes)``, checked against the buffer's size."""
@@ -423,30 +355,6 @@ def _describe(span: tuple[int, int, int, str]) -> str:
     start, end, scalar_type, where = span
     name = ScalarType(scalar_type).name
     return f"{where + ' ' if where else ''}({name}, bytes {start}..{end})"
-
-
-#: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
-_MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
-#: Linux's MADV_POPULATE_READ (5.14+); older kernels refuse it with EINVAL.
-_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
-
-
-#: ``(pid, descriptor)`` of this process's ``/proc/self/pagemap``: opened once per process (a descriptor
-#: per buffer was never closed), reopened in a forked child (the inherited one reads the parent's pages).
-_PAGEMAP: tuple[int, int | None] | None = None
-
-
-def _pagemap() -> int | None:
-    """This process's pagemap descriptor, opened on first use; None where there is none."""
-    global _PAGEMAP
-    pid = os.getpid()
-    if _PAGEMAP is None or _PAGEMAP[0] != pid:
-        try:
-            fd: int | None = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            fd = None
-        _PAGEMAP = (pid, fd)
-    return _PAGEMAP[1]
 
 
 def _address_of(mapping: mmap.mmap | bytes) -> int:
