@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -266,21 +266,31 @@ def _version(value: object) -> int:
     return int(getattr(value, "_version", 0))
 
 
+def _data_key(value: object) -> Hashable:
+    """What the sums of ``value`` depend on: a CPU tensor's memory, dtype and element order (a
+    contiguous tensor and its reshaped views share it), else the object itself."""
+    if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.layout == torch.strided:
+        order = None if value.is_contiguous() else (tuple(value.shape), tuple(value.stride()))
+        return value.data_ptr(), value.dtype, value.numel(), order
+    return id(value)
+
+
 class PresummedPairs:
     """Sums of AOT/runtime pairs computed before the scoring loop asks for them.
 
     The gap computes each pair's sums as soon as the reference graph has produced its output
     (on a worker thread when the libraries may use several, so the scoring overlaps the graph
-    run; otherwise at once, while the output is still in the CPU's cache). The scoring loop's
-    :func:`finite_difference_sums` then finds them here: a pair is answered only for the very
-    same two tensor objects, unchanged since (torch's version counter), and sums that include
-    ``sum(|a-b|)`` when asked for. Anything else (a reshaped view, a preprocessed copy, a
-    failed worker) is computed as usual, so an answer never depends on this cache.
+    run; otherwise at once). The scoring loop's :func:`finite_difference_sums` then finds them
+    here: a pair is answered only when both sides are the same memory read in the same element
+    order as the tensors summed (the same tensors, or views reshaping them), unchanged since
+    (torch's version counter), and with ``sum(|a-b|)`` when asked for. Anything else (a
+    preprocessed copy, a failed worker) is computed as usual, so an answer never depends on
+    this cache. The summed tensors are held until the block ends, so their memory is not reused.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, int], _Presum] = {}
-        self._answered: dict[int, object] = {}  # id(b) -> b, whose last lookup was answered here
+        self._entries: dict[tuple[Hashable, Hashable], _Presum] = {}
+        self._answered: set[Hashable] = set()  # runtime sides whose last lookup was answered here
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -288,7 +298,7 @@ class PresummedPairs:
     def compute(self, a: object, b: object, need_l1: bool) -> _SumsResult:
         """Compute the pair's sums now and keep them (also returned)."""
         result = _difference_sums(a, b, need_l1)
-        self._entries[(id(a), id(b))] = _Presum(a, b, (_version(a), _version(b)), need_l1, result)
+        self._entries[(_data_key(a), _data_key(b))] = _Presum(a, b, (_version(a), _version(b)), need_l1, result)
         return result
 
     def submit(self, a: object, b: object, need_l1: bool, executor: Executor,
@@ -303,28 +313,30 @@ class PresummedPairs:
                 if after is not None:
                     after()
 
-        self._entries[(id(a), id(b))] = _Presum(a, b, (_version(a), _version(b)), need_l1, executor.submit(work))
+        entry = _Presum(a, b, (_version(a), _version(b)), need_l1, executor.submit(work))
+        self._entries[(_data_key(a), _data_key(b))] = entry
 
     def lookup(self, a: object, b: object, need_l1: bool) -> _SumsResult | _Missing:
-        """The kept sums of exactly ``(a, b)``, or the ``_MISSING`` marker."""
-        entry = self._entries.get((id(a), id(b)))
-        self._answered.pop(id(b), None)
-        if (entry is None or entry.a is not a or entry.b is not b or (need_l1 and not entry.need_l1)
-                or entry.versions != (_version(a), _version(b))):
+        """The kept sums of ``(a, b)`` (see the class docstring), or the ``_MISSING`` marker."""
+        key = (_data_key(a), _data_key(b))
+        entry = self._entries.get(key)
+        self._answered.discard(key[1])
+        if (entry is None or (need_l1 and not entry.need_l1)
+                or not entry.versions == (_version(a), _version(b)) == (_version(entry.a), _version(entry.b))):
             return _MISSING
         if isinstance(entry.result, Future):
             try:
                 entry.result = entry.result.result()
             except Exception:  # computed again by the caller, which reports any error itself
-                del self._entries[(id(a), id(b))]
+                del self._entries[key]
                 return _MISSING
-        self._answered[id(b)] = b
+        self._answered.add(key[1])
         return entry.result
 
     def answered(self, b: object) -> bool:
-        """Whether the last lookup of a pair with runtime side ``b`` was answered from here (so the
-        scoring loop did not read ``b``)."""
-        return self._answered.get(id(b)) is b
+        """Whether the last lookup of a pair whose runtime side is ``b`` (or a view reshaping it) was
+        answered from here, so the scoring loop did not read ``b``."""
+        return _data_key(b) in self._answered
 
 
 _ACTIVE_PRESUMS: ContextVar[PresummedPairs | None] = ContextVar("numdiff_presummed_pairs", default=None)

@@ -128,8 +128,8 @@ def _gather(
 ) -> GapInputs:
     etrecord = require_etrecord(etrecord)
     from numdiff.align import collect_runtime_outputs, delegate_output_ids
-    from numdiff.capture import (aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph,
-                                 runs_without_side_effects)
+    from numdiff.capture import (aot_debug_handle_to_op_names, aot_debug_handle_to_stack_traces,
+                                 capture_intermediate_outputs, resolve_reference_graph, runs_without_side_effects)
     from numdiff.schema.debug_buffer import MissingTensor
     from numdiff.schema.etrecord import op_type_name
     import torch
@@ -163,10 +163,13 @@ def _gather(
     emitted = emitted_handle_ids((getattr(etrecord, "_debug_handle_map", None) or {}).get(method))
     aliased: list[AliasedOutput] = []
 
+    solo = _solo_handles(aot_debug_handle_to_op_names(graph_module), runtime_outputs) \
+        if on_pair is not None and not shapes_only else set()
+
     def keep_if_paired(handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
         if not runtime_ids.isdisjoint(handle):
             kept[handle] = _shape_of(value) if shapes_only else value
-            if on_pair is not None and not shapes_only:
+            if on_pair is not None and handle in solo:
                 runtime = _sole_tensor(runtime_outputs.get(handle))
                 if runtime is not None and isinstance(value, torch.Tensor) and runtime.numel() == value.numel():
                     on_pair(value, runtime)
@@ -202,6 +205,15 @@ def _gather(
         if shapes_only else None,
         reusable_graph=(graph_module, graph_name) if runs_without_side_effects(graph_module) else None,
     )
+
+
+def _solo_handles(aot_handles: Iterable[DebugHandle], runtime_handles: Iterable[DebugHandle]) -> set[DebugHandle]:
+    """Handles that pair one to one: the same handle on both sides, none of its ids in any other handle."""
+    from collections import Counter
+
+    aot, runtime = list(aot_handles), set(runtime_handles)
+    counts = Counter(i for h in (*aot, *runtime) for i in set(h))
+    return {h for h in aot if h in runtime and all(counts[i] == 2 for i in h)}
 
 
 def _sole_tensor(runtime: RuntimeOutput | None) -> torch.Tensor | None:
