@@ -257,13 +257,20 @@ _MISSING = _Missing()
 class _Presum:
     a: object
     b: object
-    versions: tuple[int, int]
+    versions: tuple[int | None, int | None]
     need_l1: bool
     result: _SumsResult | Future[_SumsResult]
 
 
-def _version(value: object) -> int:
-    return int(getattr(value, "_version", 0))
+def _version(value: object) -> int | None:
+    """torch's in-place change counter of a tensor (0 for other values); None when torch keeps none
+    (tensors made under ``torch.inference_mode``), whose sums are then never answered from here."""
+    if not isinstance(value, torch.Tensor):
+        return 0
+    try:
+        return int(value._version)
+    except RuntimeError:
+        return None
 
 
 def _data_key(value: object) -> Hashable:
@@ -321,7 +328,7 @@ class PresummedPairs:
         key = (_data_key(a), _data_key(b))
         entry = self._entries.get(key)
         self._answered.discard(key[1])
-        if (entry is None or (need_l1 and not entry.need_l1)
+        if (entry is None or (need_l1 and not entry.need_l1) or None in entry.versions
                 or not entry.versions == (_version(a), _version(b)) == (_version(entry.a), _version(entry.b))):
             return _MISSING
         if isinstance(entry.result, Future):

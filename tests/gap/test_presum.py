@@ -100,3 +100,13 @@ def test_a_custom_metric_is_not_computed_ahead(computed_on: list[str]) -> None:
     assert computed_on and set(computed_on) == {threading.current_thread().name}  # in the scoring loop only
     plain = _gap("mlp_fp32", "SNR")
     assert _same(_gaps(df), [g / 2 for g in _gaps(plain)])
+
+
+def test_inference_mode_tensors_are_scored_in_the_loop(computed_on: list[str]) -> None:
+    """Tensors made under torch.inference_mode keep no change counter: nothing is answered from sums taken earlier."""
+    plain = _gap("mlp_fp32", "SNR")
+    computed_on.clear()
+    with torch.inference_mode():
+        df = _gap("mlp_fp32", "SNR")
+    assert _same(_gaps(df), _gaps(plain))
+    assert threading.current_thread().name in computed_on
