@@ -309,12 +309,10 @@ class PresummedPairs:
         return result
 
     def submit(self, a: object, b: object, need_l1: bool, executor: Executor,
-               before: Callable[[], None] | None = None, after: Callable[[], None] | None = None) -> None:
-        """Compute the pair's sums on ``executor``, calling ``before`` and ``after`` there (map, drop pages)."""
+               after: Callable[[], None] | None = None) -> None:
+        """Compute the pair's sums on ``executor``, then call ``after`` there (e.g. drop pages)."""
         def work() -> _SumsResult:
             try:
-                if before is not None:
-                    before()
                 return _difference_sums(a, b, need_l1)
             finally:
                 if after is not None:

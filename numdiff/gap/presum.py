@@ -16,8 +16,8 @@ as soon as the graph produced its output, and the scoring loop then finds them
 
 Only the built-in metrics whose scores are those sums (SNR, MSE, L1: ``difference_sums_need_l1``)
 are computed ahead; any other metric, or a subclass overriding ``element_compare`` or
-``preprocessing``, gets no callback. The runtime tensor's pages are mapped in one call before
-reading and dropped after (``DebugBuffer.prefetch`` / ``release``), so peak memory does not grow.
+``preprocessing``, gets no callback. The runtime tensor's debug-buffer pages are dropped once its
+sums are taken (``DebugBuffer.release``), so peak memory does not grow.
 """
 
 from __future__ import annotations
@@ -69,10 +69,6 @@ def presumming(comparator: object, buffer: DebugBuffer | None) -> Iterator[Presu
         yield Presum(None, plain_release)
         return
 
-    def prefetch(b: Any) -> None:
-        if buffer is not None:
-            buffer.prefetch(b)
-
     def release(b: Any) -> None:
         if buffer is not None:
             buffer.release(b)
@@ -84,7 +80,6 @@ def presumming(comparator: object, buffer: DebugBuffer | None) -> Iterator[Presu
 
         if not worker_threads():
             def inline(a: Any, b: Any) -> None:
-                prefetch(b)
                 sums.compute(a, b, need_l1)
                 release(b)
 
@@ -93,7 +88,7 @@ def presumming(comparator: object, buffer: DebugBuffer | None) -> Iterator[Presu
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="numdiff-gap-sums")
         try:
             def submit(a: Any, b: Any) -> None:
-                sums.submit(a, b, need_l1, pool, before=lambda: prefetch(b), after=lambda: release(b))
+                sums.submit(a, b, need_l1, pool, after=lambda: release(b))
 
             yield Presum(submit, release_unless_answered)
         finally:

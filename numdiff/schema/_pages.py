@@ -1,4 +1,4 @@
-"""The pages of a memory-mapped debug buffer that this process holds: map them before reading, drop them after.
+"""The pages of a memory-mapped debug buffer that this process holds: drop them once read.
 
 :class:`ResidentPages` is the part of :class:`numdiff.schema.debug_buffer.DebugBuffer` that talks
 to the kernel about its mapping (``madvise``, ``/proc/self/pagemap``); no value ever changes.
@@ -24,7 +24,6 @@ class ResidentPages:
     def _init_pages(self, base: int) -> None:
         self._base = base
         self._can_release = base != 0
-        self._can_prefetch = base != 0
         self._pagemap_ok = base != 0
 
     def release(self, value: object) -> None:
@@ -46,23 +45,6 @@ class ResidentPages:
                 self._map.madvise(advice, first, end - first)  # type: ignore[union-attr]
             except (OSError, ValueError, AttributeError):
                 self._can_release = False
-
-    def prefetch(self, value: object) -> None:
-        """Map the pages behind tensors of this buffer into this process before they are read.
-
-        One ``MADV_POPULATE_READ`` call (Linux 5.14+) maps a tensor's pages that are in the page
-        cache, instead of a page fault every 16 pages as the tensor is read. No value changes;
-        values that are not views of this buffer are ignored; where the kernel or platform does
-        not offer it, this does nothing.
-        """
-        if not self._can_prefetch:
-            return
-        for first, end in self._page_ranges(value):
-            try:
-                self._map.madvise(_MADV_POPULATE_READ, first, end - first)  # type: ignore[union-attr]
-            except (OSError, ValueError, AttributeError):
-                self._can_prefetch = False
-                return
 
     def _page_ranges(self, value: object) -> Iterator[tuple[int, int]]:
         """``(first page offset, end offset)`` of each tensor in ``value`` that views this buffer."""
@@ -96,8 +78,6 @@ class ResidentPages:
 
 #: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
-#: Linux's MADV_POPULATE_READ (5.14+); older kernels refuse it with EINVAL.
-_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 
 
 #: ``(pid, descriptor)`` of this process's ``/proc/self/pagemap``: opened once per process (a descriptor

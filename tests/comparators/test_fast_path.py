@@ -130,15 +130,15 @@ def test_presummed_pairs_from_a_worker_thread_and_a_failed_worker() -> None:
     a, b = torch.randn(70000), torch.randn(70000)  # more than one block
     calls: list[str] = []
     with presummed() as sums, ThreadPoolExecutor(1) as pool:
-        sums.submit(a, b, True, pool, before=lambda: calls.append("before"), after=lambda: calls.append("after"))
+        sums.submit(a, b, True, pool, after=lambda: calls.append("after"))
         assert finite_difference_sums(a, b) == finite_difference_sums(a.clone(), b.clone())
-        assert sums.answered(b) and calls == ["before", "after"]
+        assert sums.answered(b) and calls == ["after"]
 
         def fail() -> None:
             raise OSError("no pages")
 
         c = torch.randn(10)
-        sums.submit(c, c, True, pool, before=fail)  # the worker fails: the scoring loop computes it
+        sums.submit(c, c, True, pool, after=fail)  # the worker fails: the scoring loop computes it
         assert finite_difference_sums(c, c) == (float((c.double() ** 2).sum()), 0.0, 0.0, 10)
         assert not sums.answered(c)
 
