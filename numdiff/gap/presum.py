@@ -13,7 +13,7 @@ same memory, unchanged, or computed again):
   (``numdiff.capture.threads``). The worker is a plain thread running numpy loops that release
   the GIL; it starts no thread pool of its own, so nothing spin-waits for a core, and on a busy
   machine it only waits its turn. On the benchmark's gap case the calling thread's CPU time went
-  from 0.64 s to 0.38 s;
+  from about 0.64 s to 0.38-0.43 s (fresh processes on a busy 2-core machine);
 * with one thread (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)``), in the calling thread
   right away (the same work as scoring after the graph, measured no faster or slower; the runtime
   tensor's pages leave the process sooner). numdiff then uses one thread.
