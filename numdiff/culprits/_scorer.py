@@ -20,6 +20,7 @@ from numdiff.align import (
     AlignedPair,
     AlignmentReport,
     MatchKind,
+    OpNameIndex,
     find_op_names,
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
@@ -73,7 +74,10 @@ class Meter:
 
     def __init__(self, comparator: NumericalComparatorBase, aot_names: Mapping[DebugHandle, list[str]],
                  runtime_names: Mapping[DebugHandle, list[str]]) -> None:
-        self.comparator, self.aot_names, self.runtime_names = comparator, aot_names, runtime_names
+        # indexed: every row is named from them (a scan of every handle per row was quadratic)
+        self.comparator = comparator
+        self.aot_names = aot_names if isinstance(aot_names, OpNameIndex) else OpNameIndex(aot_names)
+        self.runtime_names = runtime_names if isinstance(runtime_names, OpNameIndex) else OpNameIndex(runtime_names)
 
     def measure(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str],
                 what: str) -> tuple[float, Sums | None]:
