@@ -26,6 +26,7 @@ from numdiff.align import (
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
 from numdiff.culprits._checks import UNRELATED, accumulated_units, replay_problem
 from numdiff.culprits._delegates import delegate_location, describe_delegate
+from numdiff.culprits._input_fit import FitCase, fit_input
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
 from numdiff.culprits._replay import Lineage
@@ -182,6 +183,8 @@ class Scorer:
         #: Rows reading representative inputs whose output is quantized: their agreement confirms an
         #: input only to within a quantization step (see :meth:`settle_inputs`).
         self.coarse_readers: set[int] = set()
+        #: Rows beyond noise that read a representative input directly: can an input change explain them?
+        self.fit_cases: dict[int, FitCase] = {}
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -251,6 +254,12 @@ class Scorer:
             self.representative_reads[self.first_index + len(self.rows)] = representative
             if quantized:
                 self.coarse_readers.add(self.first_index + len(self.rows))
+            elif verdict.beyond_noise and call is None and not lin.replayed and isinstance(runtime, torch.Tensor):
+                positions = tuple(i for i, a in enumerate(node.args) if isinstance(a, torch.fx.Node)
+                                  and a.op == "placeholder" and a.name in representative)
+                if positions and callable(node.target):
+                    self.fit_cases[self.first_index + len(self.rows)] = FitCase(
+                        node.target, args, kwargs, positions, runtime, noise, limits)
         off_grid = False
         if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
                 and runtime is not None and isinstance(replay, torch.Tensor):
@@ -367,7 +376,19 @@ class Scorer:
                 continue
             rel = self.local_rel.get(index, math.nan)
             shared = [g for g in unconfirmed if g in shared_doubt]
-            if rel <= UNRELATED and not shared:  # NaN: unrelated
+            fit = None
+            if rel <= UNRELATED and not shared and index in self.fit_cases:
+                fit = fit_input(self.fit_cases[index])
+            if fit is not None and not fit.explains(self.fit_cases[index].limits, UNRELATED) and fit.trusted:
+                # The op maps few inputs to many outputs, and no input near the representative one gives
+                # what the runtime logged: the verdict does not rest on the input.
+                said = (f"no input near the representative {', '.join(unconfirmed)} explains its output (the "
+                        f"closest leaves {fit.units:.3g} noise units): the op computes something else")
+                self.rows[index - self.first_index] = replace(
+                    judged, note="; ".join(n for n in (said, judged.note) if n))
+                continue
+            explained = fit is not None and fit.trusted and fit.explains(self.fit_cases[index].limits, UNRELATED)
+            if rel <= UNRELATED and not shared and not explained:  # NaN: unrelated
                 # Related to its replay, and the only op that reads the input: nothing tells a slightly
                 # different input from a wrong op; judged, with the assumption said (report.inputs_assumed).
                 caution = (f"judged on the representative inputs: no other op that reads {', '.join(unconfirmed)} "
@@ -377,7 +398,13 @@ class Scorer:
                 self.assumed += [g for g in unconfirmed if g not in self.assumed]
                 continue
             doubtful += [g for g in unconfirmed if g not in doubtful]
-            if rel <= UNRELATED:
+            if explained:
+                assert fit is not None
+                why = (f"its output is what it computes from an input {fit.relative_change:.2%} (rms) away from the "
+                       f"representative one (the closest leaves {fit.units:.3g} noise units) while no other op that "
+                       "reads it agrees: either the run's input differs slightly from the representative one, or this "
+                       "op is wrong in a way an input change mimics")
+            elif rel <= UNRELATED:
                 why = (f"every one of the {len(disagreeing[shared[0]])} ops that read {', '.join(shared)} disagrees with "
                        f"its replay on the ETRecord's representative inputs and none agrees (this one by relative error "
                        f"{rel:.3g}): either the run used other inputs than the representative ones, or each of "

@@ -223,8 +223,8 @@ def test_culprits_are_named_with_their_method_and_judged_within_it(capsys: pytes
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("find_culprits (SNRComparator on exported_program (forward), edge_dialect_exported_program/"
                       "encode (encode)): 4 rows, 2 culprits: linear (dec) in method forward, aten_permute_copy_default, "
-                      "aten_addmm_default (model.enc) in method encode; 3 rows broken; assuming the run's code (method "
-                      "forward), x (method encode) = the representative one(s)")
+                      "aten_addmm_default (model.enc) in method encode; 3 rows broken; assuming the run's x (method "
+                      "encode) = the representative one(s)")
     assert "culprit: linear (handle (1,), broken) module dec in method forward" in out
     assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in" in out
     assert "  method encode" in out  # wrapped at the width, indented under its line
