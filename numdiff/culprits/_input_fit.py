@@ -112,16 +112,32 @@ def fit_input(case: FitCase) -> InputFit | None:
 
 def _least_squares(op: Callable[..., torch.Tensor], x0: tuple[torch.Tensor, ...],
                    residual: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], bool]:
-    """``argmin_d |J d - residual|`` for ``J`` the Jacobian of ``op`` at ``x0`` (CG on ``JᵀJ d = Jᵀr``)."""
-    from torch.func import jvp, vjp
+    """``argmin_d |J d - residual|`` for ``J`` the Jacobian of ``op`` at ``x0`` (CG on ``JᵀJ d = Jᵀr``).
 
-    pullback = vjp(op, *x0)[1]
+    ``Jᵀu`` is reverse-mode autograd; ``J d`` a central difference in float64 (exact for a linear op,
+    second order otherwise): forward-mode AD would load torch's scripted decompositions."""
+    leaves = tuple(x.detach().requires_grad_(True) for x in x0)
+    with torch.enable_grad():
+        out = op(*leaves)
+
+    def pullback(u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        grads = torch.autograd.grad(out, leaves, grad_outputs=u, retain_graph=True, allow_unused=True)
+        return tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, x0))
+
+    scale = math.sqrt(sum(float(x.pow(2).sum()) for x in x0)) or 1.0
+
+    def forward(d: Sequence[torch.Tensor]) -> torch.Tensor:
+        size = math.sqrt(sum(float(a.pow(2).sum()) for a in d)) or 1.0
+        eps = 1e-6 * scale / size
+        with torch.no_grad():
+            ahead = op(*(x + eps * a for x, a in zip(x0, d)))
+            behind = op(*(x - eps * a for x, a in zip(x0, d)))
+        return (ahead - behind) / (2 * eps)
 
     def normal(d: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        forward = jvp(op, x0, tuple(d))[1]
-        return tuple(pullback(forward))
+        return pullback(forward(d))
 
-    rhs = tuple(pullback(residual))
+    rhs = pullback(residual)
     d = tuple(torch.zeros_like(x) for x in x0)
     r = rhs
     p = r
