@@ -103,11 +103,18 @@ class Meter:
         return value
 
 
-def score_accumulated(items: list[Planned], meter: Meter, release: Release | None) -> None:
-    """Score every planned pair's AOT output against the runtime's, then drop the AOT output."""
+def score_accumulated(items: list[Planned], meter: Meter, release: Release | None,
+                      dequantize: Mapping[DebugHandle, Noise] | None = None) -> None:
+    """Score every planned pair's AOT output against the runtime's, then drop the AOT output.
+
+    ``dequantize`` gives the scale and zero point of the per-tensor dequantize each AOT handle keeps:
+    a delegate that hands its quantized output to the next delegate logs integers where the AOT
+    value is the dequantized one, and is compared dequantized, as the local error is.
+    """
     for item in items:
         pair = item.pair
-        runtime, _ = as_runtime_layout(pair.runtime_output, pair.aot_output)
+        runtime, _ = as_runtime_layout(pair.runtime_output, pair.aot_output,
+                                       None if dequantize is None else dequantize.get(pair.aot_handle))
         item.accumulated, sums = meter.measure(pair, pair.aot_output,
                                                pair.runtime_output if runtime is None else runtime,
                                                item.acc_notes, "accumulated")

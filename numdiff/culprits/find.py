@@ -36,7 +36,7 @@ from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import delegate_calls
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
-from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
+from numdiff.culprits._noise import Noise, ThresholdsArg, Verdict, op_type, resolve_thresholds
 from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import INPUTS_IN_DOUBT, CulpritReport, RunFigures
@@ -215,7 +215,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
                     graph=None if method is None else method.graph(), inputs=run_inputs,
-                    method="forward" if method is None else method.plan.method)
+                    method="forward" if method is None else method.plan.method, split_delegates=True)
     # Each output of a multi-output delegate call is paired with the node that gives it (the
     # partition's outputs in graph order), never by the reference's position rule: two outputs of
     # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
@@ -229,12 +229,13 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     # Accumulated error first, as the gap does, letting go of each AOT output once scored: the
     # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
     inputs.aot_outputs.clear()
-    score_accumulated([item for items in by_handle.values() for item in items], meter, release)
     # The capture's graph module serves the replay too, unless running it changes it (a buffer
     # written in place): then the replay builds a fresh one, as the capture had.
     graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
         etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
+    score_accumulated([item for items in by_handle.values() for item in items], meter, release,
+                      _dequantize_params(graph_module.graph))
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():
         if handle in keeper:
@@ -295,6 +296,21 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
                          quantization=None if view is None else view())
+
+
+def _dequantize_params(graph: torch.fx.Graph) -> dict[DebugHandle, Noise]:
+    """``{handle: its scale and zero point}`` for the captured per-tensor dequantize nodes with literal parameters."""
+    from numdiff.capture import handle_key, is_captured_node
+    from numdiff.capture.nodes import DEBUG_HANDLE_KEY
+
+    out: dict[DebugHandle, Noise] = {}
+    for node in graph.nodes:
+        if not is_captured_node(node) or op_type(node.target) != "dequantize_per_tensor" or len(node.args) < 3:
+            continue
+        scale, zero_point = node.args[1], node.args[2]
+        if isinstance(scale, float) and isinstance(zero_point, int) and not isinstance(zero_point, bool):
+            out[handle_key(node.meta[DEBUG_HANDLE_KEY])] = Noise(quant_step=scale, zero_point=float(zero_point))
+    return out
 
 
 def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:

@@ -91,19 +91,23 @@ def gather(
     inputs: tuple[object, ...] | None = None,
     method: str = "forward",
     shapes_only: bool = False,
+    split_delegates: bool = False,
 ) -> GapInputs:
     """Run the reference graph and collect the runtime outputs it will be compared with.
 
     ``graph`` (``(graph module, name)``) and ``inputs`` (one input tuple) replace the graph named
     by ``reference_graph`` and the representative inputs (see :mod:`numdiff.gap.methods`).
     ``shapes_only`` keeps meta tensors instead of the AOT outputs and sets ``rerun``.
+    ``split_delegates`` (the culprit finder's, not the reference's rule) keeps delegate calls that
+    share only a duplicated dequantize's id apart (see :func:`numdiff.align.own_delegate_ids`).
     """
     from numdiff._core.gc_pause import gc_paused
 
     with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
         return _gather(etrecord, events, reference_graph=reference_graph,
                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only)
+                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only,
+                       split_delegates=split_delegates)
 
 
 def _gather(
@@ -117,6 +121,7 @@ def _gather(
     inputs: tuple[object, ...] | None = None,
     method: str = "forward",
     shapes_only: bool = False,
+    split_delegates: bool = False,
 ) -> GapInputs:
     etrecord = require_etrecord(etrecord)
     from numdiff.align import collect_runtime_outputs, delegate_output_ids
@@ -126,7 +131,7 @@ def _gather(
     from numdiff.schema.etrecord import op_type_name
 
     events = list(events)
-    runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
+    runtime_outputs, runtime_op_names = collect_runtime_outputs(events, split_delegates=split_delegates)
     if not any(_has_values(r.data) for r in runtime_outputs.values()):
         logged = [ev for ev in events if ev.name != OPERATOR_CALL and _has_values(getattr(ev, "debug_data", None))]
         if logged:
