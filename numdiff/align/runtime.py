@@ -65,12 +65,18 @@ def own_delegate_ids(events: Sequence[EventLike]) -> dict[DebugHandle, DebugHand
     reads it, and the copy keeps the value's debug handle: the call that reads a residual computed
     by an earlier call logs that id too. The reference then merges the two calls (rule 5 of
     :func:`collect_runtime_outputs`) and keeps only the later call's data, so every output of the
-    earlier one is lost (three XNNPACK calls of an int8 ConvNeXt stage became one). An id is
-    computed by the first call that holds it (a call cannot read what a later one computes); later
-    distinct calls keep their other ids. Calls left without an id of their own, and repeats of the
-    same handle (another run of the same call), are not changed.
+    earlier one is lost (three XNNPACK calls of an int8 ConvNeXt stage became one). A copied
+    dequantize is one node: an id a call holds once, which an earlier call computed (held for
+    several nodes: the op, its quantize and dequantize), is that call's input, and is dropped from
+    its handle. Ids that several calls hold for several nodes (one source op decomposed across
+    partitions, as ``scaled_dot_product_attention`` is) stay, and those calls stay merged as the
+    reference merges them. Calls that share an id with a kernel's (non-delegated) event, calls left
+    without an id of their own, and repeats of the same handle (another run of the same call), are
+    not changed.
     """
-    claimed: set[int] = set()
+    kernels = {item for event in events if event.name not in ("DELEGATE_CALL", *_EXCLUDED_EVENT_NAMES)
+               and event.op_types and event.debug_handles is not None for item in _as_handle(event.debug_handles)}
+    computed: set[int] = set()
     out: dict[DebugHandle, DebugHandle] = {}
     for event in events:
         if event.name != "DELEGATE_CALL" or event.debug_handles is None:
@@ -78,9 +84,13 @@ def own_delegate_ids(events: Sequence[EventLike]) -> dict[DebugHandle, DebugHand
         handle = _as_handle(event.debug_handles)
         if handle in out:
             continue
-        own = tuple(item for item in handle if item not in claimed)
+        if not kernels.isdisjoint(handle):  # merged with a kernel's output anyway: left as the reference has it
+            out[handle] = handle
+            continue
+        copies = {item for item in handle if item in computed and handle.count(item) == 1}
+        own = tuple(item for item in handle if item not in copies)
         out[handle] = own if own else handle
-        claimed.update(handle)
+        computed.update(item for item in handle if handle.count(item) > 1)
     return {handle: own for handle, own in out.items() if own != handle}
 
 

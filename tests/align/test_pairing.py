@@ -151,6 +151,15 @@ def test_split_delegates_keeps_each_call_under_its_own_ids() -> None:
     again = calls + [event("DELEGATE_CALL", [2, 4, 20, 24, 24, 31, 31, 31], 3, ["first"], backend="X")]
     assert own_delegate_ids(again) == own_delegate_ids(calls)
     assert own_delegate_ids([event("DELEGATE_CALL", [1, 2], 1, ["a"]), event("DELEGATE_CALL", [2], 2, ["b"])]) == {}
+    # One source op decomposed across partitions (SDPA: each call holds its id for several nodes): kept merged
+    sdpa = [event("DELEGATE_CALL", [1, 4, 10], 1, ["a"]), event("DELEGATE_CALL", [7, 10, 10, 10], 2, ["b"]),
+            event("DELEGATE_CALL", [10, 10, 11, 12], 3, ["c"])]
+    assert own_delegate_ids(sdpa) == {}
+    # A call that shares an id with a kernel's event is merged with it anyway: it and the calls reading
+    # what it computes are left as the reference has them (splitting those paired an attention block wrongly)
+    shared = [event("DELEGATE_CALL", [5, 27, 27, 27], 1, ["a"]), event("expand", 5, 2, ["e"]),
+              event("DELEGATE_CALL", [3, 27, 29, 29], 3, ["b"])]
+    assert own_delegate_ids(shared) == {}
     outputs, names = collect_runtime_outputs(calls, split_delegates=True)
     assert {h: o.data for h, o in outputs.items()} == {
         (2, 4, 20, 24, 24, 31, 31, 31): ["first"], (34,): ["ln"], (6, 8, 35, 35, 42, 42, 42): ["second"],
