@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--views-only", action="store_true", help="only the deeper views on the fixtures")
     args = parser.parse_args(argv)
     python = _env.numdiff_python(args.numdiff_python)
+    _env.compile_bytecode(python)
     if args.views_only:
         print_views(python, args.threads, max(args.repeat, 5))
         return 0

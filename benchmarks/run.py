@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     THREADS["n"] = args.threads
     pythons = {"oracle": _env.oracle_python(args.oracle_python),
                "numdiff": _env.numdiff_python(args.numdiff_python)}
+    _env.compile_bytecode(pythons["numdiff"])
     info: dict[str, Any] = {"machine": _env.machine(), "threads": args.threads or "library default",
                             "interpreters": {s: str(p) for s, p in pythons.items()}}
     info["versions"] = {

@@ -259,6 +259,9 @@ class CulpritSpec:
     input_shape: tuple[int, ...]
     lowering: str = "portable"  # portable | xnnpack | quant_portable | quant_xnnpack
     scale_factor: float | None = None  # quant: multiply the planted quantize node's scale
+    #: The run's input is the representative one plus Gaussian noise of this relative RMS (0: the same):
+    #: a device that decodes or resizes its input slightly differently. Saved as run_inputs.pt.
+    run_noise: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -293,6 +296,12 @@ SPECS: list[CulpritSpec] = [
     CulpritSpec("culprit_input_readers", "fp32 layer_norm(x) -> fc1 -> relu, + x -> fc2, portable; twin: ln "
                 "bias + N(0, 0.05) (the planted op reads the graph input)",
                 input_readers, jitter_bias("ln", 0.05), ("ln",), (2, 4, 16)),
+    CulpritSpec("culprit_near_inputs", "clean fp32 layer_norm(x) -> fc1 -> relu, + x -> fc2, portable, run on "
+                "the representative input plus 1% noise (two ops read the graph input; twin = model)",
+                input_readers, nothing, (), (2, 4, 16), run_noise=0.01),
+    CulpritSpec("culprit_near_inputs_one_reader", "clean fp32 MLP fc1-relu-fc2-tanh-fc3, portable, run on the "
+                "representative input plus 1% noise (only fc1 reads the graph input; twin = model)",
+                MLP3, nothing, (), (2, 8), run_noise=0.01),
     CulpritSpec("culprit_clean_int8", "clean PT2E int8 QuantMLP with XnnpackPartitioner (twin = model)",
                 QuantMLP, nothing, (), (2, 8), lowering="quant_xnnpack"),
     CulpritSpec("culprit_clean_int8_portable", "clean PT2E int8 QuantMLP on the portable + quantized kernels",

@@ -134,13 +134,20 @@ def build(spec: cm.CulpritSpec, out_root: Path, folder: str | None = None) -> di
     out_dir = out_root / (folder or spec.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     rt.save_etrecord(good, out_dir / "etrecord.bin", example)
-    rt.run_with_etdump(bad.buffer, [example], out_dir, debug_buffer=True)
+    run = example
+    if spec.run_noise:
+        (x,) = example
+        noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed + 1))
+        run = (x + spec.run_noise * float(x.pow(2).mean().sqrt()) * noise,)
+        torch.save([run], out_dir / "run_inputs.pt")
+    rt.run_with_etdump(bad.buffer, [run], out_dir, debug_buffer=True)
     graph = good.etrecord.exported_program.graph
     truth = {
         "generator": {"executorch": "1.5.1", "torch": torch.__version__, "script": "scripts/make_culprit_fixtures.py"},
         "model": spec.description,
         "lowering": spec.lowering,
         "planted": [{"site": p, "aot_ops": _planted_nodes(graph, p)} for p in spec.planted],
+        **({"run_noise": spec.run_noise} if spec.run_noise else {}),
     }
     with open(out_dir / "truth.json", "w") as f:
         json.dump(truth, f, indent=1)

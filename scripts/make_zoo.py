@@ -348,7 +348,10 @@ def _js(x: Any) -> Any:
 
 
 def build_case(arch_name: str, backend: str, out_root: str, twins: int,
-               other_input_only: bool = False) -> list[dict[str, Any]]:
+               only_variant: str | None = None) -> list[dict[str, Any]]:
+    """Export ``arch_name`` for ``backend``, run it clean, on other inputs and as twins; with
+    ``only_variant`` (:data:`OTHER_INPUT` or :data:`NEAR_INPUT`), add just that run to a pair already
+    written (its ETRecord is kept: the export is rebuilt only for the program's bytes)."""
     logging.getLogger().setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)  # one core per job: --jobs sets the parallelism
@@ -372,7 +375,8 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
 
     folder.mkdir(parents=True, exist_ok=True)
     clean_ep = copy.deepcopy(good.etrecord.exported_program)
-    rt.save_etrecord(good, folder / "etrecord.bin", example)
+    if only_variant is None or not (folder / "etrecord.bin").is_file():
+        rt.save_etrecord(good, folder / "etrecord.bin", example)
     results = []
 
     def run(program: bytes, variant: str, extra: dict[str, Any], inputs: zm.Inputs | None = None) -> dict[str, Any]:
@@ -393,14 +397,29 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
 
     # The clean program run on another draw of inputs than the ETRecord's representative ones (as devices
     # run): a control too, whose ops that read the graph input cannot be replayed on what the run read.
+    # The representative input plus 1% noise (relative RMS) on every floating-point input: a device that
+    # decodes or resizes its input slightly differently. Integer inputs (token ids) are kept.
+    gen = torch.Generator().manual_seed(_seed(arch.name, "near-input"))
+    near = tuple(x + NEAR_NOISE * float(x.pow(2).mean().sqrt()) * torch.randn(x.shape, generator=gen)
+                 if x.is_floating_point() else x for x in example)
+    if all(not x.is_floating_point() for x in example):
+        near_input = {**base, "variant": NEAR_INPUT, "status": "skipped", "reason": "no floating-point input"}
+    elif only_variant != OTHER_INPUT:
+        near_input = run(good.buffer, NEAR_INPUT, {"plant": None, "planted_aot_ops": [], "closure": [],
+                                                   "run_noise": NEAR_NOISE}, near)
+    if only_variant == NEAR_INPUT:
+        cases = folder / CASES
+        kept = [c for c in json.loads(cases.read_text()) if c["variant"] != NEAR_INPUT] if cases.is_file() else []
+        return kept + [near_input]
     other = arch.inputs(torch.Generator().manual_seed(_seed(arch.name, "other-input")))
     other_input = run(good.buffer, OTHER_INPUT, {"plant": None, "planted_aot_ops": [], "closure": []}, other)
-    if other_input_only:
+    if only_variant == OTHER_INPUT:
         cases = folder / CASES
         kept = [c for c in json.loads(cases.read_text()) if c["variant"] != OTHER_INPUT] if cases.is_file() else []
         return kept + [other_input]
     results.append(run(good.buffer, "clean", {"plant": None, "planted_aot_ops": [], "closure": []}))
     results.append(other_input)
+    results.append(near_input)
     rng = random.Random(_seed(arch.name, backend, "plants"))
     # dynamic quantization computes its scales at run time: no scale to plant
     kinds = ["weight", "bias"] + (["scale"] if backend in ("int8_portable", "int8_xnnpack") else [])
@@ -446,19 +465,19 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
     return results
 
 
-def _safe_build(arch: str, backend: str, out: str, twins: int, other_input_only: bool = False) -> list[dict[str, Any]]:
+def _safe_build(arch: str, backend: str, out: str, twins: int, only_variant: str | None = None) -> list[dict[str, Any]]:
     folder = Path(out) / arch / backend
-    if other_input_only:  # add to a pair already written; never overwrite it with a failure
+    if only_variant is not None:  # add to a pair already written; never overwrite it with a failure
         if not (folder / CASES).is_file():
             return []
         try:
-            results = build_case(arch, backend, out, twins, other_input_only=True)
+            results = build_case(arch, backend, out, twins, only_variant=only_variant)
         except Exception:
-            return [{"arch": arch, "backend": backend, "variant": OTHER_INPUT, "status": "script-error",
+            return [{"arch": arch, "backend": backend, "variant": only_variant, "status": "script-error",
                      "reason": traceback.format_exc(limit=3)[-400:]}]
-        if any(r["variant"] == OTHER_INPUT for r in results):
+        if any(r["variant"] == only_variant for r in results):
             (folder / CASES).write_text(json.dumps(_js(results), indent=1) + "\n")
-        return [r for r in results if r["variant"] == OTHER_INPUT]
+        return [r for r in results if r["variant"] == only_variant]
     try:
         results = build_case(arch, backend, out, twins)
     except Exception:
@@ -476,6 +495,9 @@ REALSIZE_PROBE_BYTES = 512 * 1024 * 1024
 CASES = "cases.json"
 #: The clean program's run on other inputs than the representative ones (its inputs in run_inputs.pt).
 OTHER_INPUT = "other_input"
+#: The clean program's run on the representative inputs plus NEAR_NOISE (relative RMS) of noise.
+NEAR_INPUT = "near_input"
+NEAR_NOISE = 0.01
 
 
 def collect(out: Path) -> list[dict[str, Any]]:
@@ -501,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--closures-only", action="store_true", help="only rewrite the twins' closures")
     parser.add_argument("--other-input-only", action="store_true",
                         help=f"only run each written pair's clean program on another input ({OTHER_INPUT}/)")
+    parser.add_argument("--near-input-only", action="store_true",
+                        help=f"only run each written pair's clean program on its representative input plus "
+                             f"{NEAR_NOISE:.0%} noise ({NEAR_INPUT}/)")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(f"{a.name}\t{a.family}" for a in (zm.REALSIZE if args.realsize else zm.ARCHS)))
@@ -517,12 +542,13 @@ def main(argv: list[str] | None = None) -> int:
         archs = [a.name for a in (zm.REALSIZE if args.realsize else zm.ARCHS)]
     jobs = [(a, b) for a in archs for b in args.backends
             if not (args.resume and (args.out / a / b / CASES).is_file())
-            and not (args.other_input_only and not (args.out / a / b / CASES).is_file())]
+            and not ((args.other_input_only or args.near_input_only) and not (args.out / a / b / CASES).is_file())]
+    only_variant = OTHER_INPUT if args.other_input_only else NEAR_INPUT if args.near_input_only else None
     random.Random(0).shuffle(jobs)  # a partial zoo already spans architectures and backends
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(_safe_build, a, b, str(args.out), args.twins, args.other_input_only): (a, b)
+        futures = {pool.submit(_safe_build, a, b, str(args.out), args.twins, only_variant): (a, b)
                    for a, b in jobs}
         for fut in concurrent.futures.as_completed(futures):
             a, b = futures[fut]

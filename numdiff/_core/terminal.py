@@ -18,8 +18,9 @@ Example:
 from __future__ import annotations
 
 import re
+import textwrap
 
-__all__ = ["printable"]
+__all__ = ["printable", "wrapped"]
 
 #: C0 controls but newline and tab, DEL, C1 controls; bidi embeddings, overrides, isolates and marks;
 #: line and paragraph separators (a terminal may break a line there).
@@ -49,3 +50,11 @@ def printable(text: object, *, newlines: bool = True) -> str:
         The text, safe to write to a terminal.
     """
     return (_KEEP_LINES if newlines else _ONE_LINE).sub(_escape, str(text))
+
+
+def wrapped(line: str, width: int) -> list[str]:
+    """A sentence wrapped to ``width`` (at least 20) at spaces, its continuation indented two more
+    than its own indent; words longer than a line (a path) are kept whole."""
+    indent = line[:len(line) - len(line.lstrip())]
+    return textwrap.wrap(line, max(width, 20), subsequent_indent=indent + "  ", break_on_hyphens=False,
+                         break_long_words=False) or [line]

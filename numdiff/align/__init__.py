@@ -37,6 +37,7 @@ from numdiff.align.delegate_outputs import delegate_output_ids, partition_output
 from numdiff.align.delegate_scratch import PartitionScratch, drop_scratch, partition_scratch
 from numdiff.align.pairing import (
     align_intermediate_outputs,
+    OpNameIndex,
     find_op_names,
     map_runtime_aot_intermediate_outputs,
     pair_outputs,
@@ -63,6 +64,7 @@ __all__ = [
     "collect_runtime_outputs",
     "delegate_output_ids",
     "drop_scratch",
+    "OpNameIndex",
     "find_op_names",
     "is_sequence",
     "map_runtime_aot_intermediate_outputs",

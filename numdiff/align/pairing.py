@@ -15,7 +15,7 @@ runtime instruction (``k`` counted from the end) with the AOT output whose handl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -34,6 +34,7 @@ from numdiff.align.delegate_outputs import DELEGATE_CALL
 
 __all__ = [
     "align_intermediate_outputs",
+    "OpNameIndex",
     "find_op_names",
     "map_runtime_aot_intermediate_outputs",
     "pair_outputs",
@@ -365,5 +366,45 @@ def find_op_names(target: DebugHandle, op_names_by_handle: Mapping[DebugHandle, 
         >>> find_op_names((1, 2), {(1,): ["add"], (2,): ["mul", "relu"], (3,): ["sub"]})
         ['add', 'mul', 'relu']
     """
+    if isinstance(op_names_by_handle, OpNameIndex):
+        return op_names_by_handle.find(target)
     ids = set(target)
     return [name for handle, names in op_names_by_handle.items() if set(handle) <= ids for name in names]
+
+
+class OpNameIndex(Mapping[DebugHandle, list[str]]):
+    """A read-only view of ``{handle: op names}`` that :func:`find_op_names` answers from an index.
+
+    :func:`find_op_names` scans every handle for each target, so naming every row of a table is
+    quadratic in the number of handles; over this view it looks only at the handles sharing an id
+    with the target. Same answers, in the same order. The mapping must not change while in use.
+
+    Example:
+        >>> find_op_names((1, 2), OpNameIndex({(1,): ["add"], (2,): ["mul", "relu"], (3,): ["sub"]}))
+        ['add', 'mul', 'relu']
+    """
+
+    def __init__(self, op_names_by_handle: Mapping[DebugHandle, list[str]]) -> None:
+        self._names = op_names_by_handle
+        self._position = {handle: i for i, handle in enumerate(op_names_by_handle)}
+        self._by_id: dict[int, list[DebugHandle]] = {}
+        self._empty = [handle for handle in op_names_by_handle if not handle]
+        for handle in op_names_by_handle:
+            for i in set(handle):
+                self._by_id.setdefault(i, []).append(handle)
+
+    def __getitem__(self, handle: DebugHandle) -> list[str]:
+        return self._names[handle]
+
+    def __iter__(self) -> Iterator[DebugHandle]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def find(self, target: DebugHandle) -> list[str]:
+        """:func:`find_op_names` of ``target``."""
+        ids = set(target)
+        found = {handle for i in ids for handle in self._by_id.get(i, ()) if set(handle) <= ids}
+        found.update(self._empty)
+        return [name for handle in sorted(found, key=self._position.__getitem__) for name in self._names[handle]]

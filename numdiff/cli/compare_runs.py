@@ -21,9 +21,9 @@ example:
 from __future__ import annotations
 
 import argparse
-import textwrap
 from typing import TYPE_CHECKING
 
+from numdiff._core.terminal import wrapped
 from numdiff.cli._options import add_width, terminal_width
 from numdiff.cli.culprits import parse_thresholds
 from numdiff.errors import UsageError
@@ -100,13 +100,6 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def _wrapped(line: str, width: int) -> list[str]:
-    """A sentence of the summary wrapped to ``width``, its continuation indented under it."""
-    indent = line[:len(line) - len(line.lstrip())]
-    return textwrap.wrap(line, max(width, 20), subsequent_indent=indent + "  ", break_on_hyphens=False,
-                         break_long_words=False) or [line]
-
-
 def render_table(result: RunsComparison, width: int = 100) -> str:
     """The comparison as text ``width`` characters wide: the summary, then one op table per run (and its
     tokens). Long sentences wrap; the op table gives way as numdiff gap's does (the fit's scale, offset and
@@ -120,9 +113,9 @@ def render_table(result: RunsComparison, width: int = 100) -> str:
                                "base_local", "departs"),
                     droppable=("offset", "r2", "scale", "module"), prose=("module",), elsewhere="--format json")
     lines = str(result).splitlines()
-    out = [*_wrapped(lines[0], width), ""]
+    out = [*wrapped(lines[0], width), ""]
     for run in result.runs.values():
-        out.extend(_wrapped(f"run {run.name!r} against base {result.base!r}", width))
+        out.extend(wrapped(f"run {run.name!r} against base {result.base!r}", width))
         rows = [[_cell(v) for v in (op.aot_ops, op.module_path, op.verdict, op.gap_vs_base, op.rel_diff,
                                     op.fit.scale, op.fit.offset, op.fit.r2, op.run_local, op.base_local,
                                     op.departs)] for op in run.ops]
@@ -136,7 +129,7 @@ def render_table(result: RunsComparison, width: int = 100) -> str:
                                 headers=list(_TOKEN_COLUMNS), tablefmt="simple"))
         out.append("")
     for line in lines[1:]:
-        out.extend(_wrapped(line, width))
+        out.extend(wrapped(line, width))
     return "\n".join(out)
 
 

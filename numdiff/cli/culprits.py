@@ -167,7 +167,9 @@ def _write_json(report: CulpritReport, df: pd.DataFrame, quant: pd.DataFrame | N
     data: dict[str, object] = {
         "headline": headline(report), "metric": report.metric, "graph": report.graph_name,
         "first_nonfinite": None if report.first_nonfinite is None else str(report.first_nonfinite),
-        "culprits": [r.index for r in report.culprits], "rows": df.to_dict(orient="records")}
+        "model_nonfinite": None if report.model_nonfinite is None else report.model_nonfinite.as_the_model_computes(),
+        "culprits": [r.index for r in report.culprits], "inputs_in_doubt": list(report.inputs_in_doubt),
+        "inputs_assumed": list(report.inputs_assumed), "rows": df.to_dict(orient="records")}
     if quant is not None and report.quantization is not None:
         data["quantization"] = {"target_snr_db": report.quantization.target_snr_db,
                                 "estimated_snr_db": report.quantization.estimated_snr_db,
@@ -187,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from tabulate import tabulate
 
-    from numdiff._core.terminal import printable  # names and messages in the tables come from the files
+    from numdiff._core.terminal import printable, wrapped  # names and messages in the tables come from the files
     from numdiff.inspector import Inspector
     from numdiff.report.text_table import fitted_table
 
@@ -230,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
                                        for c, v in zip(steps.columns, row)] for row in steps.itertuples(index=False)],
                                      headers=list(steps.columns), tablefmt="simple", maxcolwidths=40)))
             print()
-        print(printable("\n".join(summary[1:])))
+        print(printable("\n".join(part for line in summary[1:] for part in wrapped(line, width))))
     elif args.format == "csv":
         out = df.drop(columns=["stack_traces"]).copy()
         for col in ("aot_ops", "runtime_ops", "replayed_ops"):

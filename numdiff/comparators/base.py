@@ -14,6 +14,7 @@ from numdiff._core.types import DebugHandle
 from numdiff.align import (
     AlignmentReport,
     MatchKind,
+    OpNameIndex,
     ShapeRelation,
     find_op_names,
     is_sequence,
@@ -194,6 +195,9 @@ class NumericalComparatorBase(ABC):
         processed = self._preprocess(mapping)
         rows: list[GapRow] = []
         notes: list[CompareNote] = []
+        if len(processed) > 1:  # each row names its ops: from an index, not a scan of every handle
+            aot_debug_handle_to_op_names = OpNameIndex(aot_debug_handle_to_op_names)
+            runtime_debug_handle_to_op_names = OpNameIndex(runtime_debug_handle_to_op_names)
         for (aot_handle, aot_output), (runtime_handle, runtime_output) in processed.items():
             row = self.score_pair(aot_handle, aot_output, runtime_handle, runtime_output,
                                   aot_debug_handle_to_op_names, runtime_debug_handle_to_op_names, notes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -34,6 +34,9 @@ class L1Comparator(NumericalComparatorBase):
         >>> L1Comparator().element_compare(1, 2)
         1.0
     """
+
+    difference_sums_need_l1: ClassVar[bool] = True
+    """Scores come from ``finite_difference_sums`` (``need_l1``), which the gap may compute ahead."""
 
     def element_compare(self, a: Any, b: Any) -> float:
         """``sum(|a - b|)`` after the reference float conversion."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -31,6 +31,9 @@ class MSEComparator(NumericalComparatorBase):
         >>> MSEComparator().element_compare(torch.tensor([1, 3]), torch.tensor([1, 1]))
         2.0
     """
+
+    difference_sums_need_l1: ClassVar[bool] = False
+    """Scores come from ``finite_difference_sums`` (``need_l1``), which the gap may compute ahead."""
 
     def element_compare(self, a: Any, b: Any) -> float:
         """``mean((a - b)²)`` after the reference float conversion."""

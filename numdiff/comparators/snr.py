@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -67,6 +67,9 @@ class SNRComparator(NumericalComparatorBase):
     """
 
     higher_is_better = True
+
+    difference_sums_need_l1: ClassVar[bool] = False
+    """Scores come from ``finite_difference_sums`` (``need_l1``), which the gap may compute ahead."""
 
     def element_compare(self, a: Any, b: Any) -> float:
         """SNR of ``a`` against ``a - b`` after the reference float conversion."""

@@ -16,7 +16,10 @@ from numdiff._core.stack import user_frame
 from numdiff.align import EventLike
 from numdiff.culprits._noise import op_type
 
-__all__ = ["COMPUTE_OPS", "compute_nodes", "delegate_calls", "delegate_location", "describe_delegate"]
+__all__ = ["COMPUTE_OPS", "XNNPACK", "compute_nodes", "delegate_calls", "delegate_location", "describe_delegate"]
+
+#: XNNPACK's backend name, as the ETDump names its delegate calls.
+XNNPACK = "XnnpackBackend"
 
 #: Op types that do a delegate's real work (q/dq, layout and element-wise ops are left out).
 COMPUTE_OPS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d",

@@ -60,7 +60,7 @@ def noise_units(replay: object, runtime: torch.Tensor, noise: Noise,
     if not isinstance(replay, torch.Tensor):
         return math.nan, 0, 0, "noise units not computed: the output is not a tensor"
     per_channel = isinstance(noise.quant_step, torch.Tensor) and noise.quant_step.numel() > 1
-    if sums is not None and not per_channel:  # all finite: from the float64 sums, no float64 copies
+    if sums is not None and not per_channel and noise.bound is None:  # all finite: from the float64 sums, no float64 copies
         _, squared, _, count = sums
         if replay.is_floating_point():  # max |x| from one pass that makes no |x| tensor (the values are finite)
             low, high = torch.aminmax(replay.detach())

@@ -10,7 +10,11 @@ A row's *local error* (replay on the runtime's inputs vs the runtime's output) i
   op's reduction length (inner dimension of a matmul, ``C_in/groups * kernel`` of a convolution,
   the reduced size of a softmax, norm, mean or sum; 1 for element-wise ops) summed over the nodes
   the row replays (a whole delegate, or nodes sharing a debug handle);
-* both combine as ``sqrt(sigma_q**2 + sigma_f**2)``.
+* both combine as ``sqrt(sigma_q**2 + sigma_f**2)``;
+* dynamic quantization adds what the replay cannot reproduce: inside an XNNPACK delegate (replayed on
+  XNNPACK's own grid) the bound of a one-step flip, element by element where one can show
+  (``Noise.bound``); elsewhere (the graph's per-tensor grid) the rounding it carries, on every
+  element (``Noise.carried``).
 
 The verdict compares the noise units with :class:`Thresholds` (documented defaults, overridable
 per op type): ``ok`` (at most ``ok``), ``expected-noise`` (at most ``expected``), ``suspicious``
@@ -240,7 +244,16 @@ class Noise:
             :mod:`numdiff.culprits._rounding`); None otherwise.
         carried: Rounding noise (rms, in the output's units) the row's value carries from dynamic
             quantization inside it, whose grid the runtime computes its own way (see
-            :func:`numdiff.culprits._rounding.carried`); 0 when it has none.
+            :func:`numdiff.culprits._rounding.carried`), or, where the replay computes the runtime's
+            own grid (XNNPACK, :mod:`numdiff.culprits._qd8`), from the elements that lay within
+            float error of a rounding tie; 0 when it has none.
+        dynamic: How the row's dynamic quantizations were replayed ("" when it has none).
+        bound: Per element (the output's shape), how far the device's value may lie from the replay's
+            because an emulated dynamic quantization inside the row may round an element that lay
+            within float error of a tie onto the neighbouring step (see
+            :func:`numdiff.culprits._qd8.flips`); None when no element may.
+        graph_grid: Whether a dynamic quantization inside the row was replayed on the graph's grid (not
+            as the device computes it): its noise is the first-order :attr:`carried` model.
     """
 
     reduction: int = 1
@@ -250,6 +263,9 @@ class Noise:
     rounding: bool = True
     tie: TieMargin | None = None
     carried: float = 0.0
+    dynamic: str = ""
+    bound: torch.Tensor | None = None
+    graph_grid: bool = False
 
     @property
     def _step(self) -> float | torch.Tensor | None:
@@ -269,10 +285,21 @@ class Noise:
             parts.append("no rounding replayed: floating-point noise only")
         if self.carried:
             parts.append(f"dynamic quantization's rounding {self.carried:.3g} rms")
+        if self.dynamic:
+            parts.append(self.dynamic)
+        if self.bound is not None:
+            parts.append(f"a rounding flip may move {int((self.bound > 0).sum())} of {self.bound.numel()} elements")
         return ", ".join(parts)
 
     def sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
-        """Per-element (broadcastable) sigma for a float64 ``reference``."""
+        """Per-element (broadcastable) sigma for a float64 ``reference``, with :attr:`bound` added
+        element by element when it has the reference's shape."""
+        base = self._sigma(reference, runtime_dtype)
+        if self.bound is not None and tuple(self.bound.shape) == tuple(reference.shape):
+            return torch.sqrt(base**2 + self.bound.double() ** 2)
+        return base
+
+    def _sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
         eps = _EPS.get(runtime_dtype, _EPS.get(reference.dtype, 2.0**-23))
         if not runtime_dtype.is_floating_point and self._step is None:
             eps = 0.0

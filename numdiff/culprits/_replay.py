@@ -10,12 +10,19 @@ returns the value to substitute. Weights and constants come from the graph; grap
 representative inputs, unless a delegate logged them: then the exact argument of that delegate call
 (see :mod:`numdiff.culprits._inputs`), never a logged tensor that merely has the same shape.
 
+Inside an XNNPACK delegate, a dynamic quantization (``choose_qparams → quantize → dequantize``
+feeding a linear or a convolution) is replayed on XNNPACK's own per-row grid
+(:mod:`numdiff.culprits._qd8`), not the graph's per-tensor one; the elements such a rounding may flip
+are carried per element to the row's noise (``Noise.bound``). Every other dynamic quantization keeps
+the graph's grid and its first-order rounding noise (``Noise.carried``); the row's noise says which.
+
 Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import SupportsInt, cast
@@ -25,11 +32,12 @@ from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
-from numdiff.culprits._noise import Noise, op_type, reduction_length
+from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
+from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
+__all__ = ["Lineage", "ReplayInterpreter", "dynamic_chain", "dynamic_rows", "graph_args", "lineage", "quant_noise"]
 
 OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object], Noise], object]
 
@@ -38,6 +46,81 @@ _DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel"})
 #: Quantize and dequantize ops whose scale may be computed at run time (dynamic quantization).
 _ANY_QUANTIZE = _QUANTIZE | {"quantize_per_token"}
 _ANY_DEQUANTIZE = _DEQUANTIZE | {"dequantize_per_token"}
+#: Ops a delegate runs on dynamically quantized inputs with its own kernels (XNNPACK: fully connected
+#: and convolution).
+_CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution"})
+_TRANSPOSED = frozenset({"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
+_DYNAMIC_CONSUMERS = _CONVS | _TRANSPOSED | {"linear"}
+_EPS32 = 2.0**-23
+
+
+def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(int(cast(SupportsInt, v)) for v in value) or (default,) * count
+    return (int(cast(SupportsInt, value)),) * count if isinstance(value, int) else (default,) * count
+
+
+def _largest(bound: object) -> float:
+    """The largest element of a per-element bound (or of a list of them)."""
+    if isinstance(bound, torch.Tensor):
+        return float(bound.max()) if bound.numel() else 0.0
+    if isinstance(bound, (list, tuple)):
+        return max((_largest(b) for b in bound), default=0.0)
+    return 0.0
+
+
+def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
+    """Which elements XNNPACK quantizes with one scale and zero point for ``consumer`` (a linear or a
+    convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
+    fully connected layer: per token or batch row), ``1`` every pixel's channels (a pointwise
+    convolution, which XNNPACK runs as a fully connected layer on its channels-last input), None
+    every image (the first dimension: other convolutions and transposed convolutions). ``weight`` is
+    the convolution's weight (its value, else the graph's record of it is used)."""
+    kind = op_type(consumer.target)
+    if kind in _TRANSPOSED:
+        return None
+    if kind not in _CONVS:
+        return -1
+    args = list(consumer.args) + [None] * 9
+    if not isinstance(weight, torch.Tensor):
+        node = consumer.args[1] if len(consumer.args) > 1 else None
+        weight = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    shape = weight if isinstance(weight, torch.Tensor) else None
+    if shape is None or shape.dim() < 3:
+        return None
+    spatial = shape.dim() - 2
+    if kind == "convolution":  # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        stride, padding, transposed, groups = args[3], args[4], args[6], args[8]
+    else:  # conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
+        stride, padding, transposed, groups = args[3], args[4], False, args[6]
+    groups = 1 if groups is None else int(cast(SupportsInt, groups))
+    pointwise = all(k == 1 for k in shape.shape[2:]) and not transposed and groups == 1 \
+        and all(v == 1 for v in _ints(stride, spatial, 1)) and not isinstance(padding, str) \
+        and all(v == 0 for v in _ints(padding, spatial, 0)) and shape.shape[0] + shape.shape[1] > 2
+    return 1 if pointwise else None
+
+
+def dynamic_chain(n: torch.fx.Node, value_of: Callable[[torch.fx.Node], object] = lambda node: None) -> int | None | bool:
+    """For ``quantize_per_tensor`` of a run value onto the grid of a ``choose_qparams`` op
+    (``choose_qparams → quantize → dequantize``) whose dequantized value feeds only linears or
+    convolutions as their input (the pattern XNNPACK runs as its own dynamic quantization): its
+    grouping (see :func:`dynamic_rows`; ``value_of`` gives a node's computed value, None if unknown);
+    False for any other node, or when consumers disagree."""
+    if op_type(n.target) != "quantize_per_tensor" or len(n.args) < 2 or not isinstance(n.args[1], torch.fx.Node):
+        return False
+    grid = n.args[1]
+    if "getitem" not in str(getattr(grid.target, "__name__", grid.target)) or not grid.args \
+            or not isinstance(grid.args[0], torch.fx.Node) or not op_type(grid.args[0].target).startswith("choose_qparams"):
+        return False
+    users = list(n.users)
+    if not users or any(op_type(u.target) != "dequantize_per_tensor" or not u.users for u in users):
+        return False
+    consumers = [c for u in users for c in u.users]
+    if not all(c.args and c.args[0] in users and op_type(c.target) in _DYNAMIC_CONSUMERS for c in consumers):
+        return False
+    rows = {dynamic_rows(c, value_of(c.args[1]) if len(c.args) > 1 and isinstance(c.args[1], torch.fx.Node) else None)
+            for c in consumers}
+    return rows.pop() if len(rows) == 1 else False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +212,17 @@ class ReplayInterpreter(Interpreter):
         inputs_from_runtime: Where to record the graph inputs taken from the runtime, with their
             source (shared with the scorer, which reads it as the replay runs); names already in it
             count as runtime values (one decode step's own inputs).
+        xnnpack_nodes: Nodes that run inside an XNNPACK delegate call: their dynamic quantization
+            (see :func:`dynamic_chain`) is replayed as XNNPACK computes it (:mod:`numdiff.culprits._qd8`).
+        tie_allowance: Floating-point noise units a kernel may make (the ``expected`` limit of
+            floating-point rows): how close to a rounding tie an element of an emulated quantization
+            must lie to be allowed to round the other way.
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
                  logged_inputs: Mapping[str, LoggedInput] | None = None,
-                 inputs_from_runtime: dict[str, str] | None = None) -> None:
+                 inputs_from_runtime: dict[str, str] | None = None, xnnpack_nodes: frozenset[str] = frozenset(),
+                 tie_allowance: float = DEFAULT_THRESHOLDS.expected) -> None:
         super().__init__(module, garbage_collect_values=True)
         self.extra_traceback = False
         self._paired = paired
@@ -151,6 +240,20 @@ class ReplayInterpreter(Interpreter):
         self._carried: dict[str, float] = {}
         #: Quantize ops of run values onto a grid computed at run time.
         self._dynamic: set[str] = set()
+        self._xnnpack = xnnpack_nodes
+        self._tie_allowance = tie_allowance
+        #: Quantize ops replayed as XNNPACK quantizes, with what they computed.
+        self._qd8: dict[str, Qd8] = {}
+        #: Per unpaired value, the dynamic quantizations behind it since the last paired values:
+        #: ``(emulated as XNNPACK does, on the graph's grid)``.
+        self._dyn: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        #: Emulated quantizations' elements that may round the other way (see _qd8.flips).
+        self._flips: dict[str, int] = {}
+        #: choose_qparams ops and the getitems of their outputs (the graph's dynamic grids).
+        self._grids: set[str] = set()
+        #: Per unpaired value, the per-element bound of the deviation such flips may cause (see
+        #: _qd8.propagate): a tensor shaped like the value, or a list of them for several outputs.
+        self._bounds: dict[str, object] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -165,6 +268,7 @@ class ReplayInterpreter(Interpreter):
         self._reduction = {}
         self._rounded = set()
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
+        self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -183,11 +287,17 @@ class ReplayInterpreter(Interpreter):
                 self._ties.pop(gone.name, None)
                 self._carried.pop(gone.name, None)
                 self._dynamic.discard(gone.name)
+                self._qd8.pop(gone.name, None)
+                self._dyn.pop(gone.name, None)
+                self._bounds.pop(gone.name, None)
+                self._grids.discard(gone.name)
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
             args, kwargs = self.fetch_args_kwargs_from_env(n)
-            result = self.call_function(n.target, args, kwargs)
+            result = self._emulated(n, args)
+            if result is None:
+                result = self.call_function(n.target, args, kwargs)
         except NumdiffError:
             raise
         except Exception as e:
@@ -201,29 +311,135 @@ class ReplayInterpreter(Interpreter):
         kind = op_type(n.target)
         rounds = kind in _QUANTIZE or any(a.name in self._rounded for a in n.all_input_nodes)
         pending_tie = self._track_rounding(n, kind, args, length)
-        noise = self._carry(n, kind, args)
+        bound, unbounded = self._bound(n, kind, args, kwargs, result)
+        noise = self._carry(n, kind, args, unbounded)
+        dyn = self._dynamic_kinds(n)
         if n.name not in self._paired:
             self._reduction[n.name] = length
             if rounds:
                 self._rounded.add(n.name)
             if noise:
                 self._carried[n.name] = noise
+            if dyn[0] or dyn[1]:
+                self._dyn[n.name] = dyn
+            if bound is not None:
+                self._bounds[n.name] = bound
             return result
+        if bound is not None and not isinstance(bound, torch.Tensor):  # several outputs: one noise for all
+            noise = math.sqrt(noise**2 + _largest(bound) ** 2)
+        row_bound = bound if isinstance(bound, torch.Tensor) else None
         self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         tie = None if pending_tie is None else pending_tie()
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise))
+        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
+                                                              self._describe_dynamic(*dyn), row_bound,
+                                                              bool(dyn[1])))
 
-    def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...]) -> float:
+    def _bound(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], kwargs: Mapping[str, object],
+               result: object) -> tuple[object, dict[str, float]]:
+        """``(n's per-element flip bound or None, the inputs' bounds given up as scalar noise)``."""
+        if n.name in self._qd8:  # an emulated rounding: its flips, bounded per element for its dequantize
+            source = n.args[0] if n.args else None
+            before = self._bounds.get(source.name) if isinstance(source, torch.fx.Node) else None
+            count, flipped = self._flip_bound(n, before if isinstance(before, torch.Tensor) else None)
+            self._flips[n.name] = count
+            return flipped, {}
+        if kind.startswith("choose_qparams") or (n.args and isinstance(n.args[0], torch.fx.Node)
+                                                 and n.args[0].name in self._grids):
+            self._grids.add(n.name)
+            return None, {}  # the graph's grid: unused where emulated, else covered by the rounding model
+        if kind == "dequantize_per_tensor" and n.args and isinstance(n.args[0], torch.fx.Node) \
+                and n.args[0].name in self._qd8:
+            return self._bounds.get(n.args[0].name), {}
+        held = [self._arg_bound(a) for a in n.args]
+        if not any(b is not None for b in held):
+            return None, {}
+        bound = propagate(kind, cast(Callable[..., object], n.target), args, kwargs, held, result)
+        if bound is not NO_BOUND:
+            return bound, {}
+        # No per-element rule: the bounds become rounding noise on every element (first-order model).
+        return None, {a.name: _largest(self._bounds[a.name]) for a in n.all_input_nodes if a.name in self._bounds}
+
+    def _arg_bound(self, arg: object) -> object:
+        if isinstance(arg, torch.fx.Node):
+            return self._bounds.get(arg.name)
+        if isinstance(arg, (list, tuple)) and any(isinstance(a, torch.fx.Node) and a.name in self._bounds for a in arg):
+            return [self._bounds.get(a.name) if isinstance(a, torch.fx.Node) else None for a in arg]
+        return None
+
+    def _emulated(self, n: torch.fx.Node, args: tuple[object, ...]) -> object | None:
+        """XNNPACK's own dynamic quantization of ``n`` (a quantize op of :func:`dynamic_chain` inside an
+        XNNPACK delegate, or the dequantize reading one); None when ``n`` is not one."""
+        source = n.args[0] if n.args else None
+        if n.name in self._xnnpack and args and isinstance(args[0], torch.Tensor) and args[0].is_floating_point() \
+                and args[0].dim() >= 1:
+            rows = dynamic_chain(n, lambda node: self.env.get(node))
+            if rows is not False and (rows is None or isinstance(rows, int)) \
+                    and (rows is None or rows == -1 or args[0].dim() > rows):
+                quantized = qd8_quantize(args[0], rows)
+                self._qd8[n.name] = quantized
+                return quantized.q
+        if op_type(n.target) == "dequantize_per_tensor" and isinstance(source, torch.fx.Node) and source.name in self._qd8:
+            out_dtype = n.kwargs.get("out_dtype")
+            value = self._qd8[source.name].dequantize()
+            return value.to(out_dtype) if isinstance(out_dtype, torch.dtype) else value
+        return None
+
+    def _dynamic_kinds(self, n: torch.fx.Node) -> tuple[frozenset[str], frozenset[str]]:
+        """``(emulated, on the graph's grid)``: the dynamic quantizations behind ``n``'s value."""
+        none: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+        emulated: frozenset[str] = frozenset().union(*(self._dyn.get(a.name, none)[0] for a in n.all_input_nodes))
+        graph_grid: frozenset[str] = frozenset().union(*(self._dyn.get(a.name, none)[1] for a in n.all_input_nodes))
+        if n.name in self._qd8:
+            emulated |= {n.name}
+        elif n.name in self._dynamic:
+            graph_grid |= {n.name}
+        return emulated, graph_grid
+
+    def _describe_dynamic(self, emulated: frozenset[str], graph_grid: frozenset[str]) -> str:
+        """What the row's noise model says about its dynamic quantization ("" when it has none)."""
+        parts = []
+        if emulated:
+            near = sum(self._flips.get(q, 0) for q in emulated)
+            parts.append(f"{len(emulated)} dynamic quantization(s) replayed as XNNPACK computes them"
+                         + (f", {near} element(s) within float error of a rounding tie" if near else ""))
+        if graph_grid:
+            why = "not inside an XNNPACK delegate" if not self._xnnpack.intersection(graph_grid) else \
+                "not a choose_qparams → quantize → dequantize chain feeding only linears or convolutions"
+            parts.append(f"{len(graph_grid)} dynamic quantization(s) replayed on the graph's per-tensor grid ({why}): "
+                         "the runtime's own grid is covered by the carried rounding noise")
+        return "; ".join(parts)
+
+    def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], unbounded: Mapping[str, float]) -> float:
         """The rounding noise ``n``'s value carries from dynamic quantization since the last paired values."""
         if kind in _ANY_QUANTIZE and len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node) and n.name in self._since:
             self._dynamic.add(n.name)  # a run value rounded onto a grid computed at run time
         source = n.args[0] if n.args else None
+        if (kind in _ANY_QUANTIZE and n.name in self._qd8) or (kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node)
+                                                              and source.name in self._qd8):
+            # Emulated: the grid is the device's; only what the values carried goes on (flips: per element).
+            return self._carried.get(source.name, 0.0) if isinstance(source, torch.fx.Node) else 0.0
         if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._dynamic:
             return dynamic_rounding(self._carried.get(source.name, 0.0), args[1] if len(args) > 1 else None)
-        sigmas = tuple(self._carried.get(a.name, 0.0) if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
+        sigmas = tuple(math.hypot(self._carried.get(a.name, 0.0), unbounded.get(a.name, 0.0))
+                       if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
         return carried(kind, args, sigmas)
+
+    def _flip_bound(self, quantize: torch.fx.Node, before: torch.Tensor | None) -> tuple[int, torch.Tensor | None]:
+        """``(elements, per-element bound)`` of the steps an emulated quantization may land away from the
+        replay's: none when its input is a value the runtime logged (or a graph input); else those
+        within the float error of the computation since the last paired values (``eps * sqrt(K) *
+        max|x|``), or the bound earlier flips left on them (``before``), of a tie."""
+        value = quantize.args[0] if quantize.args else None
+        if not isinstance(value, torch.fx.Node) or value.name not in self._reduction:
+            return 0, None  # the runtime's own value (or a graph input): quantized bit for bit as the device does
+        quantized = self._qd8[quantize.name]
+        peak = float((quantized.steps.abs() / quantized.inv_scale).max()) if quantized.steps.numel() else 0.0
+        sigma = _EPS32 * math.sqrt(max(1, self._reduction[value.name])) * peak
+        if before is not None and before.shape != quantized.q.shape:
+            before = None
+        return flips(quantized, sigma, self._tie_allowance, before)
 
     def _track_rounding(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
                         length: int) -> Callable[[], TieMargin | None] | None:
@@ -236,7 +452,9 @@ class ReplayInterpreter(Interpreter):
             since |= {n.name}
         self._since[n.name] = frozenset(sorted(since)[:2])
         tie: Callable[[], TieMargin | None] | None = None
-        if len(since) == 1 and kind == "quantize_per_tensor" and args:
+        if n.name in self._qd8:
+            pass  # rounded onto XNNPACK's grid, not the graph's: no tie margin on the graph's grid
+        elif len(since) == 1 and kind == "quantize_per_tensor" and args:
             tie = functools.partial(tie_margin, args[0], args[1] if len(args) > 1 else None, length)
         elif len(since) == 1 and kind == "dequantize_per_tensor" and isinstance(n.args[0], torch.fx.Node):
             tie = self._ties.get(n.args[0].name)

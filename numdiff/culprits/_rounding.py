@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
-__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie", "tie_margin"]
+__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie", "tie_margin",
+           "tie_tolerance"]
+
+T = TypeVar("T", float, torch.Tensor)
 
 #: A row is judged by the rounding check when at least this many elements ...
 MIN_OFF_TIE = 3
@@ -51,7 +55,16 @@ class TieMargin:
     def tolerance(self, allowance: float) -> float:
         """How far from a tie an honest kernel's value may have been, in steps, for a floating-point
         ``allowance`` in noise units (the ``expected`` limit)."""
-        return max(_FLOOR, allowance * self.sigma)
+        return tie_tolerance(self.sigma, allowance)
+
+
+def tie_tolerance(sigma: T, allowance: float) -> T:
+    """How far from a tie, in steps, a value with floating-point noise ``sigma`` (in steps; a float
+    or a tensor of them) may have been for an ``allowance`` in noise units: never below float32's
+    representation floor on an 8-bit grid."""
+    if isinstance(sigma, torch.Tensor):
+        return torch.clamp(sigma * allowance, min=_FLOOR)
+    return max(_FLOOR, allowance * float(sigma))
 
 
 def tie_margin(value: object, scale: object, reduction: int) -> TieMargin | None:

@@ -20,6 +20,7 @@ from numdiff.align import (
     AlignedPair,
     AlignmentReport,
     MatchKind,
+    OpNameIndex,
     find_op_names,
 )
 from numdiff.comparators import NumericalComparatorBase, SNRComparator, snr_db
@@ -73,7 +74,10 @@ class Meter:
 
     def __init__(self, comparator: NumericalComparatorBase, aot_names: Mapping[DebugHandle, list[str]],
                  runtime_names: Mapping[DebugHandle, list[str]]) -> None:
-        self.comparator, self.aot_names, self.runtime_names = comparator, aot_names, runtime_names
+        # indexed: every row is named from them (a scan of every handle per row was quadratic)
+        self.comparator = comparator
+        self.aot_names = aot_names if isinstance(aot_names, OpNameIndex) else OpNameIndex(aot_names)
+        self.runtime_names = runtime_names if isinstance(runtime_names, OpNameIndex) else OpNameIndex(runtime_names)
 
     def measure(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str],
                 what: str) -> tuple[float, Sums | None]:
@@ -174,11 +178,17 @@ class Scorer:
         #: Rows whose runtime tensor holds another number of elements than the replay's, and the shapes.
         self.unsized: dict[int, str] = {}
         self.first_nonfinite: NonFinite | None = None
+        self.model_nonfinite: NonFinite | None = None
         #: Graph inputs a delegate logged whose value could not be used, and why (set by the replay).
         self.input_problems: Mapping[str, str] = {}
         self._targets: dict[str, str] | None = None
         #: Rows that read graph inputs from the representative inputs (not logged, not supplied): which.
         self.representative_reads: dict[int, tuple[str, ...]] = {}
+        #: Graph inputs a judged row's verdict rests on without confirmation (see :meth:`settle_inputs`).
+        self.assumed: list[str] = []
+        #: Rows reading representative inputs whose output is quantized: their agreement confirms an
+        #: input only to within a quantization step (see :meth:`settle_inputs`).
+        self.coarse_readers: set[int] = set()
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
@@ -236,7 +246,7 @@ class Scorer:
         quantized = isinstance(runtime, torch.Tensor) and noise.quantized(runtime.dtype)
         call = self.delegates.get(frozenset(pair.runtime_handle))
         general = "quantized" if quantized else "default"
-        backend = None if call is None or self._dynamic(node, lin) else call[0] + ("/quantized" if quantized else "")
+        backend = None if call is None or self._dynamic(node, lin, noise) else call[0] + ("/quantized" if quantized else "")
         key = kind if kind in self.limits else backend if backend is not None and backend in self.limits else general
         limits = self.limits[key]
         verdict = limits.verdict(units)
@@ -246,6 +256,8 @@ class Scorer:
         representative = tuple(g for g in lin.graph_inputs if g not in self.supplied and g not in self.inputs_from_runtime)
         if representative:
             self.representative_reads[self.first_index + len(self.rows)] = representative
+            if quantized:
+                self.coarse_readers.add(self.first_index + len(self.rows))
         off_grid = False
         if verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and call is None and source == "runtime" \
                 and runtime is not None and isinstance(replay, torch.Tensor):
@@ -277,8 +289,15 @@ class Scorer:
             notes.append(f"not called a culprit: producer(s) {', '.join(unknown)} could not be compared, so "
                          "local and inherited error cannot be told apart")
         amplification = self._amplification(acc_rel, producers, notes)
-        if nonfinite and self.first_nonfinite is None:
-            self.first_nonfinite = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
+        if nonfinite:
+            found = NonFinite(index, node.name, nonfinite, any_nonfinite(args, kwargs), replay_nonfinite)
+            # The replay on the same inputs holds the same NaN/Inf at the same places (noise_units is then
+            # finite): the model computes them (a -inf attention mask), the device did not make them.
+            if math.isfinite(units):  # (after a device-made NaN, its heirs are not the model's own)
+                if self.first_nonfinite is None:
+                    self.model_nonfinite = self.model_nonfinite or found
+            elif self.first_nonfinite is None:
+                self.first_nonfinite = found
         aot_ops = find_op_names(pair.aot_handle, self.meter.aot_names)
         traces = stack_traces_for(aot_ops, self.stack_traces)
         inner = traces if call is None else {**stack_traces_for(list(lin.replayed), self.stack_traces), **traces}
@@ -310,8 +329,12 @@ class Scorer:
         nothing confirms and whose output is unrelated to its replay (relative error above
         :data:`~numdiff.culprits._checks.UNRELATED`) is explained as well by a run on other inputs (a
         camera frame, a user's prompt) as by a badly wrong op: it becomes ``not-judged`` with a note,
-        and the culprits are recounted. A row that is beyond noise but related to its replay keeps
-        its verdict (another input would not leave it related).
+        and the culprits are recounted. So do all the rows that read one unconfirmed input when two or
+        more of them are beyond noise (an input the run did not share explains them all; a fault
+        would have to be in each), however related to their replays. The one row beyond noise that
+        reads an input while related to its replay keeps its verdict: a slightly different input
+        and a wrong op look the same there, so the verdict rests on the input being the
+        representative one, and the input is listed in :attr:`assumed`.
 
         Returns the graph inputs in doubt and the rows that read them (their disagreement says
         nothing about whether the files belong together).
@@ -319,32 +342,59 @@ class Scorer:
         def row(index: int) -> CulpritRow:
             return self.rows[index - self.first_index]
 
-        confirmed = {g for index, names in self.representative_reads.items()
-                     if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
-                     and row(index).op_type not in _SHAPE_ONLY for g in names}
+        agreeing = [(index, names) for index, names in self.representative_reads.items()
+                    if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and row(index).op_type not in _SHAPE_ONLY]
+        # A quantized output agrees with its replay on an input a fraction of a step away (a 1% different
+        # camera frame quantizes to nearly the same int8 values): it confirms the input for other
+        # quantized readers, not for an op that computes on it in floating point.
+        confirmed_coarse = {g for _, names in agreeing for g in names}
+        confirmed_fine = {g for index, names in agreeing if index not in self.coarse_readers for g in names}
+
+        def unconfirmed_of(index: int, names: tuple[str, ...]) -> list[str]:
+            confirmed = confirmed_coarse if index in self.coarse_readers else confirmed_fine
+            return [g for g in names if g not in confirmed]
+
+        # Several ops that read one unconfirmed input all beyond noise: one input the run did not share
+        # explains them all; a fault would have to be in each of them.
+        disagreeing: dict[str, list[int]] = {}
+        for index, names in self.representative_reads.items():
+            if row(index).verdict.beyond_noise and row(index).op_type not in _SHAPE_ONLY:
+                for g in unconfirmed_of(index, names):
+                    disagreeing.setdefault(g, []).append(index)
+        shared_doubt = {g for g, indices in disagreeing.items() if len(indices) >= 2}
         doubtful: list[str] = []
         readers: set[int] = set()
         for index, names in self.representative_reads.items():
-            unconfirmed = [g for g in names if g not in confirmed]
+            unconfirmed = unconfirmed_of(index, names)
             if not unconfirmed:
                 continue
             readers.add(index)
             judged = row(index)
             if not judged.verdict.beyond_noise:
                 continue
-            if self.local_rel.get(index, math.nan) <= UNRELATED:  # NaN: unrelated
-                # Related to its replay: another input would not leave it so; judged, with the assumption said.
+            rel = self.local_rel.get(index, math.nan)
+            shared = [g for g in unconfirmed if g in shared_doubt]
+            if rel <= UNRELATED and not shared:  # NaN: unrelated
+                # Related to its replay, and the only op that reads the input: nothing tells a slightly
+                # different input from a wrong op; judged, with the assumption said (report.inputs_assumed).
                 caution = (f"judged on the representative inputs: no other op that reads {', '.join(unconfirmed)} "
                            "confirms the run used them; if it did not, pass the run's own inputs (step_inputs=)")
                 self.rows[index - self.first_index] = replace(
                     judged, note="; ".join(n for n in (caution, judged.note) if n))
+                self.assumed += [g for g in unconfirmed if g not in self.assumed]
                 continue
             doubtful += [g for g in unconfirmed if g not in doubtful]
+            if rel <= UNRELATED:
+                why = (f"every one of the {len(disagreeing[shared[0]])} ops that read {', '.join(shared)} disagrees with "
+                       f"its replay on the ETRecord's representative inputs and none agrees (this one by relative error "
+                       f"{rel:.3g}): either the run used other inputs than the representative ones, or each of "
+                       "these ops is wrong")
+            else:
+                why = (f"its output is unrelated to its replay on the ETRecord's representative inputs (relative "
+                       f"error {rel:.3g}) while no op that reads them agrees with its replay: either the run used "
+                       "other inputs than the representative ones, or this op is badly wrong")
             note = (f"not judged: this op reads graph input(s) {', '.join(unconfirmed)}, which the runtime did not log, "
-                    f"and its output is unrelated to its replay on the ETRecord's representative inputs (relative "
-                    f"error {self.local_rel.get(index, math.nan):.3g}) while no op that reads them agrees with its "
-                    "replay: either the run used other inputs than the representative ones, or this op is badly wrong. "
-                    "Pass the run's own inputs (step_inputs=[inputs], CLI --step-inputs), or "
+                    f"and {why}. Pass the run's own inputs (step_inputs=[inputs], CLI --step-inputs), or "
                     "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
             self.rows[index - self.first_index] = replace(judged, verdict=Verdict.NOT_JUDGED, is_culprit=False,
                                                           note="; ".join(n for n in (note, judged.note) if n))
@@ -355,12 +405,16 @@ class Scorer:
                     self.rows[i] = replace(each, is_culprit=culprit)
         return doubtful, readers
 
-    def _dynamic(self, node: torch.fx.Node, lin: Lineage) -> bool:
-        """Whether the row quantizes dynamically (a ``choose_qparams`` op among its nodes): the backends'
-        own limits were measured on static quantization only, so such rows keep the general ones."""
+    def _dynamic(self, node: torch.fx.Node, lin: Lineage, noise: Noise) -> bool:
+        """Whether the row quantizes dynamically (a ``choose_qparams`` op among its nodes) on a grid the
+        replay does not compute as the device does: the backends' own limits were measured on static
+        quantization and floating point only, so such rows keep the general ones. A row whose every
+        dynamic quantization is replayed as XNNPACK computes it (``noise.graph_grid`` False) leaves
+        floating-point arithmetic and per-element rounding flips (``noise.bound``): the backend's."""
         if self._targets is None:
             self._targets = {n.name: op_type(n.target) for n in node.graph.nodes if n.op == "call_function"}
-        return any(self._targets.get(name, "").startswith("choose_qparams") for name in (node.name, *lin.replayed))
+        dynamic = any(self._targets.get(name, "").startswith("choose_qparams") for name in (node.name, *lin.replayed))
+        return dynamic and (noise.graph_grid or not noise.dynamic)
 
     def _rounding_check(self, replay: torch.Tensor, runtime: torch.Tensor, noise: Noise) -> str | None:
         """Why the row's one rounding is not an honest one (see :mod:`~numdiff.culprits._rounding`), or None."""

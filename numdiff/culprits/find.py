@@ -33,13 +33,14 @@ from numdiff.align import (
 from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
-from numdiff.culprits._delegates import delegate_calls
+from numdiff.culprits._delegates import XNNPACK, delegate_calls
+from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import Noise, ThresholdsArg, Verdict, op_type, resolve_thresholds
-from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._replay import Lineage, ReplayInterpreter, graph_args, lineage
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
-from numdiff.culprits.report import INPUTS_IN_DOUBT, CulpritReport, RunFigures
+from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
 
@@ -246,18 +247,24 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder") \
         if step_input is not None else frozenset()
     from_runtime = dict.fromkeys(supplied, "step_inputs")
+    calls = delegate_calls(events)
     scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
                     release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                    inputs_unknown=later_run and step_input is None, delegates=delegate_calls(events),
+                    inputs_unknown=later_run and step_input is None, delegates=calls,
                     first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
+    xnnpack = _xnnpack_nodes(plan, lineages, calls)
+    # The values an emulated quantization rounds were computed by XNNPACK's float kernels: its limits.
+    tie_allowance = limits.get(XNNPACK, limits["default"]).expected
     replay: ReplayInterpreter
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
-        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime)
+        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime,
+                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance)
     else:
         from numdiff.culprits.quant_view import QuantReplay
 
-        quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime)
+        quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime,
+                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance)
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, run_inputs))
@@ -265,6 +272,12 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed, input_readers=readers)
+    precision = delegate_precision_mismatch(graph_module.graph, events)
+    if precision is not None:
+        raise MismatchedArtifactsError(
+            f"{etdump_path or 'the ETDump'}: {precision}\nPass the ETRecord written when this exact program (.pte) was "
+            "exported and lowered: one from before or after quantizing pairs with the run by instruction, but its "
+            "replay computes in another precision and every delegate would look wrong.")
     unsized = nothing_comparable(scorer.rows, scorer.local_rel, scorer.unsized) if step_input is None and not later_run else None
     if unsized is not None:
         raise MismatchedArtifactsError(
@@ -295,6 +308,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
                          inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
+                         inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
+                         model_nonfinite=scorer.model_nonfinite,
                          quantization=None if view is None else view())
 
 
@@ -313,13 +328,19 @@ def _dequantize_params(graph: torch.fx.Graph) -> dict[DebugHandle, Noise]:
     return out
 
 
+def _xnnpack_nodes(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lineage],
+                   calls: Mapping[frozenset[int], tuple[str, int]]) -> frozenset[str]:
+    """The nodes an XNNPACK delegate call runs: each such call's row node and the nodes replayed with it."""
+    out: set[str] = set()
+    for name, items in plan.items():
+        if any(calls.get(frozenset(item.pair.runtime_handle), ("", 0))[0] == XNNPACK for item in items):
+            out.add(name)
+            out.update(lineages[name].replayed if name in lineages else ())
+    return frozenset(out)
+
+
 def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
-    if not doubtful:
-        return ()
-    return (f"{INPUTS_IN_DOUBT}{', '.join(doubtful)}: the ops that read them are unrelated to their replays on the "
-            "ETRecord's representative inputs and no op that reads them agrees, so this run may have used other "
-            "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
-            "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones",)
+    return (inputs_in_doubt_note(doubtful),) if doubtful else ()
 
 
 def _refuse_views(plans: Sequence[MethodPlan], views: Mapping[str, object]) -> None:
@@ -381,9 +402,12 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
         rows=tuple(replace(r, method=m) for m, rep in parts for r in rep.rows), metric=head.metric,
         graph_name=graph_names((m, rep.graph_name) for m, rep in parts),
         first_nonfinite=next((rep.first_nonfinite for _, rep in parts if rep.first_nonfinite is not None), None),
+        model_nonfinite=next((rep.model_nonfinite for _, rep in parts if rep.model_nonfinite is not None), None),
         matching=tuple(replace(x, method=m) for m, rep in parts for x in rep.matching),
         higher_is_better=head.higher_is_better,
         notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),
+        inputs_in_doubt=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_in_doubt),
+        inputs_assumed=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_assumed),
         runs=_runs_of_every_method(parts))
 
 

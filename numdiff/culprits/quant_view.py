@@ -35,7 +35,7 @@ import torch
 from numdiff.comparators import snr_db
 from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.culprits._inputs import LoggedInput
-from numdiff.culprits._noise import op_type
+from numdiff.culprits._noise import DEFAULT_THRESHOLDS, op_type
 from numdiff.culprits._replay import OnPaired, ReplayInterpreter
 from numdiff.errors import MissingDataError, UsageError
 
@@ -214,8 +214,9 @@ class QuantReplay(ReplayInterpreter):
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
                  logged_inputs: Mapping[str, LoggedInput] | None, float_program: torch.export.ExportedProgram,
-                 target_snr_db: float = DEFAULT_TARGET_SNR_DB, inputs_from_runtime: dict[str, str] | None = None) -> None:
-        super().__init__(module, paired, on_paired, logged_inputs, inputs_from_runtime)
+                 target_snr_db: float = DEFAULT_TARGET_SNR_DB, inputs_from_runtime: dict[str, str] | None = None,
+                 xnnpack_nodes: frozenset[str] = frozenset(), tie_allowance: float = DEFAULT_THRESHOLDS.expected) -> None:
+        super().__init__(module, paired, on_paired, logged_inputs, inputs_from_runtime, xnnpack_nodes, tie_allowance)
         self._target = target_snr_db
         quant_layers = _layers(module)
         float_layers = _layers(float_program.graph_module)

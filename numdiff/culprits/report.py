@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
 from numdiff.gap.aliased import ALIASED
-from numdiff.gap.methods import methods_left_out
+from numdiff.culprits.headline import headline, in_method, methods_of
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
     from numdiff.culprits.decode import DecodeView
@@ -101,7 +103,7 @@ class CulpritRow:
 
 @dataclass(frozen=True, slots=True)
 class NonFinite:
-    """The first row (execution order) whose runtime output holds NaN or Inf."""
+    """A row (the first in execution order) whose runtime output holds NaN or Inf."""
 
     row: int
     node: str
@@ -114,6 +116,12 @@ class NonFinite:
         replay = ("the replay on the same inputs has them too" if self.replay_nonfinite
                   else "the replay on the same inputs has none")
         return f"first non-finite runtime output: row {self.row} ({self.node}), {self.count} NaN/Inf; {where}; {replay}"
+
+    def as_the_model_computes(self) -> str:
+        """The line for NaN/Inf the replay holds at the same places (``CulpritReport.model_nonfinite``)."""
+        return (f"NaN/Inf the model itself computes from row {self.row} ({self.node}), {self.count} there: the replay "
+                "on the same inputs holds them at the same places (e.g. a -inf attention mask), so the device did "
+                "not make them")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +164,20 @@ _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_han
                 "latency", "nonfinite", "note", "stack_traces")
 
 
-#: How the note of a run whose graph inputs are in doubt begins (``find_culprits`` writes it).
-INPUTS_IN_DOUBT = "graph input(s) "
+def inputs_in_doubt_note(names: Sequence[str]) -> str:
+    """The note of a run whose graph inputs ``names`` may not be the ETRecord's representative ones."""
+    return (f"graph input(s) {', '.join(names)}: no op that reads them agrees with its replay on the ETRecord's "
+            "representative inputs (one is unrelated to it, or several disagree), so this run may have used other "
+            "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
+            "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
+
+
+def inputs_assumed_note(names: Sequence[str]) -> str:
+    """The note of a run whose verdicts rest on graph inputs ``names`` being the representative ones."""
+    return (f"verdicts on the op reading graph input(s) {', '.join(names)} assume the run used the ETRecord's "
+            "representative inputs (the runtime does not log graph inputs, and no other op that reads them "
+            "confirms it; a slightly different input looks like a wrong op there): if the device ran other inputs, "
+            "pass them (step_inputs=, CLI --step-inputs)")
 
 
 def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
@@ -186,7 +206,8 @@ class CulpritReport:
             methods: each method's rows in turn, numbered on from the previous method's).
         metric: Comparator class name of ``local_gap`` / ``accumulated_gap``.
         graph_name: The reference graph (several methods: each one's, ``"graph (method), ..."``).
-        first_nonfinite: The first non-finite runtime output, or None.
+        first_nonfinite: The first runtime output holding NaN/Inf its replay on the same inputs does
+            not hold at the same places (the device made them), or None.
         matching: How every AOT node and runtime output was accounted for.
         higher_is_better: How to read the metric.
         notes: Remarks from capture and alignment. Several methods: first one note per method of
@@ -196,6 +217,14 @@ class CulpritReport:
         quantization: The quantization view (``find_culprits(float_program=...)``), else None.
         decode: The decode-step view (``find_culprits(step_inputs=... or decode_steps=True)``), else None.
         inside_delegates: Tapped ops inside delegates (``find_culprits(taps=..., tap_outputs=...)``), else None.
+        inputs_in_doubt: Graph inputs this run may not have shared with the ETRecord's representative
+            inputs (no op that reads them agrees with its replay, and some are unrelated to it): the
+            ops reading them are ``not-judged``. Several methods: ``"name (method m)"``.
+        model_nonfinite: The first runtime output whose NaN/Inf its replay holds too, at the same
+            places (the model computes them, e.g. a -inf attention mask: no fault), or None.
+        inputs_assumed: Graph inputs a verdict beyond noise rests on without confirmation: the one op
+            that reads them disagrees with its replay but is related to it, which a wrong op and a
+            slightly different input both explain (the verdict assumes the representative inputs).
     """
 
     rows: tuple[CulpritRow, ...]
@@ -209,6 +238,9 @@ class CulpritReport:
     quantization: QuantizationView | None = None
     decode: DecodeView | None = None
     inside_delegates: TapView | None = None
+    inputs_in_doubt: tuple[str, ...] = field(default=())
+    inputs_assumed: tuple[str, ...] = field(default=())
+    model_nonfinite: NonFinite | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -238,7 +270,7 @@ class CulpritReport:
             "nonfinite": r.nonfinite, "note": r.note, "stack_traces": r.stack_traces,
         } for r in self.rows]
         frame = pd.DataFrame(records, columns=list(_ROW_COLUMNS))
-        if _methods(self):
+        if methods_of(self):
             frame["method"] = [r.method for r in self.rows]
         frame.attrs["metric"] = self.metric
         return frame
@@ -250,7 +282,7 @@ class CulpritReport:
         frame = pd.DataFrame([{"side": m.side, "name": m.name, "handle": m.handle, "status": m.status,
                                "detail": m.detail} for m in self.matching],
                              columns=["side", "name", "handle", "status", "detail"])
-        if _methods(self):
+        if methods_of(self):
             frame["method"] = [m.method for m in self.matching]
         return frame
 
@@ -315,30 +347,35 @@ class CulpritReport:
     def __str__(self) -> str:
         culprits = self.culprits
         lines = [headline(self)]
-        if _methods(self):  # what each method was compared on, and the methods left out
+        if methods_of(self):  # what each method was compared on, and the methods left out
             lines += [n for n in self.notes if n.startswith(METHOD_NOTE)]
         if self.first_nonfinite is not None:
             lines.append(str(self.first_nonfinite))
+        if self.model_nonfinite is not None:
+            lines.append(self.model_nonfinite.as_the_model_computes())
         for r in culprits:
             if r.delegate is not None:
                 lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})"
-                             + _in_method(r))
+                             + in_method(r))
                 lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
                              "\"Find the culprit > Deeper localization\"")
             else:
                 lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
-                             f"module {r.module_path or '?'}" + _in_method(r))
+                             f"module {r.module_path or '?'}" + in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
-        lines += [n for n in self.notes if n.startswith(INPUTS_IN_DOUBT)]
+        if self.inputs_in_doubt:
+            lines.append(inputs_in_doubt_note(self.inputs_in_doubt))
+        if self.inputs_assumed:
+            lines.append(inputs_assumed_note(self.inputs_assumed))
         replay = [r for r in self.rows if r.verdict is Verdict.REPLAY_MISMATCH]
         if replay:
             lines.append(f"{len(replay)} row{'s' if len(replay) != 1 else ''} with a replay problem, not judged "
                          f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
-            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{_in_method(worst)} "
+            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{in_method(worst)} "
                          f"({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:
@@ -361,89 +398,6 @@ class CulpritReport:
         if unmatched:
             lines.append(f"{unmatched} AOT nodes or runtime outputs unmatched (see matching_dataframe())")
         return "\n".join(lines)
-
-
-def headline(report: CulpritReport) -> str:
-    """One line that summarises every view that ran, so that no view below contradicts it.
-
-    It names the culprits (a delegate by backend and call index), then counts ``broken`` rows,
-    replay problems and rows not judged, the first non-finite runtime output, the first divergent
-    decode step and its culprit ops, the layers the quantization view keeps in higher precision,
-    the culprits inside delegates (taps), runs whose culprits differ and the methods of a
-    multi-method program that were not compared. It says "every local error is within its expected noise" only when no view found
-    anything beyond noise. The first line of ``str(report)`` and of ``numdiff culprits``.
-    """
-    culprits = report.culprits
-    scope = " in step 0" if report.decode is not None else ""
-    head = (f"find_culprits ({report.metric} on {report.graph_name}): {_count(len(report.rows), 'row')}, "
-            f"{_count(len(culprits), 'culprit')}{scope}")
-    if culprits:
-        head += ": " + ", ".join(_name(r) for r in culprits[:3]) + (f" and {len(culprits) - 3} more"
-                                                                   if len(culprits) > 3 else "")
-    facts = []
-    verdicts = [r.verdict for r in report.rows]
-    for verdict, what in ((Verdict.BROKEN, "broken"), (Verdict.REPLAY_MISMATCH, "with a replay problem (not judged)"),
-                          (Verdict.NOT_JUDGED, "not judged (inputs not logged)")):
-        n = verdicts.count(verdict)
-        if n:
-            facts.append(f"{_count(n, 'row')} {what}")
-    if report.first_nonfinite is not None:
-        first = report.first_nonfinite
-        facts.append(f"first NaN/Inf at row {first.row} ({first.node})")
-    alarm = bool(culprits) or Verdict.BROKEN in verdicts or report.first_nonfinite is not None
-    per_run = [f.run for f in report.runs if f.culprits]
-    if per_run and report.decode is None:
-        facts.append("culprits in run" + ("s " if len(per_run) > 1 else " ") + ", ".join(map(str, per_run)))
-        alarm = True
-    if report.decode is not None:
-        step = report.decode.first_divergent_step
-        if step is None:
-            facts.append(f"no decode step diverges ({len(report.decode.steps)} steps)")
-        else:
-            ops = "; ".join(", ".join(o) for o in step.culprit_ops)
-            facts.append(f"decode diverges at step {step.step} (culprit {ops})")
-            alarm = True
-    if report.quantization is not None:
-        quant, keep = report.quantization, report.quantization.suggested_keep
-        facts.append(f"quantization: estimated output SNR {quant.estimated_snr_db:.3g} dB (target "
-                     f"{quant.target_snr_db:.3g} dB), " + (f"keep {', '.join(keep)} in higher precision" if keep
-                                                         else "no layer needs higher precision"))
-    if report.inside_delegates is not None:
-        inside = report.inside_delegates.culprits
-        if inside:
-            facts.append("inside delegates (taps): culprit " + ", ".join(f"{r.node} ({r.module_path or '?'})"
-                                                                          for r in inside))
-            alarm = True
-        else:
-            facts.append(f"inside delegates (taps): no culprit among {len(report.inside_delegates.rows)} tapped ops")
-    left_out = methods_left_out(report.notes) if _methods(report) else []
-    if left_out:
-        facts.append("not compared: method" + ("s " if len(left_out) > 1 else " ") + ", ".join(left_out)
-                     + " (see the notes)")
-    if not alarm and Verdict.REPLAY_MISMATCH not in verdicts:
-        judged = "judged " if Verdict.NOT_JUDGED in verdicts else ""
-        head += f": every {judged}local error is within its expected noise"
-    return "; ".join([head, *facts])
-
-
-def _methods(report: CulpritReport) -> list[str]:
-    """The methods the rows belong to, in report order; empty for a program of one method."""
-    return list(dict.fromkeys(r.method for r in report.rows if r.method is not None))
-
-
-def _in_method(row: CulpritRow) -> str:
-    return "" if row.method is None else f" in method {row.method}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
-def _name(row: CulpritRow) -> str:
-    """A culprit as the headline names it: a delegate by backend and call index, else its ops and module."""
-    if row.delegate is not None:
-        return "delegate " + row.delegate.split(":", 1)[0] + _in_method(row)
-    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "") + _in_method(row)
 
 
 def _fmt(value: float) -> str:

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
     from numdiff.align import EventLike, RuntimeOutput
 
-__all__ = ["GapInputs", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for",
+#: ``on_pair(aot_tensor, runtime_tensor)``: a likely pair, as soon as the reference graph produced it.
+OnPair = Callable[[Any, Any], None]
+
+__all__ = ["GapInputs", "OnPair", "gather", "module_paths", "representative_inputs", "require_etrecord", "stack_traces_for",
            "without_scratch"]
 
 
@@ -92,12 +95,16 @@ def gather(
     method: str = "forward",
     shapes_only: bool = False,
     split_delegates: bool = False,
+    on_pair: OnPair | None = None,
 ) -> GapInputs:
     """Run the reference graph and collect the runtime outputs it will be compared with.
 
     ``graph`` (``(graph module, name)``) and ``inputs`` (one input tuple) replace the graph named
     by ``reference_graph`` and the representative inputs (see :mod:`numdiff.gap.methods`).
     ``shapes_only`` keeps meta tensors instead of the AOT outputs and sets ``rerun``.
+    ``on_pair(aot_tensor, runtime_tensor)`` is called as soon as an op's output is kept, when the
+    runtime logged one tensor under exactly its handle (the pair the comparison will most likely
+    score; see :mod:`numdiff.gap.presum`).
     ``split_delegates`` (the culprit finder's, not the reference's rule) keeps delegate calls that
     share only a duplicated dequantize's id apart (see :func:`numdiff.align.own_delegate_ids`).
     """
@@ -106,7 +113,7 @@ def gather(
     with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
         return _gather(etrecord, events, reference_graph=reference_graph,
                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only,
+                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only, on_pair=on_pair,
                        split_delegates=split_delegates)
 
 
@@ -122,13 +129,15 @@ def _gather(
     method: str = "forward",
     shapes_only: bool = False,
     split_delegates: bool = False,
+    on_pair: OnPair | None = None,
 ) -> GapInputs:
     etrecord = require_etrecord(etrecord)
     from numdiff.align import collect_runtime_outputs, delegate_output_ids
-    from numdiff.capture import (aot_debug_handle_to_stack_traces, capture_intermediate_outputs, resolve_reference_graph,
-                                 runs_without_side_effects)
+    from numdiff.capture import (aot_debug_handle_to_op_names, aot_debug_handle_to_stack_traces,
+                                 capture_intermediate_outputs, resolve_reference_graph, runs_without_side_effects)
     from numdiff.schema.debug_buffer import MissingTensor
     from numdiff.schema.etrecord import op_type_name
+    import torch
 
     events = list(events)
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events, split_delegates=split_delegates)
@@ -159,9 +168,16 @@ def _gather(
     emitted = emitted_handle_ids((getattr(etrecord, "_debug_handle_map", None) or {}).get(method))
     aliased: list[AliasedOutput] = []
 
+    solo = _solo_handles(aot_debug_handle_to_op_names(graph_module), runtime_outputs) \
+        if on_pair is not None and not shapes_only else set()
+
     def keep_if_paired(handle: DebugHandle, node: torch.fx.Node, value: object) -> None:
         if not runtime_ids.isdisjoint(handle):
             kept[handle] = _shape_of(value) if shapes_only else value
+            if on_pair is not None and handle in solo:
+                runtime = _sole_tensor(runtime_outputs.get(handle))
+                if runtime is not None and isinstance(value, torch.Tensor) and runtime.numel() == value.numel():
+                    on_pair(value, runtime)
         elif is_aliased(op_type := op_type_name(node), handle, emitted):
             aliased.append(AliasedOutput(handle, node.name, op_type, _shape_of(value) if shapes_only else value))
 
@@ -194,6 +210,27 @@ def _gather(
         if shapes_only else None,
         reusable_graph=(graph_module, graph_name) if runs_without_side_effects(graph_module) else None,
     )
+
+
+def _solo_handles(aot_handles: Iterable[DebugHandle], runtime_handles: Iterable[DebugHandle]) -> set[DebugHandle]:
+    """Handles that pair one to one: the same handle on both sides, none of its ids in any other handle."""
+    from collections import Counter
+
+    aot, runtime = list(aot_handles), set(runtime_handles)
+    counts = Counter(i for h in (*aot, *runtime) for i in set(h))
+    return {h for h in aot if h in runtime and all(counts[i] == 2 for i in h)}
+
+
+def _sole_tensor(runtime: RuntimeOutput | None) -> torch.Tensor | None:
+    """The one tensor a runtime output logged (None for several values, none, or not a tensor)."""
+    import torch
+
+    if runtime is None:
+        return None
+    data = runtime.data
+    if isinstance(data, (list, tuple)):
+        data = data[0] if len(data) == 1 else None
+    return data if isinstance(data, torch.Tensor) else None
 
 
 def without_scratch(

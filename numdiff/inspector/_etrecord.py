@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from numdiff._core.events import DELEGATE_CALL, FRAMEWORK_EVENTS
 
@@ -75,6 +75,7 @@ def consume_etrecord(rec: ETRecordLike, blocks: list[EventBlock], *, etdump_path
         if not group:
             continue
         delegate_map = None if rec._delegate_map is None else rec._delegate_map.get(method)
+        _check_delegates(group, handle_maps.get(method, {}), delegate_map, etdump_path)
         num_outs = (rec._instruction_id_to_num_outs_map or {}).get(method)
         notes += resolve_debug_handles(group, handle_maps.get(method, {}), delegate_map, num_outs)
         nodes = by_method[method] if method in by_method else _method_nodes(rec, method, infos, enable_module_hierarchy)
@@ -169,6 +170,39 @@ def load_etrecord(etrecord: object) -> ETRecordLike | None:
 
 def logs_tensors(dump: ETDump) -> bool:
     return any(bool((r.columns.kind == EventKind.DEBUG).any()) for r in dump.run_data)
+
+
+def _check_delegates(blocks: list[EventBlock], handle_map: Mapping[str, object],
+                     delegate_map: Mapping[Any, Any] | None, etdump_path: str | None) -> None:
+    """The runtime's delegate calls are the ETRecord's: an instruction the runtime ran as a delegate
+    call is a delegate of the same backend in the ETRecord's ``delegate_map``, and a kernel call is
+    not. The same model lowered another way (portable, or with a partitioner) shares instruction
+    ids and op names often enough to pass the checks above, so the calls themselves are compared."""
+    if not isinstance(delegate_map, Mapping):
+        return  # an ETRecord without a delegate map says nothing
+    delegates = {str(k): v for k, v in delegate_map.items()}
+    for block in blocks:
+        for ev in block._link_records():
+            iid = ev._instruction_id
+            if iid is None or iid < 0 or ev.is_delegated_op or str(iid) not in handle_map:
+                continue
+            entry = delegates.get(str(iid))
+            recorded = entry.get("name") if isinstance(entry, Mapping) else None
+            if ev.name == DELEGATE_CALL and entry is None:
+                what = f"the runtime called a delegate at instruction {iid}, where the ETRecord's program runs a kernel"
+            elif ev.name == DELEGATE_CALL and isinstance(recorded, str) and ev.delegate_backend_name \
+                    and recorded != ev.delegate_backend_name:
+                what = (f"the runtime called a {ev.delegate_backend_name} delegate at instruction {iid}, where the "
+                        f"ETRecord's program calls {recorded}")
+            elif ev.name.startswith("native_call_") and entry is not None:
+                what = (f"the runtime ran kernel {ev.name} at instruction {iid}, where the ETRecord's program calls a "
+                        f"{recorded or 'delegate'} delegate")
+            else:
+                continue
+            raise MismatchedArtifactsError(
+                f"ETRecord and ETDump {etdump_path!r} do not describe the same program: {what}\n"
+                "Pass the ETRecord written when this exact program (.pte) was exported and lowered (the same model "
+                "lowered another way, e.g. with or without a partitioner, is another program).")
 
 
 def _check_same_model(blocks: list[EventBlock], handle_map: Mapping[str, object] | None,

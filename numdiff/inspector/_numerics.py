@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
     from numdiff.culprits import CulpritReport
     from numdiff.gap import GapInputs, GapReport
+    from numdiff.gap.inputs import OnPair
     from numdiff.profile.events import EventBlock
     from numdiff.schema.debug_buffer import DebugBuffer
 
@@ -78,6 +79,7 @@ class NumericsMixin:
         """
         from numdiff.gap import numeric_gap
         from numdiff.gap.methods import multi_method_gap
+        from numdiff.gap.presum import presumming
 
         comparator = self._comparator(distance)
         release = self._debug_buffer.release if self._debug_buffer is not None else None
@@ -87,8 +89,11 @@ class NumericsMixin:
                                   self._etdump_path, release)
             if df is not None:
                 return df
-        inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation)
-        return numeric_gap(inputs, comparator, release)
+        # each pair's sums are computed as the reference graph produces it (numdiff.gap.presum)
+        with presumming(comparator, self._debug_buffer) as presum:
+            inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation,
+                                      on_pair=presum.on_pair)
+            return numeric_gap(inputs, comparator, presum.release)
 
     def numeric_gap_report(
         self,
@@ -185,7 +190,7 @@ class NumericsMixin:
         return comparator
 
     def _gap_inputs(self, reference_graph: str | None, misspelled: bool, correct: bool | None,
-                    shapes_only: bool = False) -> GapInputs:
+                    shapes_only: bool = False, on_pair: OnPair | None = None) -> GapInputs:
         from numdiff.gap import gather
 
         disable = _disable_flag(misspelled, correct)
@@ -193,7 +198,8 @@ class NumericsMixin:
         events = [ev for block in self.event_blocks if (block.method_name or FORWARD) == FORWARD
                   for ev in block.events]
         return gather(self._etrecord, events, reference_graph=reference_graph,
-                      disable_debug_handle_validation=disable, etdump_path=self._etdump_path, shapes_only=shapes_only)
+                      disable_debug_handle_validation=disable, etdump_path=self._etdump_path, shapes_only=shapes_only,
+                      on_pair=on_pair)
 
 
 def _disable_flag(misspelled: bool, correct: bool | None) -> bool:

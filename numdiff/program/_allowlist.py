@@ -27,6 +27,8 @@ import keyword
 import math
 import operator
 import re
+import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -161,6 +163,8 @@ def registered_overload(namespace: str, name: str, overload: str) -> torch._ops.
     key = (namespace, name, overload)
     if key in _FOUND:
         return _FOUND[key]
+    if namespace == "quantized_decomposed":
+        _register_quantized_decomposed()
     if (
         _NAMESPACE.match(namespace) is None
         or namespace in _OPS_ATTRIBUTES
@@ -187,6 +191,22 @@ def registered_overload(namespace: str, name: str, overload: str) -> torch._ops.
         return None
     _FOUND[key] = found
     return found
+
+
+def _register_quantized_decomposed() -> None:
+    """Import torch's ``quantized_decomposed`` operators (``quantize_per_tensor``...), once.
+
+    ``torch.ao.quantization.fx._decomposed`` registers them; importing it loads the whole FX
+    quantization package (~20 ms), so it happens only for a program that names one of them.
+    """
+    if "torch.ao.quantization.fx._decomposed" in sys.modules:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import torch.ao.quantization.fx._decomposed  # noqa: F401
+        except ImportError:  # pragma: no cover - torch builds without torch.ao
+            pass
 
 
 def edge_parts(target: str) -> tuple[str, str, str] | None:

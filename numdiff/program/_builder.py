@@ -41,7 +41,7 @@ from numdiff.program._allowlist import classify_target, is_plain_identifier
 from numdiff.program.signatures import check_call
 from numdiff.program.guard import MAX_SUBGRAPH_DEPTH, ORIGINAL_NAME_KEY, ProgramNames
 
-__all__ = ["OP_TYPE_KEY", "UNRUNNABLE_KEY", "GraphBuilder", "Unsupported"]
+__all__ = ["OP_TYPE_KEY", "UNRUNNABLE_KEY", "GraphBuilder", "Unsupported", "lazy_graph_module"]
 
 OP_TYPE_KEY = "numdiff_op_type"
 UNRUNNABLE_KEY = "numdiff_unrunnable"
@@ -50,6 +50,21 @@ _SYM_OPS = frozenset({"sym_size.int", "sym_numel.default", "sym_stride.int", "sy
 #: Loads a delegate's lowered module from its JSON text (given by the program loader).
 LoweredLoader = Callable[[str], LoweredModule]
 
+
+
+def lazy_graph_module(root: torch.nn.Module, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    """A ``GraphModule`` that writes and compiles its Python code only when first called.
+
+    ``torch.fx.GraphModule`` generates and compiles ``forward`` as it is made (~10 ms for a graph
+    of a few hundred nodes); a loaded program's module is copied by ``ExportedProgram`` and the
+    gap runs its graph with an ``Interpreter``, so that code is usually never used. torch's own
+    lazy module (``torch.fx._lazy_graph_module``, torch 2.2+) defers it; without it, the usual one.
+    """
+    try:
+        from torch.fx._lazy_graph_module import _LazyGraphModule
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return torch.fx.GraphModule(root, graph)
+    return _LazyGraphModule(root, graph)
 
 @dataclass(slots=True)
 class GraphBuilder:
@@ -85,7 +100,7 @@ class GraphBuilder:
             graph.output(outputs[0])
         else:
             graph.output(tuple(outputs))
-        return torch.fx.GraphModule(root, graph)
+        return lazy_graph_module(root, graph)
 
     # ------------------------------------------------------------------ nodes
 

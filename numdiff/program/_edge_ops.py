@@ -22,7 +22,6 @@ loads) is computed from the serialized name, so it does not depend on which torc
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,12 +200,7 @@ def ensure_ops_registered() -> None:
     with _LOCK:
         if _registered:
             return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:  # registers torch.ops.quantized_decomposed.{quantize,dequantize}_per_tensor, ...
-                import torch.ao.quantization.fx._decomposed  # noqa: F401
-            except ImportError:  # pragma: no cover - torch builds without torch.ao
-                pass
+        # torch's quantized_decomposed ops are registered when a program names one (registered_overload)
         if not _has_op(NUMDIFF_NAMESPACE, "_to_dim_order_copy"):
             lib = torch.library.Library(NUMDIFF_NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
             for name, schema in _NUMDIFF_SCHEMAS.items():

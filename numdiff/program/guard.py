@@ -292,9 +292,9 @@ def guard_program(program: dict[str, Any]) -> ProgramNames:
         raise _fail(problems[0] + (f" (and {len(problems) - 1} more such arguments)" if len(problems) > 1 else ""))
     _check_strings(program)
     names = ProgramNames()
-    taken = {key if is_dict else container[key] for container, key, is_dict in _value_name_slots(program)}
-    for container, key, is_dict in _value_name_slots(program):
-        name = key if is_dict else container[key]
+    found = [key if is_dict else container[key] for container, key, is_dict in _value_name_slots(program)]
+    taken = set(found)
+    for name in dict.fromkeys(found):  # each distinct name once, in the order it first appears
         if not is_safe_value_name(name) and name not in names.renamed:
             safe = f"_nd_{len(names.renamed)}"
             while safe in taken:

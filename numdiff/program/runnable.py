@@ -19,6 +19,8 @@ import torch
 import torch.fx
 from torch.export import graph_signature as gs
 
+from numdiff.program._builder import lazy_graph_module
+
 __all__ = ["runnable_module"]
 
 _LIFTED = (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR)
@@ -66,7 +68,7 @@ def runnable_module(program: torch.export.ExportedProgram) -> torch.fx.GraphModu
     # (CodeGen.__init__ and Graph.lint are untyped in torch 2.9's stubs, typed in 2.13's)
     graph.set_codegen(_FlatInputs())  # type: ignore[no-untyped-call, unused-ignore]
     graph.lint()  # type: ignore[no-untyped-call, unused-ignore]
-    return torch.fx.GraphModule(root, graph)
+    return lazy_graph_module(root, graph)
 
 
 class _FlatInputs(torch.fx.graph.CodeGen):

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeAlias, Union
 
 from numdiff.errors import DebugBufferError, ETDumpError, MissingDataError
+from numdiff.schema._pages import ResidentPages
 from numdiff.schema.etdump import FILE_IDENTIFIER, ScalarType, Tensor, Value, ValueType
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ class MissingTensor:
         return f"MissingTensor({self.dtype}{list(self.sizes)}: no debug buffer given)"
 
 
-class DebugBuffer:
+class DebugBuffer(ResidentPages):
     """A memory-mapped debug buffer.
 
     Args:
@@ -220,57 +221,10 @@ class DebugBuffer:
             if isinstance(self._map, mmap.mmap):
                 self._map.close()
             raise DebugBufferError(self.path, f"is not a debug buffer: it is {found}", _foreign_hint(found))
-        self._base = _address_of(self._map) if self.size else 0
-        self._can_release = self._base != 0
-        self._pagemap_ok = self._can_release
+        self._init_pages(_address_of(self._map) if self.size else 0)
 
     def __repr__(self) -> str:
         return f"DebugBuffer({self.path!r}, {self.size} bytes)"
-
-    def release(self, value: object) -> None:
-        """Drop the resident pages behind tensors of this buffer from this process.
-
-        Pages only read are unmapped with ``MADV_DONTNEED`` (they stay in the page cache and are
-        mapped again if touched). Pages a user wrote to are private copies that ``MADV_DONTNEED``
-        would throw away, so ranges holding any (``/proc/self/pagemap`` tells) get
-        ``MADV_PAGEOUT`` instead, which keeps them. No value ever changes. This keeps a
-        comparison over hundreds of MB of logged tensors from holding them all in memory.
-        Values that are not views of this buffer are ignored; where the kernel or platform offers
-        neither, this does nothing.
-        """
-        if not self._can_release:
-            return
-        for t in value if isinstance(value, (list, tuple)) else (value,):
-            if not hasattr(t, "data_ptr") or not hasattr(t, "untyped_storage"):
-                continue
-            start = t.data_ptr() - self._base
-            if not 0 <= start < self.size:
-                continue
-            end = min(self.size, start + t.untyped_storage().nbytes())
-            first = start - start % mmap.PAGESIZE
-            advice = _MADV_PAGEOUT if self._has_private_pages(first, end) else mmap.MADV_DONTNEED
-            try:
-                self._map.madvise(advice, first, end - first)  # type: ignore[union-attr]
-            except (OSError, ValueError, AttributeError):
-                self._can_release = False
-
-    def _has_private_pages(self, first: int, end: int) -> bool:
-        """Whether ``[first, end)`` holds pages this process wrote to (copy-on-write copies)."""
-        pagemap = _pagemap() if self._pagemap_ok else None
-        if pagemap is None:
-            return True
-        page = mmap.PAGESIZE
-        count = (end - first + page - 1) // page
-        try:
-            raw = os.pread(pagemap, 8 * count, (self._base + first) // page * 8)
-        except OSError:
-            self._pagemap_ok = False
-            return True
-        import numpy as np
-
-        entries = np.frombuffer(raw, dtype=np.uint64)
-        present, file_backed = (entries >> np.uint64(63)) & np.uint64(1), (entries >> np.uint64(61)) & np.uint64(1)
-        return bool(np.any(present & (np.uint64(1) - file_backed)))
 
     def view(self, offset: int, nbytes: int) -> memoryview:
         """Raw bytes ``[offset, offset + nbytes)``, checked against the buffer's size."""
@@ -401,28 +355,6 @@ def _describe(span: tuple[int, int, int, str]) -> str:
     start, end, scalar_type, where = span
     name = ScalarType(scalar_type).name
     return f"{where + ' ' if where else ''}({name}, bytes {start}..{end})"
-
-
-#: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
-_MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
-
-
-#: ``(pid, descriptor)`` of this process's ``/proc/self/pagemap``: opened once per process (a descriptor
-#: per buffer was never closed), reopened in a forked child (the inherited one reads the parent's pages).
-_PAGEMAP: tuple[int, int | None] | None = None
-
-
-def _pagemap() -> int | None:
-    """This process's pagemap descriptor, opened on first use; None where there is none."""
-    global _PAGEMAP
-    pid = os.getpid()
-    if _PAGEMAP is None or _PAGEMAP[0] != pid:
-        try:
-            fd: int | None = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            fd = None
-        _PAGEMAP = (pid, fd)
-    return _PAGEMAP[1]
 
 
 def _address_of(mapping: mmap.mmap | bytes) -> int:

@@ -10,6 +10,8 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from numdiff.align import (
@@ -344,3 +346,16 @@ def test_runtime_output_without_aot_counterpart_is_noted() -> None:
     report = pair_outputs({(1,): torch.ones(1), (4,): torch.ones(1)}, rt)
     assert len(report.pairs) == 1 and report.counts() == {"no_aot_output": 1}
     assert "_to_dim_order_copy" in report.notes[0].detail and report.notes[0].runtime_handle == (9,)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.lists(st.integers(0, 6), max_size=3).map(tuple), st.lists(st.sampled_from("abc"), max_size=2),
+                       max_size=8),
+       st.lists(st.integers(0, 7), max_size=4).map(tuple))
+def test_op_name_index_answers_as_the_scan(names: dict[tuple[int, ...], list[str]], target: tuple[int, ...]) -> None:
+    """find_op_names over an OpNameIndex: the same names in the same order, without scanning every handle."""
+    from numdiff.align import OpNameIndex
+
+    index = OpNameIndex(names)
+    assert find_op_names(target, index) == find_op_names(target, names)
+    assert dict(index) == names and len(index) == len(names)

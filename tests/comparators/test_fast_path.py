@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -97,3 +98,66 @@ def test_infinities_leave_the_fast_path_without_a_numpy_warning() -> None:
         warnings.simplefilter("error")
         assert finite_difference_sums(a, a.clone()) is None
         assert finite_difference_sums(torch.tensor([3e200], dtype=torch.float64), torch.tensor([0.0])) is None
+
+
+def test_presummed_pairs_answer_only_the_same_unchanged_tensors() -> None:
+    """Sums computed ahead are used for the very same two tensors, unchanged since; anything else is computed."""
+    from numdiff.comparators.numerics import presummed
+
+    torch.manual_seed(1)
+    a, b = torch.randn(1000), torch.randn(1000)
+    with presummed() as sums:
+        kept = sums.compute(a, b, need_l1=False)
+        assert kept == finite_difference_sums(a, b, need_l1=False)
+        assert sums.answered(b)
+        # sums.l1 was not computed ahead: asked for, it is computed (and not 0.0)
+        with_l1 = finite_difference_sums(a, b)
+        assert with_l1 is not None and with_l1[2] > 0 and not sums.answered(b)
+        # an equal copy is another tensor: computed, same numbers
+        assert finite_difference_sums(a, b.clone(), need_l1=False) == kept
+        b.add_(1.0)  # changed in place after the sums were taken: never answered from them
+        fresh = finite_difference_sums(a, b, need_l1=False)
+        assert fresh is not None and kept is not None and fresh[1] != kept[1] and not sums.answered(b)
+    assert finite_difference_sums(a, b, need_l1=False) == fresh  # outside the block: plain computation
+
+
+def test_presummed_pairs_from_a_worker_thread_and_a_failed_worker() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from numdiff.comparators.numerics import presummed
+
+    torch.manual_seed(2)
+    a, b = torch.randn(70000), torch.randn(70000)  # more than one block
+    calls: list[str] = []
+    with presummed() as sums, ThreadPoolExecutor(1) as pool:
+        sums.submit(a, b, True, pool, after=lambda: calls.append("after"))
+        assert finite_difference_sums(a, b) == finite_difference_sums(a.clone(), b.clone())
+        assert sums.answered(b) and calls == ["after"]
+
+        def fail() -> None:
+            raise OSError("no pages")
+
+        c = torch.randn(10)
+        sums.submit(c, c, True, pool, after=fail)  # the worker fails: the scoring loop computes it
+        assert finite_difference_sums(c, c) == (float((c.double() ** 2).sum()), 0.0, 0.0, 10)
+        assert not sums.answered(c)
+
+
+def test_difference_sums_l1_names_the_metrics_built_on_the_sums() -> None:
+    from numdiff.comparators import CosineSimilarityComparator
+    from numdiff.comparators.numerics import difference_sums_l1
+
+    class Dequantized(SNRComparator):
+        def preprocessing(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
+            return mapping
+
+    class Scaled(MSEComparator):
+        def element_compare(self, a: Any, b: Any) -> float:
+            return 2 * super().element_compare(a, b)
+
+    class Renamed(L1Comparator):
+        """Only a new name: same scores."""
+
+    assert [difference_sums_l1(c) for c in (SNRComparator(), MSEComparator(), L1Comparator(), Renamed())] == \
+        [False, False, True, True]
+    assert [difference_sums_l1(c) for c in (CosineSimilarityComparator(), Dequantized(), Scaled())] == [None] * 3

@@ -41,7 +41,7 @@ def test_ops_reading_the_input_all_badly_wrong_are_not_judged_unless_the_run_use
         assert judged[node].note.startswith("not judged: this op reads graph input(s) x, which the runtime did not log, "
                                             "and its output is unrelated to its replay")
         assert "inputs_are_representative=True (CLI --inputs-are-representative)" in judged[node].note
-    assert any("this run may have used other inputs" in n for n in rep.notes)
+    assert any("this run may have used other inputs" in n for n in rep.notes) and rep.inputs_in_doubt == ("x",)
     with pytest.raises(AssertionError, match=r"2 op\(s\) not judged: they read graph inputs"):
         assert_no_culprits(inspector("culprit_two"))
 

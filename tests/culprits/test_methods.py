@@ -155,10 +155,19 @@ encode    aten_tanh_default                 143.1              142.2  ok
 (input_source, amplification, runtime_ops, module_path and source_line left out to fit 100 columns:
 a wider terminal, --width or --format csv shows them)
 
-{FORWARD_NOTE}
-{ENCODE_NOTE}
-worst accumulated row: aten_tanh_default in method encode (142.2), verdict ok: its local error is within its expected noise
+{_wrapped(FORWARD_NOTE)}
+{_wrapped(ENCODE_NOTE)}
+{_wrapped("worst accumulated row: aten_tanh_default in method encode (142.2), verdict ok: its local error is "
+          "within its expected noise")}
 """
+
+
+def _wrapped(sentence: str) -> str:
+    """A sentence after the table as the CLI prints it at 100 columns: wrapped, continuations indented."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(sentence, 100, subsequent_indent="  ", break_on_hyphens=False,
+                                   break_long_words=False))
 
 
 def test_cli_json_and_csv_rows_name_their_method(capsys: pytest.CaptureFixture[str]) -> None:
@@ -214,13 +223,35 @@ def test_culprits_are_named_with_their_method_and_judged_within_it(capsys: pytes
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("find_culprits (SNRComparator on exported_program (forward), edge_dialect_exported_program/"
                       "encode (encode)): 4 rows, 2 culprits: linear (dec) in method forward, aten_permute_copy_default, "
-                      "aten_addmm_default (model.enc) in method encode; 3 rows broken")
+                      "aten_addmm_default (model.enc) in method encode; 3 rows broken; assuming the run's code (method "
+                      "forward), x (method encode) = the representative one(s)")
     assert "culprit: linear (handle (1,), broken) module dec in method forward" in out
-    assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in method " \
-           "encode" in out
+    assert "culprit: aten_permute_copy_default, aten_addmm_default (handle (1,), broken) module model.enc in" in out
+    assert "  method encode" in out  # wrapped at the width, indented under its line
     with pytest.raises(AssertionError) as info:
         assert_no_culprits(_inspector(), thresholds={"default": {"ok": 0.001, "expected": 0.002, "broken": 0.01}})
     lines = str(info.value).splitlines()
     assert lines[0].startswith("2 culprit op(s)")
     assert lines[1].startswith("- linear in method forward [broken] local 146.6")
     assert lines[2].startswith("- aten_permute_copy_default, aten_addmm_default in method encode [broken] local 151.2")
+
+
+def test_graph_inputs_in_doubt_in_one_method_reach_the_headline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method whose run may have used other inputs than the representative ones: the report of the
+    whole program names the input with its method and prints the note under the first line (the
+    notes of each method are prefixed with ``[method]``, so the headline must not look for them by text)."""
+    import dataclasses
+
+    from numdiff.culprits import find
+
+    analyse = find._analyse
+
+    def doubting(*args: object, **kwargs: object) -> CulpritReport:
+        report = analyse(*args, **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(report, inputs_in_doubt=("x",)) if report.graph_name.endswith("/encode") else report
+
+    monkeypatch.setattr(find, "_analyse", doubting)
+    rep = _inspector().find_culprits("SNR")
+    assert rep.inputs_in_doubt == ("x (method encode)",)
+    lines = str(rep).splitlines()
+    assert any(line.startswith("graph input(s) x (method encode): no op that reads them agrees") for line in lines)

@@ -77,6 +77,27 @@ def test_the_first_non_finite_output_is_reported_and_blamed() -> None:
     assert rep.rows[1].verdict is Verdict.BROKEN and rep.rows[1].is_culprit
     mul = rep.rows[2]  # NaN inherited: the replay on the runtime's inputs has it too
     assert not mul.is_culprit and mul.nonfinite == 1 and "1 NaN/Inf in the runtime output, 1 in the replay" in mul.note
+    assert rep.model_nonfinite is None  # the NaN the device made, inherited: not the model's own
+
+
+def test_nan_the_model_computes_is_no_device_fault() -> None:
+    """A NaN in the graph input: every op computes NaN at the same place, and the replay on the same
+    inputs does too. Reported as the model's own; the headline raises no alarm."""
+    etrecord, x, _ = _setup()
+    x[0, 0] = float("nan")  # the representative input the ETRecord holds
+    torch.manual_seed(0)
+    model = _Tiny().eval()  # the weights _setup made (same seed)
+    with torch.no_grad():
+        lin = model.fc(x)
+    runtime = {"linear": lin, "relu": torch.relu(lin), "mul": torch.relu(lin) * 2.0}
+    events = [_event(f"native_call_{name}", h, runtime[name]) for h, name in enumerate(("linear", "relu", "mul"), 1)]
+    rep = find_culprits(etrecord, events, get_comparator("SNR"), reference_graph="edge_dialect_exported_program",
+                        inputs_are_representative=True)
+    assert rep.first_nonfinite is None and not rep.culprits
+    own = rep.model_nonfinite
+    assert own is not None and (own.row, own.node, own.count) == (0, "linear", int(lin.isnan().sum()))
+    assert str(rep).splitlines()[0].endswith("NaN/Inf from row 0 (linear) as the model computes them")
+    assert own.as_the_model_computes() in str(rep)
 
 
 def test_replay_interpreter_substitutes_runtime_values_of_paired_producers() -> None:

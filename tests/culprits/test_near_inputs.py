@@ -1,0 +1,66 @@
+"""Clean programs run on inputs near, but not equal to, the ETRecord's representative ones (real
+oracle artifacts: scripts/make_culprit_fixtures.py, ``run_noise=0.01``: the representative input plus
+1% noise, as a device that decodes or resizes its input slightly differently).
+
+The runtime does not log graph inputs, so ops that read one are replayed on the representative
+input; with a 1% different input they disagree with their replays by ~40 dB, thousands of noise
+units. Before, both fixtures named `broken` culprits on models with nothing wrong.
+"""
+
+from __future__ import annotations
+
+from numdiff.cli import main
+from tests.culprits.helpers import FIXTURES, inspector
+
+
+def test_several_ops_reading_one_input_all_disagreeing_are_not_judged() -> None:
+    """layer_norm(x) and the residual add(h, x) both read x, both disagree, none agrees: one input the
+    run did not share explains both; a fault would have to be in each."""
+    rep = inspector("culprit_near_inputs").find_culprits("SNR")
+    assert not rep.culprits and rep.inputs_in_doubt == ("x",) and not rep.inputs_assumed
+    not_judged = {r.node: r for r in rep.rows if r.verdict.value == "not-judged"}
+    assert set(not_judged) == {"layer_norm", "add"}
+    for row in not_judged.values():
+        assert row.local_noise_units > 1000  # far beyond noise: related, but not alone
+        assert row.note.startswith("not judged: this op reads graph input(s) x, which the runtime did not log, and "
+                                   "every one of the 2 ops that read x disagrees with its replay on the ETRecord's "
+                                   "representative inputs and none agrees")
+    assert str(rep).splitlines()[0].endswith("0 culprits: every judged local error is within its expected noise; "
+                                             "2 rows not judged (inputs not logged)")
+
+
+def test_the_run_s_own_inputs_judge_every_op() -> None:
+    for name in ("culprit_near_inputs", "culprit_near_inputs_one_reader"):
+        rep = inspector(name).find_culprits("SNR", step_inputs=FIXTURES / name / "run_inputs.pt")
+        assert not rep.culprits and not rep.inputs_in_doubt and not rep.inputs_assumed, str(rep)
+        assert all(r.verdict.value in ("ok", "expected-noise") for r in rep.rows), str(rep)
+
+
+def test_one_op_reading_the_input_keeps_its_verdict_and_the_headline_says_what_it_assumes(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Only fc1 reads x: a 1% different input and a wrong fc1 look the same from the files. The verdict
+    stands (a run on the representative inputs is the reference's contract), and the first line and
+    the summary say it rests on that."""
+    rep = inspector("culprit_near_inputs_one_reader").find_culprits("SNR")
+    assert [r.node for r in rep.culprits] == ["linear"] and rep.inputs_assumed == ("x",)
+    assert rep.culprits[0].note.startswith("judged on the representative inputs: no other op that reads x confirms")
+    folder = FIXTURES / "culprit_near_inputs_one_reader"
+    assert main(["culprits", "--etdump", str(folder / "etdump.etdp"), "--etrecord", str(folder / "etrecord.bin"),
+                 "--debug-buffer", str(folder / "debug_buffer.bin"), "--width", "120"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("find_culprits (SNRComparator on exported_program): 5 rows, 1 culprit: linear (fc1); 1 row "
+                      "broken; assuming the run's x = the representative one(s)")
+    assert any(line.startswith("verdicts on the op reading graph input(s) x assume the run used the ETRecord's "
+                               "representative inputs") for line in out)
+    vouched = inspector("culprit_near_inputs_one_reader").find_culprits("SNR", inputs_are_representative=True)
+    assert [r.node for r in vouched.culprits] == ["linear"] and not vouched.inputs_assumed  # the user vouches
+
+
+def test_the_json_output_lists_the_inputs_in_doubt_and_assumed(capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    for name, doubt, assumed in (("culprit_near_inputs", ["x"], []), ("culprit_near_inputs_one_reader", [], ["x"])):
+        folder = FIXTURES / name
+        main(["culprits", "--etdump", str(folder / "etdump.etdp"), "--etrecord", str(folder / "etrecord.bin"),
+              "--debug-buffer", str(folder / "debug_buffer.bin"), "--format", "json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert (doc["inputs_in_doubt"], doc["inputs_assumed"]) == (doubt, assumed)
