@@ -4,7 +4,11 @@ Dev script, never run by CI. Usually called by ``scripts/zoo.py`` (numdiff's ven
 numdiff on what this writes::
 
     /root/.cache/numdiff-oracle/bin/python scripts/make_zoo.py --out DIR [--only ARCH] [--backends ...]
-        [--twins 3] [--jobs 2]
+        [--twins 3] [--jobs 2] [--realsize]
+
+``--realsize`` generates the real-size architectures instead (``_zoo_models.REALSIZE``, family
+``realsize``: MobileNetV2, ResNet-18, ... at the sizes users run; 4-12 minutes each on one core,
+about 1 GB each); ``--only`` may name one of them; the default zoo never holds them.
 
 For every architecture of ``scripts/_zoo_models.py`` and every backend where it lowers (portable
 fp32, XNNPACK fp32, PT2E int8 on the portable + quantized kernels, PT2E int8 on XNNPACK), the
