@@ -242,6 +242,7 @@ def run_with_etdump(
     *,
     debug_buffer: bool,
     run_once: RunOnce = run_pybindings,
+    probe_size: int = PROBE_DEBUG_BUFFER_SIZE,
 ) -> None:
     """Run ``program`` once per input tuple; write etdump.etdp (+ debug_buffer.bin).
 
@@ -256,7 +257,7 @@ def run_with_etdump(
     with tempfile.TemporaryDirectory() as tmp:
         probe_dump = Path(tmp) / "probe.etdp"
         probe_buf = Path(tmp) / "probe.bin"
-        run_once(program, runs, probe_dump, probe_buf, PROBE_DEBUG_BUFFER_SIZE)
+        run_once(program, runs, probe_dump, probe_buf, probe_size)
         probe = debug_payloads(probe_dump, probe_buf)
     # Tensors are aligned in the buffer, so the used size depends a little on where
     # the allocation lands: leave headroom for that, then check nothing was lost.

@@ -763,3 +763,323 @@ ARCHS: list[Arch] = [
          lambda g: (torch.randn(1, 4, 8, generator=g), torch.randn(1, 5, 6, generator=g))),
     Arch("scaled_residual", "mlp", ScaledResidual, randn(3, 10), constants=("res_scale",)),
 ]
+
+
+# --- real-size architectures (family "realsize": not in the default zoo) -------------------------
+#
+# The zoo above is tiny (8x8 images, 16-dim features). These have the sizes users' models have:
+# reduction dimensions in the thousands, dozens of layers, activations of hundreds of kB. They are
+# generated only when asked (``make_zoo.py --realsize`` or ``--only NAME``) and listed by
+# ``make_zoo.py --list --realsize``. Written here (no torchvision in the oracle venv).
+
+
+def _calibrate_bn(model: nn.Module, inputs: Callable[[torch.Generator], Inputs], batches: int = 2) -> nn.Module:
+    """Batch norms whose running statistics are those of the activations they see (as after training)
+    and random affine parameters: activations keep a realistic scale through dozens of layers."""
+    g = torch.Generator().manual_seed(11)
+    bns = [m for m in model.modules() if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d))]
+    with torch.no_grad():
+        for m in bns:
+            m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
+            m.bias.copy_((torch.rand(m.bias.shape, generator=g) - 0.5) * 0.4)
+            m.reset_running_stats()
+            m.momentum = None  # cumulative average over the calibration batches
+        model.train()
+        for _ in range(batches):
+            model(*inputs(g))
+    return model.eval()
+
+
+def _layer_norms(model: nn.Module) -> nn.Module:
+    """LayerNorms with non-trivial affine parameters (as after training)."""
+    g = torch.Generator().manual_seed(13)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm) and m.weight is not None:
+                m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
+                m.bias.copy_((torch.rand(m.bias.shape, generator=g) - 0.5) * 0.2)
+    return model.eval()
+
+
+def _conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout))
+
+
+class MBv2Block(nn.Module):
+    """MobileNetV2's inverted residual: 1x1 expand, 3x3 depthwise, 1x1 linear projection, ReLU6."""
+
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = cin * expand
+        self.expand = _conv_bn(cin, hidden, 1) if expand != 1 else None
+        self.dw = _conv_bn(hidden, hidden, 3, stride, groups=hidden)
+        self.project = _conv_bn(hidden, cout, 1)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu6(self.expand(x)) if self.expand is not None else x
+        y = self.project(F.relu6(self.dw(y)))
+        return x + y if self.residual else y
+
+
+class MobileNetV2(nn.Module):
+    """MobileNetV2, width 1.0 (17 inverted residuals, 1280-channel head, 1000 classes)."""
+
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                (6, 320, 1, 1))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = _conv_bn(3, 32, 3, 2)
+        blocks, cin = [], 32
+        for t, c, n, s in self.SETTINGS:
+            for i in range(n):
+                blocks.append(MBv2Block(cin, c, s if i == 0 else 1, t))
+                cin = c
+        self.blocks = nn.Sequential(*blocks)
+        self.head = _conv_bn(cin, 1280, 1)
+        self.classifier = nn.Linear(1280, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.blocks(F.relu6(self.stem(x)))
+        y = F.relu6(self.head(y))
+        return self.classifier(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class MBConv(nn.Module):
+    """EfficientNet's MBConv: expand, depthwise kxk, squeeze-excite (SiLU, sigmoid gate), project."""
+
+    def __init__(self, cin: int, cout: int, k: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = cin * expand
+        squeezed = max(1, cin // 4)
+        self.expand = _conv_bn(cin, hidden, 1) if expand != 1 else None
+        self.dw = _conv_bn(hidden, hidden, k, stride, groups=hidden)
+        self.se_reduce = nn.Conv2d(hidden, squeezed, 1)
+        self.se_expand = nn.Conv2d(squeezed, hidden, 1)
+        self.project = _conv_bn(hidden, cout, 1)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.silu(self.expand(x)) if self.expand is not None else x
+        y = F.silu(self.dw(y))
+        s = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(y.mean(dim=(2, 3), keepdim=True)))))
+        y = self.project(y * s)
+        return x + y if self.residual else y
+
+
+class EfficientNetB0ish(nn.Module):
+    """EfficientNet-B0's stem and first four stages (seven MBConv blocks), a 1x1 head and a classifier."""
+
+    SETTINGS = ((1, 3, 16, 1, 1), (6, 3, 24, 2, 2), (6, 5, 40, 2, 2), (6, 3, 80, 2, 2))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = _conv_bn(3, 32, 3, 2)
+        blocks, cin = [], 32
+        for t, k, c, n, s in self.SETTINGS:
+            for i in range(n):
+                blocks.append(MBConv(cin, c, k, s if i == 0 else 1, t))
+                cin = c
+        self.blocks = nn.Sequential(*blocks)
+        self.head = _conv_bn(cin, 640, 1)
+        self.classifier = nn.Linear(640, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.blocks(F.silu(self.stem(x)))
+        y = F.silu(self.head(y))
+        return self.classifier(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class ResBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = _conv_bn(cin, cout, 3, stride)
+        self.conv2 = _conv_bn(cout, cout, 3)
+        self.down = _conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skip = self.down(x) if self.down is not None else x
+        return F.relu(skip + self.conv2(F.relu(self.conv1(x))))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18: 7x7 stem, max pool, four stages of two basic blocks (64..512 channels), 1000 classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64))
+        layers, cin = [], 64
+        for c, s in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            layers += [ResBlock(cin, c, s), ResBlock(c, c, 1)]
+            cin = c
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.max_pool2d(F.relu(self.stem(x)), 3, 2, 1)
+        y = self.layers(y)
+        return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class ConvNeXtBlock(nn.Module):
+    """Depthwise 7x7, channels-last LayerNorm, 4x MLP with GELU, layer scale, residual."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pw1 = nn.Linear(dim, 4 * dim)
+        self.pw2 = nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(0.1 + 0.4 * torch.rand(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.pw2(F.gelu(self.pw1(self.norm(y))))
+        return x + (self.gamma * y).permute(0, 3, 1, 2)
+
+
+class ConvNeXtStage(nn.Module):
+    """ConvNeXt-T's stem (4x4 patchify, LayerNorm) and first stage: three blocks at 56x56, 96 channels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 96, 4, stride=4)
+        self.stem_norm = nn.LayerNorm(96, eps=1e-6)
+        self.blocks = nn.Sequential(*(ConvNeXtBlock(96) for _ in range(3)))
+        self.norm = nn.LayerNorm(96, eps=1e-6)
+        self.head = nn.Linear(96, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem_norm(self.stem(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        y = self.blocks(y)
+        return self.head(self.norm(y.mean(dim=(2, 3))))
+
+
+class BertLayer(nn.Module):
+    """A BERT-base encoder layer: post-LN, 12 heads, additive attention mask, GELU feed-forward of 3072."""
+
+    def __init__(self, dim: int = 768, heads: int = 12, ff: int = 3072) -> None:
+        super().__init__()
+        self.heads, self.hd = heads, dim // heads
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+        self.attn_out = nn.Linear(dim, dim)
+        self.attn_norm = nn.LayerNorm(dim, eps=1e-12)
+        self.intermediate = nn.Linear(dim, ff)
+        self.output = nn.Linear(ff, dim)
+        self.out_norm = nn.LayerNorm(dim, eps=1e-12)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q = self.query(x).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.key(x).view(b, t, self.heads, self.hd).transpose(1, 2)
+        v = self.value(x).view(b, t, self.heads, self.hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd) + mask
+        y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = self.attn_norm(x + self.attn_out(y))
+        return self.out_norm(x + self.output(F.gelu(self.intermediate(x))))
+
+
+class BertEncoder(nn.Module):
+    """BERT-base-like: word, position and type embeddings with LayerNorm, two encoder layers, a pooler."""
+
+    def __init__(self, vocab: int = 2048, seq: int = 128, dim: int = 768) -> None:
+        super().__init__()
+        self.word = nn.Embedding(vocab, dim)
+        self.position = nn.Embedding(seq, dim)
+        self.emb_norm = nn.LayerNorm(dim, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(dim) for _ in range(2))
+        self.pooler = nn.Linear(dim, dim)
+        with torch.no_grad():
+            self.word.weight.mul_(0.02)
+            self.position.weight.mul_(0.02)
+
+    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(ids.shape[1])
+        x = self.emb_norm(self.word(ids) + self.position(pos)[None])
+        mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask)
+        return torch.tanh(self.pooler(x[:, 0]))
+
+
+def bert_inputs(g: torch.Generator) -> Inputs:
+    ids = torch.randint(0, 2048, (1, 128), generator=g)
+    valid = 96 + int(torch.randint(0, 24, (1,), generator=g))
+    mask = (torch.arange(128) < valid).to(torch.int64)[None]
+    return ids, mask
+
+
+class LlamaLayer(nn.Module):
+    """A Llama decoder layer: RMSNorm, RoPE, grouped-query attention, SwiGLU."""
+
+    def __init__(self, dim: int, heads: int, kv_heads: int, hidden: int, seq: int) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.attn_norm = RMSNorm(dim)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wv = nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.ffn_norm = RMSNorm(dim)
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        pos = torch.arange(seq, dtype=torch.float32)[:, None]
+        freqs = pos / (10000 ** (torch.arange(0, self.hd, 2, dtype=torch.float32) / self.hd))
+        self.register_buffer("cos", torch.cat([freqs.cos(), freqs.cos()], dim=-1))
+        self.register_buffer("sin", torch.cat([freqs.sin(), freqs.sin()], dim=-1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        h = self.attn_norm(x)
+        q = self.wq(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.wk(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.wv(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = _rope(q, self.cos[:t], self.sin[:t]), _rope(k, self.cos[:t], self.sin[:t])
+        rep = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd) + torch.full((t, t), float("-inf")).triu(1)
+        x = x + self.wo((att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, t, d))
+        n = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(n)) * self.w3(n))
+
+
+class LlamaDecoder(nn.Module):
+    """Four Llama layers (dim 512, 8 query heads, 2 KV heads, SwiGLU 1408), tied embedding of 4096 tokens."""
+
+    def __init__(self, vocab: int = 4096, dim: int = 512, seq: int = 64) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        with torch.no_grad():
+            self.embed.weight.mul_(0.02)
+        self.layers = nn.ModuleList(LlamaLayer(dim, 8, 2, 1408, seq) for _ in range(4))
+        self.norm = RMSNorm(dim)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return F.linear(self.norm(x), self.embed.weight)  # the output projection is the embedding
+
+
+def _bn_calibrated(cls: Callable[[], nn.Module], inputs: Callable[[torch.Generator], Inputs]) -> Callable[[], nn.Module]:
+    return lambda: _calibrate_bn(cls(), inputs)
+
+
+REALSIZE: list[Arch] = [
+    Arch("mobilenet_v2_96", "realsize", _bn_calibrated(MobileNetV2, randn(2, 3, 96, 96)), randn(1, 3, 96, 96)),
+    Arch("efficientnet_b0ish_112", "realsize", _bn_calibrated(EfficientNetB0ish, randn(2, 3, 112, 112)),
+         randn(1, 3, 112, 112)),
+    Arch("resnet18_112", "realsize", _bn_calibrated(ResNet18, randn(2, 3, 112, 112)), randn(1, 3, 112, 112)),
+    Arch("convnext_stage_224", "realsize", lambda: _layer_norms(ConvNeXtStage()), randn(1, 3, 224, 224)),
+    Arch("bert_base_2layer", "realsize", lambda: _layer_norms(BertEncoder()), bert_inputs),
+    Arch("llama_4layer_512", "realsize", LlamaDecoder, tokens(4096, 1, 64)),
+]
+
+
+def arch(name: str) -> Arch:
+    """The architecture called ``name``, in the default zoo or among the real-size ones."""
+    return next(a for a in ARCHS + REALSIZE if a.name == name)

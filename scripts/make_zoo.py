@@ -4,7 +4,11 @@ Dev script, never run by CI. Usually called by ``scripts/zoo.py`` (numdiff's ven
 numdiff on what this writes::
 
     /root/.cache/numdiff-oracle/bin/python scripts/make_zoo.py --out DIR [--only ARCH] [--backends ...]
-        [--twins 3] [--jobs 2]
+        [--twins 3] [--jobs 2] [--realsize]
+
+``--realsize`` generates the real-size architectures instead (``_zoo_models.REALSIZE``, family
+``realsize``: MobileNetV2, ResNet-18, ... at the sizes users run; 4-12 minutes each on one core,
+about 1 GB each); ``--only`` may name one of them; the default zoo never holds them.
 
 For every architecture of ``scripts/_zoo_models.py`` and every backend where it lowers (portable
 fp32, XNNPACK fp32, PT2E int8 on the portable + quantized kernels, PT2E int8 on XNNPACK), the
@@ -34,6 +38,7 @@ import logging
 import math
 import random
 import sys
+import time
 import traceback
 import warnings
 import zlib
@@ -354,7 +359,7 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
     logging.getLogger().setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)  # one core per job: --jobs sets the parallelism
-    arch = next(a for a in zm.ARCHS if a.name == arch_name)
+    arch = zm.arch(arch_name)
     base = {"arch": arch.name, "family": arch.family, "backend": backend}
     folder = Path(out_root) / arch.name / backend
     if backend.startswith("int8") and not arch.quantize:
@@ -385,7 +390,8 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
         if inputs is not None:
             torch.save([tuple(inputs)], out / "run_inputs.pt")
         try:
-            rt.run_with_etdump(program, [example if inputs is None else inputs], out, debug_buffer=True)
+            rt.run_with_etdump(program, [example if inputs is None else inputs], out, debug_buffer=True,
+                               probe_size=REALSIZE_PROBE_BYTES if arch.family == "realsize" else rt.PROBE_DEBUG_BUFFER_SIZE)
         except Exception as e:
             record.update(status="runtime-failed", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
         else:
@@ -486,6 +492,9 @@ def _safe_build(arch: str, backend: str, out: str, twins: int, only_variant: str
     return results
 
 
+#: The debug buffer of a real-size model's first (probe) run: every intermediate output of a
+#: MobileNetV2 or a BERT layer does not fit in the default 16 MB.
+REALSIZE_PROBE_BYTES = 512 * 1024 * 1024
 #: Per architecture and backend: every run written or dropped, with its status (lets a run resume).
 CASES = "cases.json"
 #: The clean program's run on other inputs than the representative ones (its inputs in run_inputs.pt).
@@ -509,7 +518,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     parser.add_argument("--twins", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--list", action="store_true", help="list the default zoo's architectures (with --realsize: "
+                        "the real-size ones)")
+    parser.add_argument("--realsize", action="store_true",
+                        help="the real-size architectures (family 'realsize', never in the default zoo) instead; "
+                             "--only may also name one of them")
     parser.add_argument("--resume", action="store_true", help="skip architecture/backend pairs already written")
     parser.add_argument("--closures-only", action="store_true", help="only rewrite the twins' closures")
     parser.add_argument("--other-input-only", action="store_true",
@@ -519,18 +532,25 @@ def main(argv: list[str] | None = None) -> int:
                              f"{NEAR_NOISE:.0%} noise ({NEAR_INPUT}/)")
     args = parser.parse_args(argv)
     if args.list:
-        print("\n".join(f"{a.name}\t{a.family}" for a in zm.ARCHS))
+        print("\n".join(f"{a.name}\t{a.family}" for a in (zm.REALSIZE if args.realsize else zm.ARCHS)))
         return 0
     if args.closures_only:
         print(f"{recompute_closures(args.out)} closures changed", file=sys.stderr)
         return 0
-    archs = [a.name for a in zm.ARCHS if not args.only or a.name in args.only]
+    unknown = set(args.only) - {a.name for a in zm.ARCHS + zm.REALSIZE}
+    if unknown:
+        parser.error(f"unknown architecture(s) {sorted(unknown)}: see --list and --list --realsize")
+    if args.only:
+        archs = [a.name for a in zm.ARCHS + zm.REALSIZE if a.name in args.only]
+    else:
+        archs = [a.name for a in (zm.REALSIZE if args.realsize else zm.ARCHS)]
     jobs = [(a, b) for a in archs for b in args.backends
             if not (args.resume and (args.out / a / b / CASES).is_file())
             and not ((args.other_input_only or args.near_input_only) and not (args.out / a / b / CASES).is_file())]
     only_variant = OTHER_INPUT if args.other_input_only else NEAR_INPUT if args.near_input_only else None
     random.Random(0).shuffle(jobs)  # a partial zoo already spans architectures and backends
     args.out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(_safe_build, a, b, str(args.out), args.twins, only_variant): (a, b)
                    for a, b in jobs}
@@ -538,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             a, b = futures[fut]
             got = fut.result()
             states = ", ".join(f"{r['variant']}:{r['status']}" for r in got)
-            print(f"{a}/{b}: {states}", file=sys.stderr, flush=True)
+            print(f"{a}/{b}: {states} ({time.monotonic() - started:.0f} s since start)", file=sys.stderr, flush=True)
     index = {"generator": {"executorch": "1.5.1", "torch": torch.__version__, "script": "scripts/make_zoo.py"},
              "cases": collect(args.out)}
     (args.out / "index.json").write_text(json.dumps(index, indent=1) + "\n")

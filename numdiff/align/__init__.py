@@ -47,6 +47,7 @@ from numdiff.align.runtime import (
     collect_runtime_outputs,
     merge_overlapping_outputs,
     merge_runtime_overlapping_debug_handles,
+    own_delegate_ids,
 )
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "map_runtime_aot_intermediate_outputs",
     "merge_overlapping_outputs",
     "merge_runtime_overlapping_debug_handles",
+    "own_delegate_ids",
     "pair_outputs",
     "partition_output_ids",
     "partition_scratch",

@@ -11,6 +11,7 @@ carry debug handles (the Edge graph, or the ATen graph whose handles were propag
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -34,11 +35,22 @@ def _handle_id(node: torch.fx.Node) -> int | None:
     return None
 
 
+def _outside(user: torch.fx.Node, members: set[int]) -> bool:
+    """Whether ``user`` reads its input from outside the partition ``members`` (a ``getitem``
+    unpacking a multi-output op is part of that op whatever handle it was given: its own users
+    decide)."""
+    if user.op == "call_function" and user.target is operator.getitem:
+        return any(_outside(u, members) for u in user.users)
+    return _handle_id(user) not in members
+
+
 def partition_output_ids(graph_module: torch.fx.GraphModule, partitions: Iterable[DebugHandle]) -> dict[DebugHandle, tuple[int, ...]]:
     """For each partition (a set of handle ids), the handle id of each output, in output order.
 
     A partition's output is a node of the partition (its handle id is in the set) with at least
-    one user outside it (another handle, no handle, or the graph's output). Outputs are in graph
+    one user outside it (another handle, no handle, or the graph's output). The ``getitem`` nodes
+    that unpack a multi-output op (``choose_qparams``' scale and zero point) are not ops of their
+    own: they belong to their op, so their users are looked at instead. Outputs are in graph
     order; consecutive outputs with the same handle id (one op lowered to several nodes) count
     once.
 
@@ -66,7 +78,7 @@ def partition_output_ids(graph_module: torch.fx.GraphModule, partitions: Iterabl
             continue
         for partition in ids_of[item]:
             members = set(partition)
-            if any(_handle_id(user) not in members for user in node.users):
+            if any(_outside(user, members) for user in node.users):
                 found = outputs[partition]
                 if not found or found[-1] != item:
                     found.append(item)

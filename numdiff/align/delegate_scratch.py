@@ -101,6 +101,8 @@ def _sizes_for(runtime: RuntimeOutput, partitions: list[PartitionScratch]) -> tu
     exact = {p.nbytes for p in partitions if p.handle_ids and p.handle_ids == ids}
     if not exact:
         exact = {p.nbytes for p in partitions if p.handle_ids and p.handle_ids <= ids}
+    if not exact:  # a call whose ids an earlier call shares were dropped (align.runtime.own_delegate_ids)
+        exact = {p.nbytes for p in partitions if p.handle_ids and ids <= p.handle_ids}
     if len(exact) == 1:
         return next(iter(exact))
     every = {p.nbytes for p in partitions}

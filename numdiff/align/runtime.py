@@ -20,6 +20,7 @@ __all__ = [
     "collect_runtime_outputs",
     "merge_overlapping_outputs",
     "merge_runtime_overlapping_debug_handles",
+    "own_delegate_ids",
 ]
 
 #: Event names whose debug data duplicates the op event before them; never used for gaps.
@@ -57,8 +58,44 @@ def _has_data(data: object) -> bool:
     return len(data) > 0 if isinstance(data, Sequence) else True
 
 
+def own_delegate_ids(events: Sequence[EventLike]) -> dict[DebugHandle, DebugHandle]:
+    """``{delegate call's handle: that handle without the ids of earlier delegate calls}``.
+
+    A partitioner duplicates the dequantize node a value is read through into every partition that
+    reads it, and the copy keeps the value's debug handle: the call that reads a residual computed
+    by an earlier call logs that id too. The reference then merges the two calls (rule 5 of
+    :func:`collect_runtime_outputs`) and keeps only the later call's data, so every output of the
+    earlier one is lost (three XNNPACK calls of an int8 ConvNeXt stage became one). A copied
+    dequantize is one node: an id a call holds once, which an earlier call computed (held for
+    several nodes: the op, its quantize and dequantize), is that call's input, and is dropped from
+    its handle. Ids that several calls hold for several nodes (one source op decomposed across
+    partitions, as ``scaled_dot_product_attention`` is) stay, and those calls stay merged as the
+    reference merges them. Calls that share an id with a kernel's (non-delegated) event, calls left
+    without an id of their own, and repeats of the same handle (another run of the same call), are
+    not changed.
+    """
+    kernels = {item for event in events if event.name not in ("DELEGATE_CALL", *_EXCLUDED_EVENT_NAMES)
+               and event.op_types and event.debug_handles is not None for item in _as_handle(event.debug_handles)}
+    computed: set[int] = set()
+    out: dict[DebugHandle, DebugHandle] = {}
+    for event in events:
+        if event.name != "DELEGATE_CALL" or event.debug_handles is None:
+            continue
+        handle = _as_handle(event.debug_handles)
+        if handle in out:
+            continue
+        if not kernels.isdisjoint(handle):  # merged with a kernel's output anyway: left as the reference has it
+            out[handle] = handle
+            continue
+        copies = {item for item in handle if item in computed and handle.count(item) == 1}
+        own = tuple(item for item in handle if item not in copies)
+        out[handle] = own if own else handle
+        computed.update(item for item in handle if handle.count(item) > 1)
+    return {handle: own for handle, own in out.items() if own != handle}
+
+
 def collect_runtime_outputs(
-    events: Iterable[EventLike],
+    events: Iterable[EventLike], *, split_delegates: bool = False,
 ) -> tuple[dict[DebugHandle, RuntimeOutput], dict[DebugHandle, list[str]]]:
     """Gather the runtime's intermediate outputs by debug handle, as the reference does.
 
@@ -78,6 +115,9 @@ def collect_runtime_outputs(
 
     Args:
         events: Events of every event block, in order.
+        split_delegates: Not the reference's rule (the culprit finder's): first drop from each
+            delegate call's handle the ids an earlier call holds (:func:`own_delegate_ids`), so
+            that calls sharing only a duplicated dequantize are not merged.
 
     Returns:
         ``(outputs_by_handle, op_names_by_handle)``. ``outputs_by_handle[h].reference_value`` is
@@ -108,6 +148,7 @@ def collect_runtime_outputs(
     latest: dict[DebugHandle, RuntimeOutput] = {}
     op_names: dict[DebugHandle, list[str]] = {}
     skipped: list[str] = []
+    own = own_delegate_ids(events) if split_delegates else {}
     for event in events:
         if event.name in _EXCLUDED_EVENT_NAMES or not event.op_types:
             continue
@@ -115,6 +156,8 @@ def collect_runtime_outputs(
             skipped.append(event.name)
             continue
         handle = _as_handle(event.debug_handles)
+        if event.name == "DELEGATE_CALL":
+            handle = own.get(handle, handle)
         if event.name == "DELEGATE_CALL":
             inner = inner_handles_by_backend.get(event.delegate_backend_name)
             if inner and not inner.isdisjoint(handle):

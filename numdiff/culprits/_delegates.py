@@ -27,19 +27,30 @@ COMPUTE_OPS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_tran
 
 
 def delegate_calls(events: Sequence[EventLike]) -> dict[frozenset[int], tuple[str, int]]:
-    """``{handle ids: (backend, 1-based call index of that backend)}`` for every delegate call, in order."""
+    """``{handle ids: (backend, 1-based call index of that backend)}`` for every delegate call, in order.
+
+    A call is also found under its handle without the ids an earlier call holds (the handle the
+    culprit finder pairs it under: :func:`numdiff.align.own_delegate_ids`).
+    """
+    from numdiff.align import own_delegate_ids
+
+    events = list(events)
+    own = own_delegate_ids(events)
     out: dict[frozenset[int], tuple[str, int]] = {}
     counts: dict[str, int] = {}
     for ev in events:
         handles = ev.debug_handles
         if ev.name != "DELEGATE_CALL" or handles is None:
             continue
-        key = frozenset([handles] if isinstance(handles, int) else handles)
+        handle = (handles,) if isinstance(handles, int) else tuple(handles)
+        key = frozenset(handle)
         if key in out:
             continue
         backend = ev.delegate_backend_name or "delegate"
         counts[backend] = counts.get(backend, 0) + 1
         out[key] = (backend, counts[backend])
+        if handle in own:
+            out.setdefault(frozenset(own[handle]), out[key])
     return out
 
 

@@ -37,8 +37,9 @@ from numdiff.culprits._delegates import XNNPACK, delegate_calls
 from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
-from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
+from numdiff.culprits._noise import Noise, ThresholdsArg, Verdict, op_type, resolve_thresholds
 from numdiff.culprits._replay import Lineage, ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._settle import settle_inputs
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
 from numdiff.errors import MismatchedArtifactsError, UsageError
@@ -216,7 +217,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     inputs = gather(etrecord, events, reference_graph=reference_graph,
                     disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
                     graph=None if method is None else method.graph(), inputs=run_inputs,
-                    method="forward" if method is None else method.plan.method)
+                    method="forward" if method is None else method.plan.method, split_delegates=True)
     # Each output of a multi-output delegate call is paired with the node that gives it (the
     # partition's outputs in graph order), never by the reference's position rule: two outputs of
     # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
@@ -230,12 +231,13 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     # Accumulated error first, as the gap does, letting go of each AOT output once scored: the
     # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
     inputs.aot_outputs.clear()
-    score_accumulated([item for items in by_handle.values() for item in items], meter, release)
     # The capture's graph module serves the replay too, unless running it changes it (a buffer
     # written in place): then the replay builds a fresh one, as the capture had.
     graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
         etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
+    score_accumulated([item for items in by_handle.values() for item in items], meter, release,
+                      _dequantize_params(graph_module.graph))
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():
         if handle in keeper:
@@ -267,7 +269,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, run_inputs))
-    doubtful, readers = ([], set()) if inputs_are_representative else scorer.settle_inputs()
+    doubtful, readers = ([], set()) if inputs_are_representative else settle_inputs(scorer)
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
         and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed, input_readers=readers)
@@ -310,6 +312,21 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
                          model_nonfinite=scorer.model_nonfinite,
                          quantization=None if view is None else view())
+
+
+def _dequantize_params(graph: torch.fx.Graph) -> dict[DebugHandle, Noise]:
+    """``{handle: its scale and zero point}`` for the captured per-tensor dequantize nodes with literal parameters."""
+    from numdiff.capture import handle_key, is_captured_node
+    from numdiff.capture.nodes import DEBUG_HANDLE_KEY
+
+    out: dict[DebugHandle, Noise] = {}
+    for node in graph.nodes:
+        if not is_captured_node(node) or op_type(node.target) != "dequantize_per_tensor" or len(node.args) < 3:
+            continue
+        scale, zero_point = node.args[1], node.args[2]
+        if isinstance(scale, float) and isinstance(zero_point, int) and not isinstance(zero_point, bool):
+            out[handle_key(node.meta[DEBUG_HANDLE_KEY])] = Noise(quant_step=scale, zero_point=float(zero_point))
+    return out
 
 
 def _xnnpack_nodes(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lineage],

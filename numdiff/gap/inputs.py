@@ -94,6 +94,7 @@ def gather(
     inputs: tuple[object, ...] | None = None,
     method: str = "forward",
     shapes_only: bool = False,
+    split_delegates: bool = False,
     on_pair: OnPair | None = None,
 ) -> GapInputs:
     """Run the reference graph and collect the runtime outputs it will be compared with.
@@ -104,13 +105,16 @@ def gather(
     ``on_pair(aot_tensor, runtime_tensor)`` is called as soon as an op's output is kept, when the
     runtime logged one tensor under exactly its handle (the pair the comparison will most likely
     score; see :mod:`numdiff.gap.presum`).
+    ``split_delegates`` (the culprit finder's, not the reference's rule) keeps delegate calls that
+    share only a duplicated dequantize's id apart (see :func:`numdiff.align.own_delegate_ids`).
     """
     from numdiff._core.gc_pause import gc_paused
 
     with gc_paused():  # building and running the graph makes no cycles; full collections cost more than the work
         return _gather(etrecord, events, reference_graph=reference_graph,
                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only, on_pair=on_pair)
+                       graph=graph, inputs=inputs, method=method, shapes_only=shapes_only, on_pair=on_pair,
+                       split_delegates=split_delegates)
 
 
 def _gather(
@@ -124,6 +128,7 @@ def _gather(
     inputs: tuple[object, ...] | None = None,
     method: str = "forward",
     shapes_only: bool = False,
+    split_delegates: bool = False,
     on_pair: OnPair | None = None,
 ) -> GapInputs:
     etrecord = require_etrecord(etrecord)
@@ -135,7 +140,7 @@ def _gather(
     import torch
 
     events = list(events)
-    runtime_outputs, runtime_op_names = collect_runtime_outputs(events)
+    runtime_outputs, runtime_op_names = collect_runtime_outputs(events, split_delegates=split_delegates)
     if not any(_has_values(r.data) for r in runtime_outputs.values()):
         logged = [ev for ev in events if ev.name != OPERATOR_CALL and _has_values(getattr(ev, "debug_data", None))]
         if logged:

@@ -145,3 +145,28 @@ def test_real_fp32_llama_report_scores_only_corresponding_pairs(name: str) -> No
         assert _numel(aot) == _numel(runtime), (list(row["aot_ops"]), row["note"])
         assert gap > 40.0, (list(row["aot_ops"]), gap)  # fp32: the runtime agrees to ~1e-6
     assert scored > 20
+
+
+def test_getitems_of_a_multi_output_op_belong_to_it() -> None:
+    """Dynamic quantization's ``choose_qparams`` returns (scale, zero point), unpacked by ``getitem``
+    nodes (which carry some handle of their own, 0 in ExecuTorch's ATen graph) and read inside the
+    partition: it is no output of the partition. Counting it made a 2-output XNNPACK delegate of a
+    ConvNeXt block look like 4 outputs, its order unknown, its outputs paired by position: a false
+    culprit at -6 dB on a clean int8 dynamic-quantization run (scripts/_zoo_models.py, convnext_stage_224)."""
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        std, mean = torch.std_mean(x)  # one op, two outputs: two getitem nodes
+        y = (x - mean) / std
+        return y * 2, y + 1
+
+    gm = torch.fx.symbolic_trace(f)
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+    handles = iter(range(1, 100))
+    for node in ops:
+        node.meta["debug_handle"] = 0 if "getitem" in node.name else next(handles)
+    by_name = {n.name: n.meta["debug_handle"] for n in ops}
+    partition = tuple(h for name, h in by_name.items() if h)  # std_mean, sub, truediv, mul, add
+    outputs = (by_name["mul"], by_name["add"])
+    assert partition_output_ids(gm, [partition]) == {partition: outputs}
+    # A getitem read outside the partition makes its op an output.
+    assert partition_output_ids(gm, [(by_name["std_mean"],)]) == {(by_name["std_mean"],): (by_name["std_mean"],)}

@@ -25,6 +25,7 @@ from numdiff.align import (
     map_runtime_aot_intermediate_outputs,
     merge_overlapping_outputs,
     merge_runtime_overlapping_debug_handles,
+    own_delegate_ids,
     pair_outputs,
     shape_relation,
 )
@@ -125,6 +126,47 @@ def test_collect_drops_delegate_call_covered_by_inner_events_of_same_backend() -
         event("DELEGATE_CALL", [5, 6], 5, ["other"], backend="Y"),
     ])
     assert {h: o.data for h, o in outputs.items()} == {(2,): ["inner"], (5, 6): ["other"]}
+
+
+def _convnext_calls() -> list[SimpleNamespace]:
+    """Three XNNPACK calls of an int8 ConvNeXt stage (handles as its ETDump logs them, shortened): the
+    second and third also hold the id of the residual the previous one computed (31, 42), logged by the
+    dequantize the partitioner copied into them; a layer norm runs between the calls."""
+    return [
+        event("DELEGATE_CALL", [2, 4, 20, 24, 24, 31, 31, 31], 3, ["first"], backend="X", num_outputs=1),
+        event("ln", 34, 4, ["ln"]),
+        event("DELEGATE_CALL", [6, 8, 31, 35, 35, 42, 42, 42], 6, ["second"], backend="X", num_outputs=1),
+        event("DELEGATE_CALL", [10, 12, 42, 46, 46, 53], 8, ["third"], backend="X", num_outputs=1),
+    ]
+
+
+def test_collect_merges_delegate_calls_sharing_a_duplicated_id_as_the_reference_does() -> None:
+    outputs, _ = collect_runtime_outputs(_convnext_calls())
+    assert {o.data[0] for o in outputs.values()} == {"ln", "third"}  # the first two calls' data is lost
+
+
+def test_split_delegates_keeps_each_call_under_its_own_ids() -> None:
+    calls = _convnext_calls()
+    assert own_delegate_ids(calls) == {(6, 8, 31, 35, 35, 42, 42, 42): (6, 8, 35, 35, 42, 42, 42),
+                                       (10, 12, 42, 46, 46, 53): (10, 12, 46, 46, 53)}
+    # another run of the same calls changes nothing; a call with no id of its own keeps its handle
+    again = calls + [event("DELEGATE_CALL", [2, 4, 20, 24, 24, 31, 31, 31], 3, ["first"], backend="X")]
+    assert own_delegate_ids(again) == own_delegate_ids(calls)
+    assert own_delegate_ids([event("DELEGATE_CALL", [1, 2], 1, ["a"]), event("DELEGATE_CALL", [2], 2, ["b"])]) == {}
+    # One source op decomposed across partitions (SDPA: each call holds its id for several nodes): kept merged
+    sdpa = [event("DELEGATE_CALL", [1, 4, 10], 1, ["a"]), event("DELEGATE_CALL", [7, 10, 10, 10], 2, ["b"]),
+            event("DELEGATE_CALL", [10, 10, 11, 12], 3, ["c"])]
+    assert own_delegate_ids(sdpa) == {}
+    # A call that shares an id with a kernel's event is merged with it anyway: it and the calls reading
+    # what it computes are left as the reference has them (splitting those paired an attention block wrongly)
+    shared = [event("DELEGATE_CALL", [5, 27, 27, 27], 1, ["a"]), event("expand", 5, 2, ["e"]),
+              event("DELEGATE_CALL", [3, 27, 29, 29], 3, ["b"])]
+    assert own_delegate_ids(shared) == {}
+    outputs, names = collect_runtime_outputs(calls, split_delegates=True)
+    assert {h: o.data for h, o in outputs.items()} == {
+        (2, 4, 20, 24, 24, 31, 31, 31): ["first"], (34,): ["ln"], (6, 8, 35, 35, 42, 42, 42): ["second"],
+        (10, 12, 46, 46, 53): ["third"]}
+    assert names[(10, 12, 46, 46, 53)] == ["DELEGATE_CALL"]
 
 
 def test_collect_warns_and_skips_event_without_handle() -> None:
