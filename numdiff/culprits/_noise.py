@@ -254,6 +254,9 @@ class Noise:
             :func:`numdiff.culprits._qd8.flips`); None when no element may.
         graph_grid: Whether a dynamic quantization inside the row was replayed on the graph's grid (not
             as the device computes it): its noise is the first-order :attr:`carried` model.
+        compounded: Whether the row carries the one-step flips of requantizations XNNPACK computes its
+            own way (an int8 add, mean or activation) through several weighted layers (in
+            :attr:`carried`); such a row keeps the general limits.
     """
 
     reduction: int = 1
@@ -266,6 +269,7 @@ class Noise:
     dynamic: str = ""
     bound: torch.Tensor | None = None
     graph_grid: bool = False
+    compounded: bool = False
 
     @property
     def _step(self) -> float | torch.Tensor | None:
@@ -284,7 +288,8 @@ class Noise:
         if self.quant_step is not None and not self.rounding:
             parts.append("no rounding replayed: floating-point noise only")
         if self.carried:
-            parts.append(f"dynamic quantization's rounding {self.carried:.3g} rms")
+            what = "carried" if self.compounded else "dynamic quantization's"
+            parts.append(f"{what} rounding {self.carried:.3g} rms")
         if self.dynamic:
             parts.append(self.dynamic)
         if self.bound is not None:

@@ -34,7 +34,7 @@ from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
-from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, tie_margin
+from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
 __all__ = ["Lineage", "ReplayInterpreter", "dynamic_chain", "dynamic_rows", "graph_args", "lineage", "quant_noise"]
@@ -52,6 +52,24 @@ _CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution"})
 _TRANSPOSED = frozenset({"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
 _DYNAMIC_CONSUMERS = _CONVS | _TRANSPOSED | {"linear"}
 _EPS32 = 2.0**-23
+#: Ops XNNPACK runs on statically quantized values as the reference computes them, rounding exactly
+#: once at the requantization (convolutions and fully connected: integer accumulation, exact float
+#: requantization), or that move and clamp values without arithmetic. A requantization after any
+#: other op (an int8 add, multiply, mean or activation) XNNPACK computes its own way (fixed point),
+#: so it may round an element near a tie the other way; the layers after it carry such steps on.
+_WEIGHTED_OPS = _CONVS | _TRANSPOSED | frozenset({"linear", "addmm", "mm", "bmm", "matmul"})
+_MOVES = frozenset({
+    "relu", "relu6", "hardtanh", "clamp", "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
+    "permute", "transpose", "t", "view", "reshape", "_unsafe_view", "cat", "slice", "select", "squeeze", "unsqueeze",
+    "expand", "clone", "contiguous", "alias", "detach", "flatten", "constant_pad_nd", "pad", "upsample_nearest2d",
+    "pixel_shuffle", "pixel_unshuffle", "getitem", "_to_copy", "split", "split_with_sizes", "chunk",
+})
+#: Weighted layers after a requantization XNNPACK computes its own way before its one-step flips are
+#: carried as noise: a flip moves the next layer's values by a fraction of a step, which rounds
+#: another few elements the other way, and so on; it takes several layers to compound (a whole
+#: ResNet-18 or EfficientNet in one delegate disagrees by 1-2 steps rms at its output, while the
+#: zoo's rows of one to three layers match their replay bit for bit).
+_COMPOUNDING_DEPTH = 4
 
 
 def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
@@ -254,6 +272,11 @@ class ReplayInterpreter(Interpreter):
         #: Per unpaired value, the per-element bound of the deviation such flips may cause (see
         #: _qd8.propagate): a tensor shaped like the value, or a list of them for several outputs.
         self._bounds: dict[str, object] = {}
+        #: Static quantize ops inside an XNNPACK delegate whose value an op XNNPACK computes its own way
+        #: made; and per value since the last paired values: (weighted layers after the first such
+        #: requantization, the noise-to-signal power ratio their rounding may add) — see _own_way_step.
+        self._requantized: set[str] = set()
+        self._own_way: dict[str, tuple[int, float]] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -269,6 +292,7 @@ class ReplayInterpreter(Interpreter):
         self._rounded = set()
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
         self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
+        self._requantized, self._own_way = set(), {}
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -291,6 +315,8 @@ class ReplayInterpreter(Interpreter):
                 self._dyn.pop(gone.name, None)
                 self._bounds.pop(gone.name, None)
                 self._grids.discard(gone.name)
+                self._requantized.discard(gone.name)
+                self._own_way.pop(gone.name, None)
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
@@ -313,8 +339,11 @@ class ReplayInterpreter(Interpreter):
         pending_tie = self._track_rounding(n, kind, args, length)
         bound, unbounded = self._bound(n, kind, args, kwargs, result)
         noise = self._carry(n, kind, args, unbounded)
+        own_way = self._own_way_step(n, kind, args, result)
         dyn = self._dynamic_kinds(n)
         if n.name not in self._paired:
+            if own_way != (0, 0.0):
+                self._own_way[n.name] = own_way
             self._reduction[n.name] = length
             if rounds:
                 self._rounded.add(n.name)
@@ -332,9 +361,16 @@ class ReplayInterpreter(Interpreter):
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         tie = None if pending_tie is None else pending_tie()
+        described = self._describe_dynamic(*dyn)
+        depth, ratio = own_way
+        compounded = depth >= _COMPOUNDING_DEPTH and ratio > 0
+        if compounded:
+            noise = math.hypot(noise, math.sqrt(ratio) * _rms_of(result))
+            described = "; ".join(x for x in (described, f"requantizations XNNPACK computes its own way (an int8 add, "
+                                                         f"mean or activation) {depth} weighted layers deep: their "
+                                                         "one-step flips compound, carried") if x)
         return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
-                                                              self._describe_dynamic(*dyn), row_bound,
-                                                              bool(dyn[1])))
+                                                              described, row_bound, bool(dyn[1]), compounded))
 
     def _bound(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], kwargs: Mapping[str, object],
                result: object) -> tuple[object, dict[str, float]]:
@@ -411,6 +447,23 @@ class ReplayInterpreter(Interpreter):
                          "the runtime's own grid is covered by the carried rounding noise")
         return "; ".join(parts)
 
+    def _own_way_step(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], result: object) -> tuple[int, float]:
+        """``(weighted layers since the first requantization XNNPACK computes its own way, noise-to-signal
+        power ratio)`` for ``n``'s value, since the last paired values. Each such requantization inside an
+        XNNPACK delegate adds ``(step**2 / 12) / mean(value**2)`` (first order: every element may round
+        the other way); the ratio, not an absolute error, is what a network that keeps its activations'
+        scale carries on (the largest of an op's inputs)."""
+        depth, ratio = max((self._own_way.get(a.name, (0, 0.0)) for a in n.all_input_nodes), default=(0, 0.0))
+        if ratio > 0 and kind in _WEIGHTED_OPS:
+            depth += 1
+        source = n.args[0] if n.args else None
+        if kind in _QUANTIZE and n.name in self._xnnpack and n.name not in self._paired \
+                and not (len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node)) and _computed_own_way(n):
+            self._requantized.add(n.name)
+        if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._requantized:
+            ratio += own_way_nsr(args[1] if len(args) > 1 else None, result)
+        return depth, ratio
+
     def _carry(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], unbounded: Mapping[str, float]) -> float:
         """The rounding noise ``n``'s value carries from dynamic quantization since the last paired values."""
         if kind in _ANY_QUANTIZE and len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node) and n.name in self._since:
@@ -476,3 +529,23 @@ class ReplayInterpreter(Interpreter):
         self.inputs_from_runtime[n.name] = logged.source
         self.inputs_agree[n.name] = bool(torch.equal(got, value))
         return got.clone()
+
+
+def _computed_own_way(quantize: torch.fx.Node) -> bool:
+    """Whether the value a quantize rounds was last computed by an op XNNPACK computes its own way
+    (looking back through clamps and data movement: an add before a relu)."""
+    source = quantize.args[0] if quantize.args else None
+    for _ in range(64):
+        if not isinstance(source, torch.fx.Node) or source.op != "call_function":
+            return False
+        kind = op_type(source.target)
+        if kind not in _MOVES:
+            return kind not in _WEIGHTED_OPS and kind not in _ANY_QUANTIZE and kind not in _ANY_DEQUANTIZE
+        source = source.args[0] if source.args else None
+    return False
+
+
+def _rms_of(value: object) -> float:
+    if isinstance(value, torch.Tensor) and value.numel() and value.is_floating_point():
+        return float(value.detach().double().pow(2).mean().sqrt())
+    return 0.0

@@ -24,7 +24,7 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie", "tie_margin",
+__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie", "own_way_nsr", "tie_margin",
            "tie_tolerance"]
 
 T = TypeVar("T", float, torch.Tensor)
@@ -173,6 +173,17 @@ def carried(kind: str, args: tuple[object, ...], sigmas: tuple[float, ...]) -> f
     if kind == "mul" and len(args) > 1:
         return first * _peak(args[1]) + second * _peak(args[0])
     return max(sigmas)
+
+
+def own_way_nsr(scale: object, value: object) -> float:
+    """The noise-to-signal power ratio one rounding onto ``scale``'s grid may add to ``value`` (the
+    dequantized result) when a delegate rounds it its own way: ``(step**2 / 12) / mean(value**2)``
+    (0 for a value of no power)."""
+    step = _peak(scale)
+    if not isinstance(value, torch.Tensor) or not value.numel() or not value.is_floating_point():
+        return 0.0
+    power = float(value.detach().double().pow(2).mean())
+    return step**2 / 12 / power if power > 0 else 0.0
 
 
 def dynamic_rounding(carried_in: float, scale: object) -> float:

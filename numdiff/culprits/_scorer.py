@@ -338,7 +338,7 @@ class Scorer:
         if self._targets is None:
             self._targets = {n.name: op_type(n.target) for n in node.graph.nodes if n.op == "call_function"}
         dynamic = any(self._targets.get(name, "").startswith("choose_qparams") for name in (node.name, *lin.replayed))
-        return dynamic and (noise.graph_grid or not noise.dynamic)
+        return (dynamic and (noise.graph_grid or not noise.dynamic)) or noise.compounded
 
     def _rounding_check(self, replay: torch.Tensor, runtime: torch.Tensor, noise: Noise) -> str | None:
         """Why the row's one rounding is not an honest one (see :mod:`~numdiff.culprits._rounding`), or None."""
