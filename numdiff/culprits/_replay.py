@@ -33,11 +33,12 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
+from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["Lineage", "ReplayInterpreter", "dynamic_chain", "dynamic_rows", "graph_args", "lineage", "quant_noise"]
+__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
 
 OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object], Noise], object]
 
@@ -46,38 +47,7 @@ _DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel"})
 #: Quantize and dequantize ops whose scale may be computed at run time (dynamic quantization).
 _ANY_QUANTIZE = _QUANTIZE | {"quantize_per_token"}
 _ANY_DEQUANTIZE = _DEQUANTIZE | {"dequantize_per_token"}
-#: Ops a delegate runs on dynamically quantized inputs with its own kernels (XNNPACK: fully connected
-#: and convolution).
-_CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution"})
-_TRANSPOSED = frozenset({"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
-_DYNAMIC_CONSUMERS = _CONVS | _TRANSPOSED | {"linear"}
 _EPS32 = 2.0**-23
-#: Ops XNNPACK runs on statically quantized values as the reference computes them, rounding exactly
-#: once at the requantization (convolutions and fully connected: integer accumulation, exact float
-#: requantization), or that move and clamp values without arithmetic. A requantization after any
-#: other op (an int8 add, multiply, mean or activation) XNNPACK computes its own way (fixed point),
-#: so it may round an element near a tie the other way; the layers after it carry such steps on.
-_WEIGHTED_OPS = _CONVS | _TRANSPOSED | frozenset({"linear", "addmm", "mm", "bmm", "matmul"})
-_MOVES = frozenset({
-    "relu", "relu6", "hardtanh", "clamp", "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
-    "permute", "transpose", "t", "view", "reshape", "_unsafe_view", "cat", "slice", "select", "squeeze", "unsqueeze",
-    "expand", "clone", "contiguous", "alias", "detach", "flatten", "constant_pad_nd", "pad", "upsample_nearest2d",
-    "pixel_shuffle", "pixel_unshuffle", "getitem", "_to_copy", "split", "split_with_sizes", "chunk",
-})
-#: Weighted layers after a requantization XNNPACK computes its own way before its one-step flips are
-#: carried as noise: a flip moves the next layer's values by a fraction of a step, which rounds
-#: another few elements the other way, and so on; it takes several layers to compound (a whole
-#: ResNet-18 or EfficientNet in one delegate disagrees by 1-2 steps rms at its output, while the
-#: zoo's rows of one to three layers match their replay bit for bit).
-_COMPOUNDING_DEPTH = 4
-
-
-def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
-    if isinstance(value, (list, tuple)):
-        return tuple(int(cast(SupportsInt, v)) for v in value) or (default,) * count
-    return (int(cast(SupportsInt, value)),) * count if isinstance(value, int) else (default,) * count
-
-
 def _largest(bound: object) -> float:
     """The largest element of a per-element bound (or of a list of them)."""
     if isinstance(bound, torch.Tensor):
@@ -85,60 +55,6 @@ def _largest(bound: object) -> float:
     if isinstance(bound, (list, tuple)):
         return max((_largest(b) for b in bound), default=0.0)
     return 0.0
-
-
-def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
-    """Which elements XNNPACK quantizes with one scale and zero point for ``consumer`` (a linear or a
-    convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
-    fully connected layer: per token or batch row), ``1`` every pixel's channels (a pointwise
-    convolution, which XNNPACK runs as a fully connected layer on its channels-last input), None
-    every image (the first dimension: other convolutions and transposed convolutions). ``weight`` is
-    the convolution's weight (its value, else the graph's record of it is used)."""
-    kind = op_type(consumer.target)
-    if kind in _TRANSPOSED:
-        return None
-    if kind not in _CONVS:
-        return -1
-    args = list(consumer.args) + [None] * 9
-    if not isinstance(weight, torch.Tensor):
-        node = consumer.args[1] if len(consumer.args) > 1 else None
-        weight = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    shape = weight if isinstance(weight, torch.Tensor) else None
-    if shape is None or shape.dim() < 3:
-        return None
-    spatial = shape.dim() - 2
-    if kind == "convolution":  # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-        stride, padding, transposed, groups = args[3], args[4], args[6], args[8]
-    else:  # conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
-        stride, padding, transposed, groups = args[3], args[4], False, args[6]
-    groups = 1 if groups is None else int(cast(SupportsInt, groups))
-    pointwise = all(k == 1 for k in shape.shape[2:]) and not transposed and groups == 1 \
-        and all(v == 1 for v in _ints(stride, spatial, 1)) and not isinstance(padding, str) \
-        and all(v == 0 for v in _ints(padding, spatial, 0)) and shape.shape[0] + shape.shape[1] > 2
-    return 1 if pointwise else None
-
-
-def dynamic_chain(n: torch.fx.Node, value_of: Callable[[torch.fx.Node], object] = lambda node: None) -> int | None | bool:
-    """For ``quantize_per_tensor`` of a run value onto the grid of a ``choose_qparams`` op
-    (``choose_qparams → quantize → dequantize``) whose dequantized value feeds only linears or
-    convolutions as their input (the pattern XNNPACK runs as its own dynamic quantization): its
-    grouping (see :func:`dynamic_rows`; ``value_of`` gives a node's computed value, None if unknown);
-    False for any other node, or when consumers disagree."""
-    if op_type(n.target) != "quantize_per_tensor" or len(n.args) < 2 or not isinstance(n.args[1], torch.fx.Node):
-        return False
-    grid = n.args[1]
-    if "getitem" not in str(getattr(grid.target, "__name__", grid.target)) or not grid.args \
-            or not isinstance(grid.args[0], torch.fx.Node) or not op_type(grid.args[0].target).startswith("choose_qparams"):
-        return False
-    users = list(n.users)
-    if not users or any(op_type(u.target) != "dequantize_per_tensor" or not u.users for u in users):
-        return False
-    consumers = [c for u in users for c in u.users]
-    if not all(c.args and c.args[0] in users and op_type(c.target) in _DYNAMIC_CONSUMERS for c in consumers):
-        return False
-    rows = {dynamic_rows(c, value_of(c.args[1]) if len(c.args) > 1 and isinstance(c.args[1], torch.fx.Node) else None)
-            for c in consumers}
-    return rows.pop() if len(rows) == 1 else False
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,7 +279,7 @@ class ReplayInterpreter(Interpreter):
         tie = None if pending_tie is None else pending_tie()
         described = self._describe_dynamic(*dyn)
         depth, ratio = own_way
-        compounded = depth >= _COMPOUNDING_DEPTH and ratio > 0
+        compounded = depth >= COMPOUNDING_DEPTH and ratio > 0
         if compounded:
             noise = math.hypot(noise, math.sqrt(ratio) * _rms_of(result))
             described = "; ".join(x for x in (described, f"requantizations XNNPACK computes its own way (an int8 add, "
@@ -454,11 +370,11 @@ class ReplayInterpreter(Interpreter):
         the other way); the ratio, not an absolute error, is what a network that keeps its activations'
         scale carries on (the largest of an op's inputs)."""
         depth, ratio = max((self._own_way.get(a.name, (0, 0.0)) for a in n.all_input_nodes), default=(0, 0.0))
-        if ratio > 0 and kind in _WEIGHTED_OPS:
+        if ratio > 0 and kind in WEIGHTED_OPS:
             depth += 1
         source = n.args[0] if n.args else None
         if kind in _QUANTIZE and n.name in self._xnnpack and n.name not in self._paired \
-                and not (len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node)) and _computed_own_way(n):
+                and not (len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node)) and computed_own_way(n):
             self._requantized.add(n.name)
         if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._requantized:
             ratio += own_way_nsr(args[1] if len(args) > 1 else None, result)
@@ -529,20 +445,6 @@ class ReplayInterpreter(Interpreter):
         self.inputs_from_runtime[n.name] = logged.source
         self.inputs_agree[n.name] = bool(torch.equal(got, value))
         return got.clone()
-
-
-def _computed_own_way(quantize: torch.fx.Node) -> bool:
-    """Whether the value a quantize rounds was last computed by an op XNNPACK computes its own way
-    (looking back through clamps and data movement: an add before a relu)."""
-    source = quantize.args[0] if quantize.args else None
-    for _ in range(64):
-        if not isinstance(source, torch.fx.Node) or source.op != "call_function":
-            return False
-        kind = op_type(source.target)
-        if kind not in _MOVES:
-            return kind not in _WEIGHTED_OPS and kind not in _ANY_QUANTIZE and kind not in _ANY_DEQUANTIZE
-        source = source.args[0] if source.args else None
-    return False
 
 
 def _rms_of(value: object) -> float:

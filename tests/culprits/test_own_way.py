@@ -13,7 +13,7 @@ import math
 import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed)
 
-from numdiff.culprits._replay import _computed_own_way
+from numdiff.culprits._xnnpack import computed_own_way as _computed_own_way
 from numdiff.culprits._rounding import own_way_nsr
 
 

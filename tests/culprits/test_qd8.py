@@ -13,7 +13,8 @@ import torch
 
 from numdiff.culprits._noise import Noise
 from numdiff.culprits._qd8 import NO_BOUND, flips, propagate, qd8_params, qd8_quantize
-from numdiff.culprits._replay import ReplayInterpreter, dynamic_chain, dynamic_rows
+from numdiff.culprits._replay import ReplayInterpreter
+from numdiff.culprits._xnnpack import dynamic_chain, dynamic_rows
 
 
 def test_the_range_includes_zero_and_the_zero_point_comes_from_the_end_with_less_error() -> None:

@@ -1,0 +1,120 @@
+"""What XNNPACK computes the way the reference does, and what its own way.
+
+* Its dynamic quantization (:func:`dynamic_chain`, :func:`dynamic_rows`): which elements share one
+  run-time scale and zero point, so that :mod:`numdiff.culprits._qd8` can replay them.
+* Its static requantizations (:func:`computed_own_way`): exact after a convolution or a fully
+  connected layer, its own fixed-point arithmetic after an int8 add, mean or activation, whose
+  one-step flips compound over :data:`COMPOUNDING_DEPTH` weighted layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import SupportsInt, cast
+
+import torch
+
+from numdiff.culprits._noise import op_type
+
+__all__ = ["COMPOUNDING_DEPTH", "WEIGHTED_OPS", "computed_own_way", "dynamic_chain", "dynamic_rows"]
+
+_ANY_QUANTIZE = frozenset({"quantize_per_tensor", "quantize_per_channel", "quantize_per_token"})
+_ANY_DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel", "dequantize_per_token"})
+
+#: Ops a delegate runs on dynamically quantized inputs with its own kernels (XNNPACK: fully connected
+#: and convolution).
+_CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution"})
+_TRANSPOSED = frozenset({"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
+_DYNAMIC_CONSUMERS = _CONVS | _TRANSPOSED | {"linear"}
+#: Ops XNNPACK runs on statically quantized values as the reference computes them, rounding exactly
+#: once at the requantization (convolutions and fully connected: integer accumulation, exact float
+#: requantization), or that move and clamp values without arithmetic. A requantization after any
+#: other op (an int8 add, multiply, mean or activation) XNNPACK computes its own way (fixed point),
+#: so it may round an element near a tie the other way; the layers after it carry such steps on.
+WEIGHTED_OPS = _CONVS | _TRANSPOSED | frozenset({"linear", "addmm", "mm", "bmm", "matmul"})
+_MOVES = frozenset({
+    "relu", "relu6", "hardtanh", "clamp", "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
+    "permute", "transpose", "t", "view", "reshape", "_unsafe_view", "cat", "slice", "select", "squeeze", "unsqueeze",
+    "expand", "clone", "contiguous", "alias", "detach", "flatten", "constant_pad_nd", "pad", "upsample_nearest2d",
+    "pixel_shuffle", "pixel_unshuffle", "getitem", "_to_copy", "split", "split_with_sizes", "chunk",
+})
+#: Weighted layers after a requantization XNNPACK computes its own way before its one-step flips are
+#: carried as noise: a flip moves the next layer's values by a fraction of a step, which rounds
+#: another few elements the other way, and so on; it takes several layers to compound (a whole
+#: ResNet-18 or EfficientNet in one delegate disagrees by 1-2 steps rms at its output, while the
+#: zoo's rows of one to three layers match their replay bit for bit).
+COMPOUNDING_DEPTH = 4
+
+
+def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(int(cast(SupportsInt, v)) for v in value) or (default,) * count
+    return (int(cast(SupportsInt, value)),) * count if isinstance(value, int) else (default,) * count
+
+
+def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
+    """Which elements XNNPACK quantizes with one scale and zero point for ``consumer`` (a linear or a
+    convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
+    fully connected layer: per token or batch row), ``1`` every pixel's channels (a pointwise
+    convolution, which XNNPACK runs as a fully connected layer on its channels-last input), None
+    every image (the first dimension: other convolutions and transposed convolutions). ``weight`` is
+    the convolution's weight (its value, else the graph's record of it is used)."""
+    kind = op_type(consumer.target)
+    if kind in _TRANSPOSED:
+        return None
+    if kind not in _CONVS:
+        return -1
+    args = list(consumer.args) + [None] * 9
+    if not isinstance(weight, torch.Tensor):
+        node = consumer.args[1] if len(consumer.args) > 1 else None
+        weight = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    shape = weight if isinstance(weight, torch.Tensor) else None
+    if shape is None or shape.dim() < 3:
+        return None
+    spatial = shape.dim() - 2
+    if kind == "convolution":  # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        stride, padding, transposed, groups = args[3], args[4], args[6], args[8]
+    else:  # conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
+        stride, padding, transposed, groups = args[3], args[4], False, args[6]
+    groups = 1 if groups is None else int(cast(SupportsInt, groups))
+    pointwise = all(k == 1 for k in shape.shape[2:]) and not transposed and groups == 1 \
+        and all(v == 1 for v in _ints(stride, spatial, 1)) and not isinstance(padding, str) \
+        and all(v == 0 for v in _ints(padding, spatial, 0)) and shape.shape[0] + shape.shape[1] > 2
+    return 1 if pointwise else None
+
+
+def dynamic_chain(n: torch.fx.Node, value_of: Callable[[torch.fx.Node], object] = lambda node: None) -> int | None | bool:
+    """For ``quantize_per_tensor`` of a run value onto the grid of a ``choose_qparams`` op
+    (``choose_qparams → quantize → dequantize``) whose dequantized value feeds only linears or
+    convolutions as their input (the pattern XNNPACK runs as its own dynamic quantization): its
+    grouping (see :func:`dynamic_rows`; ``value_of`` gives a node's computed value, None if unknown);
+    False for any other node, or when consumers disagree."""
+    if op_type(n.target) != "quantize_per_tensor" or len(n.args) < 2 or not isinstance(n.args[1], torch.fx.Node):
+        return False
+    grid = n.args[1]
+    if "getitem" not in str(getattr(grid.target, "__name__", grid.target)) or not grid.args \
+            or not isinstance(grid.args[0], torch.fx.Node) or not op_type(grid.args[0].target).startswith("choose_qparams"):
+        return False
+    users = list(n.users)
+    if not users or any(op_type(u.target) != "dequantize_per_tensor" or not u.users for u in users):
+        return False
+    consumers = [c for u in users for c in u.users]
+    if not all(c.args and c.args[0] in users and op_type(c.target) in _DYNAMIC_CONSUMERS for c in consumers):
+        return False
+    rows = {dynamic_rows(c, value_of(c.args[1]) if len(c.args) > 1 and isinstance(c.args[1], torch.fx.Node) else None)
+            for c in consumers}
+    return rows.pop() if len(rows) == 1 else False
+
+
+def computed_own_way(quantize: torch.fx.Node) -> bool:
+    """Whether the value a quantize rounds was last computed by an op XNNPACK computes its own way
+    (looking back through clamps and data movement: an add before a relu)."""
+    source = quantize.args[0] if quantize.args else None
+    for _ in range(64):
+        if not isinstance(source, torch.fx.Node) or source.op != "call_function":
+            return False
+        kind = op_type(source.target)
+        if kind not in _MOVES:
+            return kind not in WEIGHTED_OPS and kind not in _ANY_QUANTIZE and kind not in _ANY_DEQUANTIZE
+        source = source.args[0] if source.args else None
+    return False
