@@ -282,6 +282,7 @@ class ReplayInterpreter(Interpreter):
         compounded = depth >= COMPOUNDING_DEPTH and ratio > 0
         if compounded:
             noise = math.hypot(noise, math.sqrt(ratio) * _rms_of(result))
+            row_bound = None  # per element, the flips' worst case compounded over the layers excuses anything
             described = "; ".join(x for x in (described, f"requantizations XNNPACK computes its own way (an int8 add, "
                                                          f"mean or activation) {depth} weighted layers deep: their "
                                                          "one-step flips compound, carried") if x)
@@ -376,6 +377,8 @@ class ReplayInterpreter(Interpreter):
         if kind in _QUANTIZE and n.name in self._xnnpack and n.name not in self._paired \
                 and not (len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node)) and computed_own_way(n):
             self._requantized.add(n.name)
+        if n.name in self._qd8 and self._flips.get(n.name, 0) and n.name not in self._paired:
+            self._requantized.add(n.name)  # emulated, but elements within float error of a tie may flip
         if kind in _ANY_DEQUANTIZE and isinstance(source, torch.fx.Node) and source.name in self._requantized:
             ratio += own_way_nsr(args[1] if len(args) > 1 else None, result)
         return depth, ratio
