@@ -201,3 +201,36 @@ def test_a_bound_widens_sigma_only_where_a_flip_can_show() -> None:
     floating = 2.0**-23 * 2 * 1.0
     assert sigma.tolist() == pytest.approx([floating, math.hypot(floating, 0.5), floating])
     assert "a rounding flip may move 1 of 3 elements" in noise.describe()
+
+
+def _deep_dynamic_graph(layers: int) -> torch.fx.GraphModule:
+    """``layers`` dynamically quantized linears in a row (relu between), as a whole network in one delegate."""
+    importlib.import_module("torch.ao.quantization.fx._decomposed")
+    qd = torch.ops.quantized_decomposed
+    torch.manual_seed(0)
+    weights = [torch.randn(6, 6) / 2.5 for _ in range(layers)]
+
+    class Deep(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = x
+            for w in weights:
+                h = torch.relu(h) + 0.0  # computed in the delegate: its grid's ties may flip
+                scale, zero = qd.choose_qparams.tensor(h, -128, 127, 2**-12, torch.int8)
+                q = qd.quantize_per_tensor.tensor(h, scale, zero, -128, 127, torch.int8)
+                h = torch.nn.functional.linear(qd.dequantize_per_tensor.tensor(q, scale, zero, -128, 127, torch.int8), w)
+            return h
+
+    return torch.fx.symbolic_trace(Deep())
+
+
+def test_flips_compounded_over_many_layers_are_carried_as_a_power_ratio_not_bounded_per_element() -> None:
+    """Over a whole ResNet-18 in one delegate (real-size zoo), the per-element bound of possible flips
+    grew until a 30% weight change read as noise. Four or more weighted layers deep, the flips are
+    carried as a noise-to-signal ratio (a step/sqrt(12) per quantization against the value's power)."""
+    x = torch.linspace(-2.0, 2.0, 24).reshape(4, 6)
+    x[0, 0] = 0.5 / 127.5 * 2.0  # a tie of row 0's grid somewhere
+    _, shallow = _replay(_deep_dynamic_graph(2), x, xnnpack=True)
+    assert not shallow.compounded and shallow.bound is not None and shallow.carried == 0.0  # bounded per element
+    replay, deep = _replay(_deep_dynamic_graph(6), x, xnnpack=True)
+    assert deep.compounded and deep.bound is None and deep.carried > 0 and "weighted layers deep" in deep.dynamic
+    assert deep.carried < 0.5 * float(replay.pow(2).mean().sqrt())  # a ratio of the value, not a worst case
