@@ -33,7 +33,7 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
-from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain
+from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
@@ -192,6 +192,9 @@ class ReplayInterpreter(Interpreter):
         #: made; and per value since the last paired values: (weighted layers after the first such
         #: requantization, the noise-to-signal power ratio their rounding may add) — see _own_way_step.
         self._requantized: set[str] = set()
+        #: A layer's value before a requantization XNNPACK skips (a clamp fused into the layer, see
+        #: :func:`~numdiff.culprits._xnnpack.fused_clamp`), by the quantize op.
+        self._unrounded: dict[str, torch.Tensor] = {}
         self._own_way: dict[str, tuple[int, float]] = {}
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
@@ -208,7 +211,7 @@ class ReplayInterpreter(Interpreter):
         self._rounded = set()
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
         self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
-        self._requantized, self._own_way = set(), {}
+        self._requantized, self._own_way, self._unrounded = set(), {}, {}
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -323,8 +326,14 @@ class ReplayInterpreter(Interpreter):
 
     def _emulated(self, n: torch.fx.Node, args: tuple[object, ...]) -> object | None:
         """XNNPACK's own dynamic quantization of ``n`` (a quantize op of :func:`dynamic_chain` inside an
-        XNNPACK delegate, or the dequantize reading one); None when ``n`` is not one."""
+        XNNPACK delegate, or the dequantize reading one), or its fused clamp (:func:`fused_clamp`: the
+        dequantize before it gives the convolution's value unrounded); None when ``n`` is neither."""
         source = n.args[0] if n.args else None
+        if n.name in self._xnnpack and n.name not in self._paired and len(n.users) == 1 \
+                and fused_clamp(next(iter(n.users))) and args and isinstance(args[0], torch.Tensor):
+            self._unrounded[n.name] = args[0]  # the layer's value, for the dequantize after this quantize
+        if isinstance(source, torch.fx.Node) and source.name in self._unrounded and n.name not in self._paired:
+            return self._unrounded.pop(source.name)
         if n.name in self._xnnpack and args and isinstance(args[0], torch.Tensor) and args[0].is_floating_point() \
                 and args[0].dim() >= 1:
             rows = dynamic_chain(n, lambda node: self.env.get(node))

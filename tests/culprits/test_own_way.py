@@ -42,3 +42,28 @@ def test_one_rounding_adds_a_twelfth_of_a_step_squared_against_the_values_power(
     assert math.isclose(own_way_nsr(0.5, value), 0.25 / 12 / 4.0)
     assert own_way_nsr(torch.tensor([0.1, 0.5]), value) == 0.25 / 12 / 4.0  # the largest step
     assert own_way_nsr(0.5, torch.zeros(3)) == 0.0 and own_way_nsr(0.5, torch.zeros(3, dtype=torch.int8)) == 0.0
+
+
+def _conv_requantized_then(clamp: object, requantized: bool = True) -> torch.fx.Node:
+    """``conv → q → dq → clamp (→ q)``; returns the dequantize."""
+    qd = torch.ops.quantized_decomposed
+    graph = torch.fx.Graph()
+    x, w = graph.placeholder("x"), graph.placeholder("w")
+    conv = graph.call_function(torch.ops.aten.convolution.default, (x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1))
+    q = graph.call_function(qd.quantize_per_tensor.default, (conv, 0.1, 0, -128, 127, torch.int8))
+    dq = graph.call_function(qd.dequantize_per_tensor.default, (q, 0.1, 0, -128, 127, torch.int8))
+    clamped = graph.call_function(clamp, (dq,))
+    if requantized:
+        graph.call_function(qd.quantize_per_tensor.default, (clamped, 0.05, 0, -128, 127, torch.int8))
+    return dq
+
+
+def test_a_clamp_left_unfused_between_two_requantizations_is_fused_by_xnnpack() -> None:
+    """MobileNetV2's relu6 on int8 XNNPACK (real-size zoo): the quantizer rounds the conv's output and the
+    relu6's, XNNPACK fuses the clamp and rounds once (5.9 dB from the double-rounding replay, 10.6 once)."""
+    from numdiff.culprits._xnnpack import fused_clamp
+
+    assert fused_clamp(_conv_requantized_then(torch.ops.aten.hardtanh.default))
+    assert fused_clamp(_conv_requantized_then(torch.ops.aten.relu.default))
+    assert not fused_clamp(_conv_requantized_then(torch.ops.aten.sigmoid.default))  # not a clamp
+    assert not fused_clamp(_conv_requantized_then(torch.ops.aten.relu.default, requantized=False))  # float after
