@@ -167,7 +167,8 @@ _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_han
 def inputs_in_doubt_note(names: Sequence[str]) -> str:
     """The note of a run whose graph inputs ``names`` may not be the ETRecord's representative ones."""
     return (f"graph input(s) {', '.join(names)}: no op that reads them agrees with its replay on the ETRecord's "
-            "representative inputs (one is unrelated to it, or several disagree), so this run may have used other "
+            "representative inputs (one is unrelated to it, several disagree, or a slightly different input explains "
+            "it), so this run may have used other "
             "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
             "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
 

@@ -255,7 +255,8 @@ def test_the_cli_says_which_ops_it_cannot_judge_and_why(capsys: pytest.CaptureFi
     assert all(len(line) <= 100 for line in after)
     prose = " ".join(line.strip() for line in after)
     assert after[0].startswith("graph input(s) x: no op that reads them agrees with its replay")
-    assert "the ETRecord's representative inputs (one is unrelated to it, or several disagree)" in prose
+    assert "the ETRecord's representative inputs (one is unrelated to it, several disagree, or a slightly different " \
+           "input explains it)" in prose
     assert prose.endswith("worst accumulated row: quantize_per_tensor, dequantize_per_tensor_3 (-2.944), verdict "
                           "not-judged: its graph inputs may not be the run's, so nothing is said about it (see its note)")
 
