@@ -152,9 +152,9 @@ def assert_no_culprits(
         if report.first_nonfinite is not None:
             lines.append(str(report.first_nonfinite))
     if unjudged:
-        lines.append(f"{len(unjudged)} op(s) not judged: they read graph inputs the runtime did not log and are "
-                     "unrelated to their replays on the representative inputs (pass inputs_are_representative=True "
-                     "if the run used them):")
+        lines.append(f"{len(unjudged)} op(s) not judged: they read graph inputs the runtime did not log, and their "
+                     "replays on the representative inputs say the run may have used other inputs (pass the run's "
+                     "inputs with step_inputs=, or inputs_are_representative=True if the run used them):")
         lines += [f"- {', '.join(r.aot_ops)}; module {r.module_path or '?'}; {r.source_line or 'no source line'}"
                   for r in unjudged]
     if lines:
