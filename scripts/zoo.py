@@ -498,28 +498,19 @@ def table(scores: list[Score]) -> str:
     lines.append("runtime fault: a clean export whose runtime output is unrelated to the ETRecord's reference output")
     lines.append(f"  (< {RUNTIME_FAULT_DB:g} dB): not a control; named/all = numdiff named a culprit in it.")
     lines.append("")
-    other = [s for s in scores if s.kind == "other-input"]
-    if other:
-        lines.append("Clean programs run on other inputs than the ETRecord's representative ones: a culprit, a broken")
-        lines.append("row or a refusal that does not say it cannot judge is a false verdict")
-        lines += _per_backend(other, (("ok", 5, "ok"), ("cannot judge", 13, "cannot-judge"),
-                                      ("false culprit", 14, "false-culprit"), ("broken row", 11, "broken"),
-                                      ("refused", 8, "refused"), ("runtime fault", 14, "runtime-fault")))
-        lines.append("cannot judge: every op reads the graph input; numdiff refuses and says to pass the run's inputs.")
-        lines.append("runtime fault: the program's clean run is a runtime fault (above): not a control.")
-        lines.append("")
-    near = [s for s in scores if s.kind == "near-input"]
-    if near:
-        lines.append("Clean programs run on their representative inputs plus 1% noise (a device that decodes its input")
-        lines.append("slightly differently): a culprit, a broken row or a refusal is a false verdict, unless it says so")
-        lines += _per_backend(near, (("ok", 5, "ok"), ("cannot judge", 13, "cannot-judge"),
-                                     ("assumption said", 16, "assumed"), ("false culprit", 14, "false-culprit"),
-                                     ("broken row", 11, "broken"), ("refused", 8, "refused"),
-                                     ("runtime fault", 14, "runtime-fault")))
-        lines.append("assumption said: the one op that reads the input is named, and the first line says the verdict")
-        lines.append("  assumes the run used the representative inputs (a slightly different input and a wrong op look")
-        lines.append("  the same there; the run's own inputs, --step-inputs, settle it).")
-        lines.append("")
+    lines += _input_runs(
+        [s for s in scores if s.kind == "other-input"],
+        ("Clean programs run on other inputs than the ETRecord's representative ones: a culprit, a broken",
+         "row or a refusal that does not say it cannot judge is a false verdict"),
+        ("cannot judge: every op reads the graph input; numdiff refuses and says to pass the run's inputs.",
+         "runtime fault: the program's clean run is a runtime fault (above): not a control."))
+    lines += _input_runs(
+        [s for s in scores if s.kind == "near-input"],
+        ("Clean programs run on their representative inputs plus 1% noise (a device that decodes its input",
+         "slightly differently): a culprit, a broken row or a refusal is a false verdict, unless it says so"),
+        ("assumption said: the one op that reads the input is named, and the first line says the verdict",
+         "  assumes the run used the representative inputs (a slightly different input and a wrong op look",
+         "  the same there; the run's own inputs, --step-inputs, settle it)."), assumed=True)
     lines.append("Planted twins: exact = the one culprit holds the planted op")
     lines.append(f"{'backend':<15} {'grade':<7} {'twins':>5} {'exact':>6} {'partial':>8} {'missed':>7} "
                  f"{'undecided':>10} {'invisible':>10} {'allowance':>10} {'exact %':>8} {'of all':>7}")
@@ -558,6 +549,19 @@ def table(scores: list[Score]) -> str:
             lines += ["", title] + [f"  {s.arch}/{s.backend}/{s.variant} [{s.outcome}] {s.plant}: {s.detail}"[:400]
                                     for s in listed]
     return "\n".join(lines)
+
+
+def _input_runs(runs: list[Score], head: tuple[str, ...], legend: tuple[str, ...], assumed: bool = False) -> list[str]:
+    """The table of clean programs run on inputs other than the representative ones (none: no lines).
+    The "assumption said" column shows whenever a run has that outcome, so no run goes uncounted."""
+    if not runs:
+        return []
+    columns: list[tuple[str, int, str]] = [("ok", 5, "ok"), ("cannot judge", 13, "cannot-judge")]
+    if assumed or any(s.outcome == "assumed" for s in runs):
+        columns.append(("assumption said", 16, "assumed"))
+    columns += [("false culprit", 14, "false-culprit"), ("broken row", 11, "broken"), ("refused", 8, "refused"),
+                ("runtime fault", 14, "runtime-fault")]
+    return [*head, *_per_backend(runs, tuple(columns)), *legend, ""]
 
 
 #: Outcomes that are numdiff's own mistakes (the command exits 1 on any).

@@ -76,10 +76,12 @@ def settle_inputs(scorer: Scorer) -> tuple[list[str], set[int]]:
             continue
         rel = scorer.local_rel.get(index, math.nan)
         shared = [g for g in unconfirmed if g in shared_doubt]
-        fit = None
-        if rel <= UNRELATED and not shared and index in scorer.fit_cases:
-            fit = fit_input(scorer.fit_cases[index])
-        if fit is not None and not fit.explains(scorer.fit_cases[index].limits, UNRELATED) and fit.trusted:
+        case = scorer.fit_cases.get(index) if rel <= UNRELATED and not shared else None
+        fit = None if case is None else fit_input(case)
+        if fit is not None and not fit.trusted:
+            fit = None  # the op reaches any output from some input: the fit cannot tell a fault from an input
+        explained = case is not None and fit is not None and fit.explains(case.limits, UNRELATED)
+        if fit is not None and not explained:
             # The op maps few inputs to many outputs, and no input near the representative one gives
             # what the runtime logged: the verdict does not rest on the input.
             said = (f"no input near the representative {', '.join(unconfirmed)} explains its output (the "
@@ -87,7 +89,6 @@ def settle_inputs(scorer: Scorer) -> tuple[list[str], set[int]]:
             scorer.rows[index - scorer.first_index] = replace(
                 judged, note="; ".join(n for n in (said, judged.note) if n))
             continue
-        explained = fit is not None and fit.trusted and fit.explains(scorer.fit_cases[index].limits, UNRELATED)
         if rel <= UNRELATED and not shared and not explained:  # NaN: unrelated
             # Related to its replay, and the only op that reads the input: nothing tells a slightly
             # different input from a wrong op; judged, with the assumption said (report.inputs_assumed).
