@@ -211,7 +211,9 @@ def run(args: argparse.Namespace) -> int:
             print(printable(report.first_nonfinite))
             print()
         columns = (["method"] if "method" in df.columns else []) + list(_SHOWN)  # several methods: which one
-        shown = [[printable(_cell(v), newlines=False) for v in row] for row in df[columns].itertuples(index=False)]
+        table = df[columns].copy()
+        table["aot_ops"] = [r.title for r in report.rows]  # a delegate of 200 ops is one line (JSON/CSV: every name)
+        shown = [[printable(_cell(v), newlines=False) for v in row] for row in table.itertuples(index=False)]
         print(fitted_table(pd.DataFrame(shown, columns=columns), width, _fit()))
         print()
         if quant is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -99,6 +100,32 @@ class CulpritRow:
     input_sources: tuple[str, ...] = ()
     delegate: str | None = None
     method: str | None = None
+
+    @property
+    def delegate_call(self) -> str | None:
+        """A delegate call's backend and call index (``XnnpackBackend #2``), else None."""
+        if self.delegate is None:
+            return None
+        found = _DELEGATE_CALL.match(self.delegate)
+        return found.group(1) if found else "delegate"
+
+    @property
+    def title(self) -> str:
+        """A short name for a table cell or a summary line: a long group's first and last ops with the
+        count, else its ops, after the delegate call when it is one (``XnnpackBackend #1: 213 ops,
+        dequantize_per_tensor_1 … linear_27``; ``delegate`` lists its compute ops, ``aot_ops`` keeps
+        every name)."""
+        count = len(self.aot_ops)
+        ops = (f"{self.aot_ops[0]} … {self.aot_ops[-1]} ({count} ops)" if count > _TITLE_OPS
+               else ", ".join(self.aot_ops))
+        call = self.delegate_call
+        return ops if call is None else f"{call}: {ops}"
+
+
+#: Ops a table cell names before it shortens a group to its first and last.
+_TITLE_OPS = 4
+#: The backend and call index that start :attr:`CulpritRow.delegate` (``describe_delegate``).
+_DELEGATE_CALL = re.compile(r"(.*? #\d+): ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +388,7 @@ class CulpritReport:
                 lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
                              "\"Find the culprit > Deeper localization\"")
             else:
-                lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
+                lines.append(f"culprit: {r.title} (handle {r.aot_handle}, {r.verdict.value}) "
                              f"module {r.module_path or '?'}" + in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
@@ -376,7 +403,7 @@ class CulpritReport:
                          f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
-            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{in_method(worst)} "
+            lines.append(f"worst accumulated row: {worst.title}{in_method(worst)} "
                          f"({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:
