@@ -349,7 +349,7 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
     from numdiff._core.stack import user_frame
-    from numdiff.culprits.report import headline
+    from numdiff.culprits.report import headline, inputs_assumed_note, inputs_in_doubt_note
 
     rows = []
     for rec, row in zip(frame.to_dict(orient="records"), report.rows):
@@ -368,6 +368,9 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
                           broken=sum(v.value == "broken" for v in verdicts),
                           replay_mismatches=sum(v.value == "replay-mismatch" for v in verdicts),
                           not_judged=sum(v.value == "not-judged" for v in verdicts),
+                          inputs_in_doubt=list(report.inputs_in_doubt),
+                          inputs_note=inputs_in_doubt_note(report.inputs_in_doubt) if report.inputs_in_doubt
+                          else inputs_assumed_note(report.inputs_assumed) if report.inputs_assumed else None,
                           quantization=_quantization(report.quantization),
                           decode=_decode(report.decode), inside_delegates=_taps(report.inside_delegates))
 

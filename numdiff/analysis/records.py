@@ -41,7 +41,7 @@ __all__ = [
 
 #: Version of the file layout this numdiff writes. Older versions are migrated on load
 #: (``numdiff.analysis.migrations.MIGRATIONS``); newer ones are refused.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 class _Model(BaseModel):
@@ -254,6 +254,11 @@ class CulpritSection(_Model):
                                    "replay-mismatch): not judged, never culprits")
     not_judged: int = Field(default=0, ge=0, description="rows with no verdict (verdict not-judged: a graph input "
                             "the runtime did not log, in a run whose inputs are unknown)")
+    inputs_in_doubt: list[str] = Field(default_factory=list, description="graph inputs the run may not have taken "
+                                       "from the ETRecord's representative inputs (CulpritReport.inputs_in_doubt): "
+                                       "accumulated gaps then compare the device with a reference run on other inputs")
+    inputs_note: str | None = Field(default=None, description="what the run's inputs leave in doubt or assumed, "
+                                    "in the words of the culprit report's note")
     quantization: QuantizationSection | None = None
     decode: DecodeSection | None = None
     inside_delegates: list[TapRowModel] | None = None

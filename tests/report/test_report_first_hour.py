@@ -79,3 +79,34 @@ def test_the_culprit_headline_leads_and_nothing_says_otherwise(driver: Any, tmp_
     shown = driver.find_element("id", "culprit-headline")
     assert shown.text == headline and shown.get_attribute("class") == cls
     assert "no culprit: every local error" not in driver.find_element("id", "worst-title").text
+
+
+def test_a_run_on_other_inputs_says_so_under_the_headline(driver: Any, tmp_path: Path) -> None:
+    """A run whose ops that read the graph input all disagree with the reference (the oracle fixture
+    culprit_near_inputs: the device ran its input plus 1% noise) may have used other inputs: its
+    accumulated gaps compare two inputs. The first screen said only "1 row not judged" and showed
+    every layer below the floor in red (the real-size Llama run on other inputs: 20 red rows)."""
+    import warnings
+
+    from numdiff.report import Analysis
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        analysis = Analysis.from_files(d / "etdump.etdp", str(d / "etrecord.bin"), d / "debug_buffer.bin")
+    assert analysis.culprits.inputs_in_doubt == ["x"]
+    assert analysis.culprits.inputs_note is not None and analysis.culprits.inputs_note.startswith("graph input(s) x: ")
+    page = tmp_path / "report.html"
+    write_html(analysis, page)
+    driver.get(page.as_uri())
+    order = driver.execute_script("return [...document.querySelector('#worst-title').parentElement.children]"
+                                  ".map(e => e.id).filter(Boolean)")
+    assert order.index("worst-title") < order.index("culprit-headline") < order.index("inputs-note"), order
+    assert "may have used other inputs" in driver.find_element("id", "inputs-note").text
+    stats = driver.execute_script("return [...document.querySelectorAll('#summary-numbers > div')].map("
+                                  "d => [d.querySelector('.muted').textContent, d.querySelector('.big').className])")
+    below = next(cls for label, cls in stats if label.startswith("below the noise floor"))
+    assert "bad" not in below and any("against the reference run on the ETRecord's inputs" in label for label, _ in stats)
+    assert not driver.execute_script("return document.querySelectorAll('#worst-list .worst-item .bad').length")
+    driver.save_screenshot(str(OUTPUT / "first-hour-other-inputs.png"))

@@ -26,6 +26,10 @@
   const PAGE = 200;  // rows drawn at first in each table; the rest on request (keeps opening fast)
   const opName = (r) => r.op + (r.method ? " (" + r.method + ")" : "");  // a program of several methods: whose op
   const belowFloor = (r) => r.matched && r.floor !== null && num(r.snr) !== null && num(r.snr) < r.floor;
+  // a run that may have used other inputs than the reference run: its accumulated gaps compare two inputs,
+  // so being below the floor says nothing about the device (the culprit verdicts, on its own values, do)
+  const inputsInDoubt = (META.inputs_in_doubt || []).length > 0;
+  const alarming = (r) => belowFloor(r) && !inputsInDoubt;
 
   // ---- summary ----------------------------------------------------------------------------
   const matched = ROWS.filter((r) => r.matched && !Number.isNaN(num(r.snr)) && num(r.snr) !== null);
@@ -39,9 +43,10 @@
     nums.append(stat("numerical gap", "not available", "warn"), el("p", { class: "muted" }, META.gap_unavailable));
   } else {
     const below = ROWS.filter(belowFloor).length;
+    const against = inputsInDoubt ? " (against the reference run on the ETRecord's inputs)" : "";
     nums.append(stat("layers compared (" + META.graph + ")", ROWS.length),
-      stat("below the noise floor", below, below ? "bad" : "ok"),
-      stat("lowest SNR (dB)", worstFirst.length ? fmt(worstFirst[0].snr) : "—", below ? "bad" : ""));
+      stat("below the noise floor" + against, below, below && !inputsInDoubt ? "bad" : inputsInDoubt ? "" : "ok"),
+      stat("lowest SNR (dB)" + against, worstFirst.length ? fmt(worstFirst[0].snr) : "—", below && !inputsInDoubt ? "bad" : ""));
   }
   nums.append(stat("time in ops and delegate calls (p50 sum, " + UNIT + ")", fmt(totalP50)));
 
@@ -54,14 +59,16 @@
   if (culprits.length) $("worst-title").textContent = "Culprits (" + META.cause_means.culprit + ")";
   // one headline over every culprit view that ran (decode steps, inside delegates, broken rows...): never a
   // "no culprit" above a view that names one (analyses written before version 3 have none)
+  // the note on the run's inputs follows it: what the verdicts assume, or why the first ops are not judged
+  if (META.inputs_note) $("worst-title").after(el("p", { id: "inputs-note", class: "warn" }, META.inputs_note));
   if (META.culprits_headline) $("worst-title").after(el("p", { id: "culprit-headline",
     class: /within its expected noise/.test(META.culprits_headline) ? "ok" : "warn" }, META.culprits_headline));
   else if (!culprits.length && META.culprits_available && ROWS.length) $("worst-title").append(el("span", { class: "ok" }, " · no culprit: every local error is within its expected noise"));
   if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
-    worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
+    worstList.append(el("div", { class: "worst-item" + (alarming(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
       el("b", {}, "#" + (r.i + 1) + " " + opName(r)), " ", causeTag(r), " ", el("span", { class: "muted" }, r.module || ""),
-      " · SNR ", el("span", { class: belowFloor(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
+      " · SNR ", el("span", { class: alarming(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
       r.local !== null ? " · local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
       el("div", {}, el("code", {}, r.src || "(no source line)"))));
   });
