@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from numdiff._core.names import row_title
+
 __all__ = [
     "FORMAT_VERSION",
     "ArtifactInfo",
@@ -187,6 +189,11 @@ class CulpritRow(_Model):
                                  "the compute ops inside with module paths and source lines")
     method: str | None = Field(default=None, description="the method the row belongs to in a program of several "
                                "(forward, encode, ...); None in a program of one")
+
+    @property
+    def title(self) -> str:
+        """The row in one short line (:func:`numdiff._core.names.row_title`)."""
+        return row_title(self.aot_ops, self.delegate)
 
 
 class QuantLayerModel(_Model):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from numdiff._core.names import delegate_call, row_title
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
 from numdiff.gap.aliased import ALIASED
@@ -104,28 +104,13 @@ class CulpritRow:
     @property
     def delegate_call(self) -> str | None:
         """A delegate call's backend and call index (``XnnpackBackend #2``), else None."""
-        if self.delegate is None:
-            return None
-        found = _DELEGATE_CALL.match(self.delegate)
-        return found.group(1) if found else "delegate"
+        return delegate_call(self.delegate)
 
     @property
     def title(self) -> str:
-        """A short name for a table cell or a summary line: a long group's first and last ops with the
-        count, else its ops, after the delegate call when it is one (``XnnpackBackend #1: 213 ops,
-        dequantize_per_tensor_1 … linear_27``; ``delegate`` lists its compute ops, ``aot_ops`` keeps
-        every name)."""
-        count = len(self.aot_ops)
-        ops = (f"{self.aot_ops[0]} … {self.aot_ops[-1]} ({count} ops)" if count > _TITLE_OPS
-               else ", ".join(self.aot_ops))
-        call = self.delegate_call
-        return ops if call is None else f"{call}: {ops}"
-
-
-#: Ops a table cell names before it shortens a group to its first and last.
-_TITLE_OPS = 4
-#: The backend and call index that start :attr:`CulpritRow.delegate` (``describe_delegate``).
-_DELEGATE_CALL = re.compile(r"(.*? #\d+): ")
+        """The row in one short line for tables and summaries (:func:`numdiff._core.names.row_title`;
+        ``aot_ops`` keeps every name, ``delegate`` lists a delegate's compute ops)."""
+        return row_title(self.aot_ops, self.delegate)
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             m = modules.setdefault(key, {"module": key, "p50": 0.0, "count": 0})
             m["p50"] += e.p50
             m["count"] += 1
-    unmatched_culprits = [c.model_dump(mode="json") for c in analysis.culprits.rows
+    unmatched_culprits = [{**c.model_dump(mode="json"), "title": c.title} for c in analysis.culprits.rows
                           if c.is_culprit and _culprit_key(c) not in {(r["method"], *r["ops"]) for r in rows}]
     return {
         "meta": {

@@ -72,7 +72,7 @@
       r.local !== null ? " · local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
       el("div", {}, el("code", {}, r.src || "(no source line)"))));
   });
-  for (const c of DATA.extra_culprits) worstList.append(el("div", { class: "worst-item" }, el("b", {}, c.aot_ops.join(", ")), " ", c.source_line || ""));
+  for (const c of DATA.extra_culprits) worstList.append(el("div", { class: "worst-item" }, el("b", {}, c.title), " ", c.source_line || ""));
   if (!shown.length && !DATA.extra_culprits.length) worstList.append(el("p", { class: "muted" }, META.gap_unavailable ? "No gap rows." : worstFirst.length ? "Every compared layer is identical to the reference (∞ dB)." : "No compared rows."));
 
   // ---- chart tooltips and clicks (the charts are SVG drawn when the report was written) --------
