@@ -110,3 +110,18 @@ def test_a_run_on_other_inputs_says_so_under_the_headline(driver: Any, tmp_path:
     assert "bad" not in below and any("against the reference run on the ETRecord's inputs" in label for label, _ in stats)
     assert not driver.execute_script("return document.querySelectorAll('#worst-list .worst-item .bad').length")
     driver.save_screenshot(str(OUTPUT / "first-hour-other-inputs.png"))
+
+
+def test_a_delegate_rows_runtime_ops_are_counted_not_listed(driver: Any, tmp_path: Path) -> None:
+    """The real-size Llama's first row held 646 runtime ops, one per line: a cell 30 lines tall."""
+    analysis = synthetic_analysis(n=8)
+    assert analysis.gap is not None
+    many = ["DELEGATE_CALL"] * 200 + ["native_call_expand_copy.out"] * 100 + ["a", "b"]
+    rows = [r.model_copy(update={"runtime_ops": many}) if r.index == 0 else r for r in analysis.gap.rows]
+    page = tmp_path / "report.html"
+    write_html(analysis.model_copy(update={"gap": analysis.gap.model_copy(update={"rows": rows})}), page)
+    driver.get(page.as_uri())
+    cell, title = driver.execute_script("const td = document.querySelector('#rows-table tbody tr td.rops');"
+                                        "return [td.textContent, td.title];")
+    assert cell == "DELEGATE_CALL ×200, native_call_expand_copy.out ×100, a (+1 more)"
+    assert title == ", ".join(many)  # the whole list on hover (and in the details panel)

@@ -172,6 +172,14 @@
     return { render, visible: () => visible, showAll: () => { limit = Infinity; render(); } };
   }
 
+  // a delegate's row can hold hundreds of runtime ops: each name once with its count, the first few
+  // (the cell's tooltip and the details panel list them all)
+  const countedOps = (ops) => {
+    const counts = new Map();
+    for (const o of ops) counts.set(o, (counts.get(o) || 0) + 1);
+    const named = [...counts].map(([o, n]) => n > 1 ? o + " ×" + n : o);
+    return named.length > 3 ? named.slice(0, 3).join(", ") + " (+" + (named.length - 3) + " more)" : named.join(", ");
+  };
   const filterBox = $("filter"), only = $("only");
   const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src, r.method || ""].join(" ").toLowerCase();
   const rowsTable = makeTable($("rows-table"), [
@@ -190,7 +198,7 @@
     { key: "match", label: "matched by", get: (r) => r.match || (r.matched ? "" : "unmatched"), tip: (r) => r.match_expl || r.note || "" },
     { key: "note", label: "note", get: (r) => r.note },
     { key: "src", label: "source line", get: (r) => r.src },
-    { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", ") },
+    { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", "), tip: (r) => r.rops.join(", "), fmt: (v, r) => countedOps(r.rops) },
   ].filter((c) => !["local", "cause", "verdict"].includes(c.key) || ROWS.some((r) => r.local !== null)), ROWS, {
     keep: (r) => {
       const q = filterBox.value.trim().toLowerCase();
