@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["TITLE_OPS", "delegate_call", "row_title"]
+__all__ = ["TITLE_OPS", "abbreviated", "delegate_call", "row_title"]
 
 #: Ops a title names before it shortens a group to its first and last.
 TITLE_OPS = 4
@@ -43,7 +43,18 @@ def row_title(aot_ops: Sequence[str], delegate: str | None = None) -> str:
         >>> row_title(["add", "relu"])
         'add, relu'
     """
-    count = len(aot_ops)
-    ops = f"{aot_ops[0]} … {aot_ops[-1]} ({count} ops)" if count > TITLE_OPS else ", ".join(aot_ops)
+    ops = abbreviated(aot_ops, "ops")
     call = delegate_call(delegate)
     return ops if call is None else f"{call}: {ops}"
+
+
+def abbreviated(items: Sequence[str], noun: str) -> str:
+    """``items`` joined with ", ", or past :data:`TITLE_OPS` of them the first and last with the count.
+
+    Example:
+        >>> abbreviated(["stem.0", "layers.0.conv1", "layers.0.conv2", "layers.1.conv1", "fc"], "modules")
+        'stem.0 … fc (5 modules)'
+    """
+    if len(items) > TITLE_OPS:
+        return f"{items[0]} … {items[-1]} ({len(items)} {noun})"
+    return ", ".join(items)

@@ -29,3 +29,11 @@ def test_a_saved_row_and_the_service_summary_use_the_same_title() -> None:
                                                                                           "rows": rows})})
     assert rows[0].title == "XnnpackBackend #1: op_0 … op_8 (9 ops)"
     assert run_summary(analysis).culprit == rows[0].title and run_summary(analysis).culprits == 2
+
+
+def test_a_long_list_of_modules_is_shortened_like_ops() -> None:
+    from numdiff._core.names import abbreviated
+
+    modules = ["stem.0"] + [f"layers.{i}.conv1.0" for i in range(19)] + ["fc"]
+    assert abbreviated(modules, "modules") == "stem.0 … fc (21 modules)"
+    assert abbreviated(modules[:3], "modules") == "stem.0, layers.0.conv1.0, layers.1.conv1.0"
