@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from tabulate import tabulate
 
-    from numdiff._core.names import abbreviated
+    from numdiff._core.names import abbreviated, counted
     from numdiff._core.terminal import printable, wrapped  # names and messages in the tables come from the files
     from numdiff.inspector import Inspector
     from numdiff.report.text_table import fitted_table
@@ -214,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
         columns = (["method"] if "method" in df.columns else []) + list(_SHOWN)  # several methods: which one
         table = df[columns].copy()
         table["aot_ops"] = [r.title for r in report.rows]  # a delegate of 200 ops is one line (JSON/CSV: every name)
+        table["runtime_ops"] = [counted(r.runtime_ops) for r in report.rows]
         table["module_path"] = [None if r.module_path is None else abbreviated(r.module_path.split(", "), "modules")
                                 for r in report.rows]
         shown = [[printable(_cell(v), newlines=False) for v in row] for row in table.itertuples(index=False)]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
+from numdiff._core.names import counted, ops_title
 from numdiff._core.stack import user_frame
 from numdiff._core.terminal import printable
 from numdiff.report.text_table import ColumnFit, fitted_table
@@ -113,6 +114,9 @@ def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[s
     from tabulate import tabulate
 
     summary = gap_summary(df, module_paths)
+    if len(summary):  # a delegate's row holds hundreds of ops: one short line each (CSV keeps every name)
+        summary["aot_ops"] = [ops_title(list(ops)) for ops in df["aot_ops"]]
+        summary["runtime_ops"] = [counted(list(ops)) for ops in df["runtime_ops"]]
     if columns is not None and len(summary):
         summary = summary[[c for c in columns if c in summary.columns]]
     if title is None:

@@ -34,10 +34,12 @@ def test_a_rows_title_is_one_short_line_whatever_the_group_size() -> None:
     rep = report("culprit_clean_int8")
     (row,) = rep.rows
     assert row.delegate_call == "XnnpackBackend #1"
-    assert row.title == f"XnnpackBackend #1: {row.aot_ops[0]} … {row.aot_ops[-1]} ({len(row.aot_ops)} ops)"
+    # its 18 ops: the linears, relu and sigmoid between 13 quantize and dequantize ops
+    assert row.title == "XnnpackBackend #1: linear … linear_2 (18 ops)"
     group = replace(row, delegate=None, aot_ops=[f"op_{i}" for i in range(326)])
     assert group.title == "op_0 … op_325 (326 ops)" and group.delegate_call is None
     assert replace(group, aot_ops=["add", "relu"]).title == "add, relu"
+    assert replace(group, aot_ops=row.aot_ops[:10]).title == "linear, relu, linear_1 (+7 q/dq)"
     assert len(row.aot_ops) > 4 and row.aot_ops == rep.to_dataframe()["aot_ops"][0]  # the API keeps every name
 
 
