@@ -117,7 +117,8 @@ def test_a_delegate_rows_runtime_ops_are_counted_not_listed(driver: Any, tmp_pat
     analysis = synthetic_analysis(n=8)
     assert analysis.gap is not None
     many = ["DELEGATE_CALL"] * 200 + ["native_call_expand_copy.out"] * 100 + ["a", "b"]
-    rows = [r.model_copy(update={"runtime_ops": many}) if r.index == 0 else r for r in analysis.gap.rows]
+    ops = ["dequantize_per_tensor", "linear", "relu", "quantize_per_tensor_1", "dequantize_per_tensor_2"]
+    rows = [r.model_copy(update={"runtime_ops": many, "aot_ops": ops}) if r.index == 0 else r for r in analysis.gap.rows]
     page = tmp_path / "report.html"
     write_html(analysis.model_copy(update={"gap": analysis.gap.model_copy(update={"rows": rows})}), page)
     driver.get(page.as_uri())
@@ -125,3 +126,5 @@ def test_a_delegate_rows_runtime_ops_are_counted_not_listed(driver: Any, tmp_pat
                                         "return [td.textContent, td.title];")
     assert cell == "DELEGATE_CALL ×200, native_call_expand_copy.out ×100, a (+1 more)"
     assert title == ", ".join(many)  # the whole list on hover (and in the details panel)
+    op = driver.execute_script("return document.querySelector('#rows-table tbody tr td.op').textContent")
+    assert op == "linear, relu (+3 q/dq)"  # what computes, not the last dequantize

@@ -24,7 +24,8 @@
     return e;
   };
   const PAGE = 200;  // rows drawn at first in each table; the rest on request (keeps opening fast)
-  const opName = (r) => r.op + (r.method ? " (" + r.method + ")" : "");  // a program of several methods: whose op
+  // a group's ops as one short line (numdiff._core.names.ops_title); a program of several methods: whose op
+  const opName = (r) => (r.title || r.op) + (r.method ? " (" + r.method + ")" : "");
   const belowFloor = (r) => r.matched && r.floor !== null && num(r.snr) !== null && num(r.snr) < r.floor;
   // a run that may have used other inputs than the reference run: its accumulated gaps compare two inputs,
   // so being below the floor says nothing about the device (the culprit verdicts, on its own values, do)
@@ -184,7 +185,7 @@
   const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src, r.method || ""].join(" ").toLowerCase();
   const rowsTable = makeTable($("rows-table"), [
     { key: "i", label: "#", num: true, get: (r) => r.i + 1 },
-    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => v + (r.ops.length > 1 ? " (+" + (r.ops.length - 1) + ")" : "") + (r.method ? " [" + r.method + "]" : "") },
+    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => (r.title || v) + (r.method ? " [" + r.method + "]" : "") },
     { key: "module", label: "module", get: (r) => r.module },
     { key: "snr", label: "SNR dB", num: true, get: (r) => r.snr, fmt: (v) => fmt(v), title: "lowest over the row's outputs" },
     { key: "floor", label: "floor dB", num: true, get: (r) => r.floor, fmt: (v) => fmt(v), tip: (r) => r.floor_src },
