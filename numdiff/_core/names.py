@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["TITLE_OPS", "abbreviated", "counted", "delegate_call", "ops_title", "row_title"]
+__all__ = ["TITLE_OPS", "abbreviated", "computing_ops", "counted", "delegate_call", "ops_title", "row_title"]
 
 #: Ops a title names before it shortens a group to its first and last.
 TITLE_OPS = 4
@@ -92,9 +92,25 @@ def ops_title(ops: Sequence[str]) -> str:
     """
     if len(ops) <= TITLE_OPS:
         return ", ".join(ops)
-    work = [o for o in ops if not _QDQ_NAME.fullmatch(o)]
+    work = [o for o in ops if not _is_qdq(o)]
     if not work:
         return abbreviated(ops, "ops")
     if len(work) <= TITLE_OPS:
         return ", ".join(work) + f" (+{len(ops) - len(work)} q/dq)"
     return f"{work[0]} … {work[-1]} ({len(ops)} ops)"
+
+
+def _is_qdq(name: str) -> bool:
+    return _QDQ_NAME.fullmatch(name) is not None
+
+
+def computing_ops(ops: Sequence[str]) -> list[str]:
+    """The ops of a group that compute (not quantize, dequantize or choose_qparams), in order; all of
+    them when none does. A group's module and source line are looked up there: its first and last
+    dequantize belong to the model's root module.
+
+    Example:
+        >>> computing_ops(["dequantize_per_tensor", "linear", "quantize_per_tensor_1"])
+        ['linear']
+    """
+    return [o for o in ops if not _is_qdq(o)] or list(ops)

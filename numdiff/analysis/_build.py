@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from numdiff._core.names import computing_ops
 from numdiff.analysis.signature import program_signature
 from numdiff.errors import InternalError, MismatchedArtifactsError, MissingDataError, NumdiffError
 from numdiff.analysis.records import (
@@ -257,9 +258,11 @@ def _gap_rows(inputs: GapInputs, method: str | None, rows: list[GapRowModel], co
         match = None if snr.match is None else snr.match.value
         if match is not None:
             counts[match] = counts.get(match, 0) + 1
-        traces = [t for op in snr.aot_ops for t in [_trace(op, base.stack_traces)] if t]
+        work = computing_ops(snr.aot_ops)  # a delegate's last dequantize belongs to the model's root module
+        traces = [t for op in work if (t := _trace(op, base.stack_traces))] \
+            or [t for op in snr.aot_ops if (t := _trace(op, base.stack_traces))]
         trace = traces[-1] if traces else None
-        last_op = snr.aot_ops[-1] if snr.aot_ops else None
+        last_op = work[-1] if work else None
         aot_stats, rt_stats, hist, max_abs = _value_stats(snr.aot_output, snr.runtime_output)
         rows.append(GapRowModel(
             index=first + index, aot_debug_handle=list(snr.aot_handle), aot_ops=list(snr.aot_ops),

@@ -45,6 +45,10 @@ def test_gap_table_keeps_every_column_when_wide(capsys: pytest.CaptureFixture[st
     assert lines[1].split() == ["handle", "aot_ops", "runtime_ops", "shape", "gap", "module", "source"]
     assert lines[3].split()[:6] == ["1,2,4,4,5,6,6,6,7,7,7", "linear,", "relu,", "linear_1", "(+8", "q/dq)"]
     assert "left out" not in lines[-1] and max(len(line) for line in lines) <= 160
+    # a delegate row's module is its linears', not the model's root module its first dequantize belongs to
+    modules = [line[lines[1].index("module"):lines[1].index("source")].strip() for line in lines[3:]
+               if "DELEGATE_CALL" in line]
+    assert modules == ["fc1", "fc3"]
 
 
 @pytest.mark.parametrize("width", [60, 100, 120])
