@@ -15,7 +15,7 @@ import pandas as pd
 from numdiff._core.names import computing_ops, counted, ops_title
 from numdiff._core.stack import user_frame
 from numdiff._core.terminal import printable
-from numdiff.report.text_table import ColumnFit, fitted_table
+from numdiff.report.text_table import ColumnFit, fitted_table, said_once
 
 if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
@@ -118,6 +118,9 @@ def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[s
     if len(summary):  # a delegate's row holds hundreds of ops: one short line each (CSV keeps every name)
         summary["aot_ops"] = [ops_title(list(ops)) for ops in df["aot_ops"]]
         summary["runtime_ops"] = [counted(list(ops)) for ops in df["runtime_ops"]]
+        for col in ("module", "source"):  # the ten ops of one source line: its text once
+            if col in summary.columns:
+                summary[col] = said_once(list(summary[col]))
     if columns is not None and len(summary):
         summary = summary[[c for c in columns if c in summary.columns]]
     if title is None:

@@ -121,12 +121,10 @@ aot_ops      local_gap    accumulated_gap  verdict    is_culprit    source_line
 ---------  -----------  -----------------  ---------  ------------  --------------------------------
 linear          144               144      ok                       _culprit_models.py:28 forward: h
                                                                     = torch.relu(self.fc1(x))
-relu            inf               140.7    ok                       _culprit_models.py:28 forward: h
-                                                                    = torch.relu(self.fc1(x))
+relu            inf               140.7    ok                       "
 linear_1         11.35             11.35   broken     CULPRIT       _culprit_models.py:29 forward: h
                                                                     = torch.tanh(self.fc2(h))
-tanh            143.9              11.45   ok                       _culprit_models.py:29 forward: h
-                                                                    = torch.tanh(self.fc2(h))
+tanh            143.9              11.45   ok                       "
 linear_2        142.3               6.513  ok                       _culprit_models.py:30 forward:
                                                                     return self.fc3(h)
 (input_source, amplification, runtime_ops and module_path left out to fit 100 columns: a wider
