@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import torch
 
+from numdiff.culprits._noise import COPYING_OPS
 from numdiff.culprits._rounding import tie_tolerance
 
 __all__ = ["NO_BOUND", "QMAX", "QMIN", "Qd8", "flips", "propagate", "qd8_params", "qd8_quantize"]
@@ -178,16 +179,11 @@ _LIPSCHITZ = {"relu": 1.0, "relu_": 1.0, "hardtanh": 1.0, "hardtanh_": 1.0, "cla
               "neg": 1.0, "abs": 1.0, "gelu": 1.13, "silu": 1.1, "sigmoid": 0.25, "hardsigmoid": 1 / 6,
               "hardswish": 1.5, "relu6": 1.0, "_to_copy": 1.0, "to": 1.0, "alias": 1.0, "clone": 1.0,
               "contiguous": 1.0, "dropout": 1.0}
-#: Ops whose output is a copy, selection or convex combination of their inputs' elements: run on the bound.
-_ON_BOUND = frozenset({"view", "reshape", "_unsafe_view", "view_copy", "permute", "permute_copy", "transpose",
-                       "t", "flatten", "squeeze", "squeeze_copy", "unsqueeze", "unsqueeze_copy", "expand",
-                       "expand_copy", "slice", "slice_copy", "select", "select_copy", "cat", "stack", "split",
-                       "split_with_sizes", "split_copy", "split_with_sizes_copy", "chunk", "unbind", "repeat",
-                       "pixel_shuffle", "pixel_unshuffle", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-                       "adaptive_avg_pool1d", "adaptive_avg_pool2d", "mean", "max_pool1d", "max_pool2d",
-                       "max_pool3d", "max_pool2d_with_indices", "upsample_nearest1d", "upsample_nearest2d",
-                       "upsample_bilinear2d", "_upsample_bilinear2d_aa", "index_select", "narrow", "movedim",
-                       "getitem", "roll", "flip"})
+#: Ops whose output is a copy, selection or convex combination of their inputs' elements: run on the bound
+#: (the copies are numdiff.culprits._noise.COPYING_OPS; relu has its slope above).
+_ON_BOUND = (COPYING_OPS - {"relu"}) | frozenset({
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "mean",
+    "upsample_bilinear2d", "_upsample_bilinear2d_aa"})
 _LINEAR_WEIGHTED = frozenset({"linear", "conv1d", "conv2d", "conv3d", "convolution"})
 
 

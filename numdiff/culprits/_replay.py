@@ -185,9 +185,9 @@ class ReplayInterpreter(Interpreter):
         self._flips: dict[str, int] = {}
         #: choose_qparams ops and the getitems of their outputs (the graph's dynamic grids).
         self._grids: set[str] = set()
-        #: Values on a per-tensor quantization grid ``(step, zero point)``: a dequantize's output and
-        #: copies of its elements (:data:`~numdiff.culprits._noise.COPYING_OPS`).
-        self._on_grid: dict[str, tuple[float, float | None]] = {}
+        #: Steps of the per-tensor quantization grids values lie on: a dequantize's output and copies of
+        #: its elements (:data:`~numdiff.culprits._noise.COPYING_OPS`).
+        self._on_grid: dict[str, float] = {}
         #: Per unpaired value, the per-element bound of the deviation such flips may cause (see
         #: _qd8.propagate): a tensor shaped like the value, or a list of them for several outputs.
         self._bounds: dict[str, object] = {}
@@ -288,7 +288,7 @@ class ReplayInterpreter(Interpreter):
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
         if step is None and grid is not None:  # a copy of a dequantized value: its grid's rounding
-            step, zero_point = grid
+            step = grid
         tie = None if pending_tie is None else pending_tie()
         described = self._describe_dynamic(*dyn)
         depth, ratio = own_way
@@ -303,17 +303,22 @@ class ReplayInterpreter(Interpreter):
                                                               described, row_bound, bool(dyn[1]), compounded))
 
     def _grid(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
-              kwargs: Mapping[str, object]) -> tuple[float, float | None] | None:
-        """The per-tensor grid ``(step, zero point)`` ``n``'s value lies on: a per-tensor dequantize's,
-        kept by ops that only copy elements when every value they copy lies on that one grid."""
-        if kind in _DEQUANTIZE:  # static parameters only: a dynamic grid may be the device's own, per row
+              kwargs: Mapping[str, object]) -> float | None:
+        """The step of the per-tensor grid ``n``'s value lies on: a per-tensor dequantize's (static
+        parameters), kept by ops that only copy elements when every value they copy lies on that one
+        grid. Only the step: the row's value stays the dequantized one (a zero point would make the
+        local error read an integer runtime value as the accumulated error does not)."""
+        if kind in _DEQUANTIZE:  # a dynamic grid may be the device's own, per row
             if len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node):
                 return None
-            step, _, zero_point = quant_noise(n.target, args, kwargs)
-            return (step, zero_point) if isinstance(step, float) else None
+            step, _, _ = quant_noise(n.target, args, kwargs)
+            return step if isinstance(step, float) else None
         if kind not in COPYING_OPS or not n.args:
             return None
         first = n.args[0]
+        if kind == "getitem" and isinstance(first, torch.fx.Node) and op_type(first.target).endswith("_with_indices") \
+                and len(n.args) > 1 and n.args[1] != 0:
+            return None  # the indices of a max pool: integers, on no grid
         sources = first if isinstance(first, (list, tuple)) else (first,)
         grids = {self._on_grid.get(s.name) if isinstance(s, torch.fx.Node) else None for s in sources}
         return grids.pop() if len(grids) == 1 else None
