@@ -177,7 +177,7 @@ def integer_bias(layer: torch.fx.Node, args: tuple[object, ...], kwargs: Mapping
     of a step, enough to round a few elements in a thousand the other way, and MobileNetV2's linear
     bottlenecks carry such flips on (real-size zoo, int8 XNNPACK: 17 inverted residuals in one
     delegate disagreed with the float-bias replay by 12 steps rms; with the int32 bias, the first
-    eight match it bit for bit). A dynamically quantized input's bias stays float (as here: its input
+    fourteen match it bit for bit). A dynamically quantized input's bias stays float (as here: its input
     scale is computed at run time)."""
     if op_type(layer.target) not in _DYNAMIC_CONSUMERS or len(layer.args) < 2 or len(args) < 2:
         return None
