@@ -106,3 +106,14 @@ def test_a_clean_int8_mobilenet_delegate_matches_its_replay_bit_for_bit(monkeypa
     monkeypatch.setattr("numdiff.culprits._replay.integer_bias", lambda *args, **kwargs: None)
     (row,) = inspector("culprit_clean_int8_depthwise").find_culprits("SNR").rows
     assert 40 < row.local_gap < 60  # the graph's float bias: a few elements a step away
+
+
+def test_the_worst_row_fed_by_no_row_does_not_say_its_error_is_inherited() -> None:
+    """Its reference run adds the float bias and rounds twice around each relu6 (39.5 dB from the runtime),
+    its replay computes as XNNPACK does (bit for bit): the difference is not inherited from any row."""
+    rep = inspector("culprit_clean_int8_depthwise").find_culprits("SNR")
+    (line,) = [x for x in str(rep).splitlines() if x.startswith("worst accumulated row")]
+    assert rep.rows[0].producers == () and 30 < rep.rows[0].accumulated_gap < 50
+    assert line.endswith("verdict ok: no row feeds it: its replay on the run's inputs agrees with the runtime, the "
+                         "reference run differs from that replay (other inputs, or ops the replay computes as the "
+                         "backend does)")
