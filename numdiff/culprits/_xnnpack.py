@@ -45,8 +45,9 @@ _MOVES = frozenset({
 #: Weighted layers after a requantization XNNPACK computes its own way before its one-step flips are
 #: carried as noise: a flip moves the next layer's values by a fraction of a step, which rounds
 #: another few elements the other way, and so on; it takes several layers to compound (a whole
-#: ResNet-18 or EfficientNet in one delegate disagrees by 1-2 steps rms at its output, while the
-#: zoo's rows of one to three layers match their replay bit for bit).
+#: ResNet-18 in one delegate disagrees by 1 step rms at its output, its int8 add + relu rounding in
+#: fixed point, while the zoo's rows of one to three layers match their replay bit for bit; the
+#: real-size EfficientNet's 1-2 steps were the int32 bias, see :func:`integer_bias`: bit for bit now).
 COMPOUNDING_DEPTH = 4
 
 
