@@ -138,6 +138,34 @@ class QuantMLP(nn.Module):
         return self.fc3(h)
 
 
+class _InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expand + relu6, 3x3 depthwise + relu6, 1x1 projection (+ input)."""
+
+    def __init__(self, cin: int, cout: int, stride: int, expand: int = 4) -> None:
+        super().__init__()
+        hidden = cin * expand
+        self.expand = nn.Conv2d(cin, hidden, 1)
+        self.dw = nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden)
+        self.project = nn.Conv2d(hidden, cout, 1)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.project(torch.nn.functional.relu6(self.dw(torch.nn.functional.relu6(self.expand(x)))))
+        return x + y if self.residual else y
+
+
+class MobileBlocks(nn.Module):
+    """A small MobileNetV2: 3x3 stride-2 stem + relu6, three inverted residuals (depthwise 3x3)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, 2, 1)
+        self.blocks = nn.Sequential(_InvertedResidual(8, 8, 1), _InvertedResidual(8, 12, 2), _InvertedResidual(12, 12, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.blocks(torch.nn.functional.relu6(self.stem(x)))
+
+
 class SplitMLP(nn.Module):
     """Two XNNPACK partitions: cumsum is not delegated."""
 
@@ -306,4 +334,7 @@ SPECS: list[CulpritSpec] = [
                 QuantMLP, nothing, (), (2, 8), lowering="quant_xnnpack"),
     CulpritSpec("culprit_clean_int8_portable", "clean PT2E int8 QuantMLP on the portable + quantized kernels",
                 QuantMLP, nothing, (), (2, 8), lowering="quant_portable"),
+    CulpritSpec("culprit_clean_int8_depthwise", "clean PT2E int8 MobileBlocks (depthwise convs, relu6, residual "
+                "adds) with XnnpackPartitioner (twin = model): XNNPACK adds each bias as int32",
+                MobileBlocks, nothing, (), (1, 3, 24, 24), lowering="quant_xnnpack"),
 ]

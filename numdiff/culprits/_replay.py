@@ -10,11 +10,13 @@ returns the value to substitute. Weights and constants come from the graph; grap
 representative inputs, unless a delegate logged them: then the exact argument of that delegate call
 (see :mod:`numdiff.culprits._inputs`), never a logged tensor that merely has the same shape.
 
-Inside an XNNPACK delegate, a dynamic quantization (``choose_qparams → quantize → dequantize``
-feeding a linear or a convolution) is replayed on XNNPACK's own per-row grid
-(:mod:`numdiff.culprits._qd8`), not the graph's per-tensor one; the elements such a rounding may flip
-are carried per element to the row's noise (``Noise.bound``). Every other dynamic quantization keeps
-the graph's grid and its first-order rounding noise (``Noise.carried``); the row's noise says which.
+Inside an XNNPACK delegate, a statically quantized convolution or fully connected layer adds its bias
+on its int32 accumulator's grid (:func:`~numdiff.culprits._xnnpack.integer_bias`), and a dynamic
+quantization (``choose_qparams → quantize → dequantize`` feeding a linear or a convolution) is
+replayed on XNNPACK's own per-row grid (:mod:`numdiff.culprits._qd8`), not the graph's per-tensor
+one; the elements such a rounding may flip are carried per element to the row's noise
+(``Noise.bound``). Every other dynamic quantization keeps the graph's grid and its first-order
+rounding noise (``Noise.carried``); the row's noise says which.
 
 Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
 """
@@ -33,7 +35,8 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
-from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp
+from numdiff.culprits._xnnpack import (COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp,
+                                       integer_bias)
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
@@ -199,6 +202,7 @@ class ReplayInterpreter(Interpreter):
         #: :func:`~numdiff.culprits._xnnpack.fused_clamp`), by the quantize op.
         self._unrounded: dict[str, torch.Tensor] = {}
         self._own_way: dict[str, tuple[int, float]] = {}
+        self._scales: dict[str, object] = {}  # scales of per-channel dequantize ops inside XNNPACK delegates
         self._logged_inputs = logged_inputs or {}
         #: Graph inputs replaced by a value the runtime logged (a delegate logs its inputs), and where.
         self.inputs_from_runtime: dict[str, str] = {} if inputs_from_runtime is None else inputs_from_runtime
@@ -215,7 +219,7 @@ class ReplayInterpreter(Interpreter):
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
         self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
         self._on_grid = {}
-        self._requantized, self._own_way, self._unrounded = set(), {}, {}
+        self._requantized, self._own_way, self._unrounded, self._scales = set(), {}, {}, {}
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -241,13 +245,18 @@ class ReplayInterpreter(Interpreter):
                 self._on_grid.pop(gone.name, None)
                 self._requantized.discard(gone.name)
                 self._own_way.pop(gone.name, None)
+                self._scales.pop(gone.name, None)
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
             args, kwargs = self.fetch_args_kwargs_from_env(n)
             result = self._emulated(n, args)
             if result is None:
-                result = self.call_function(n.target, args, kwargs)
+                biased = integer_bias(n, args, kwargs, lambda node: self._scales.get(node.name)) \
+                    if n.name in self._xnnpack else None
+                result = self.call_function(n.target, *((args, kwargs) if biased is None else biased))
+            if n.name in self._xnnpack and op_type(n.target) == "dequantize_per_channel" and len(args) > 1:
+                self._scales[n.name] = args[1]  # for the bias of the layer reading it (see integer_bias)
         except NumdiffError:
             raise
         except Exception as e:

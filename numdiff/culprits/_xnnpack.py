@@ -5,18 +5,22 @@
 * Its static requantizations (:func:`computed_own_way`): exact after a convolution or a fully
   connected layer, its own fixed-point arithmetic after an int8 add, mean or activation, whose
   one-step flips compound over :data:`COMPOUNDING_DEPTH` weighted layers.
+* The bias of a statically quantized convolution or fully connected layer (:func:`integer_bias`):
+  XNNPACK adds it as an int32 on the accumulator's grid, where the graph adds it in float.
+* A clamp left between two requantizations (:func:`fused_clamp`): XNNPACK fuses it into the layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import SupportsInt, cast
 
 import torch
 
 from numdiff.culprits._noise import op_type
 
-__all__ = ["COMPOUNDING_DEPTH", "WEIGHTED_OPS", "computed_own_way", "dynamic_chain", "dynamic_rows", "fused_clamp"]
+__all__ = ["COMPOUNDING_DEPTH", "WEIGHTED_OPS", "computed_own_way", "dynamic_chain", "dynamic_rows", "fused_clamp",
+           "integer_bias"]
 
 _ANY_QUANTIZE = frozenset({"quantize_per_tensor", "quantize_per_channel", "quantize_per_token"})
 _ANY_DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel", "dequantize_per_token"})
@@ -41,8 +45,9 @@ _MOVES = frozenset({
 #: Weighted layers after a requantization XNNPACK computes its own way before its one-step flips are
 #: carried as noise: a flip moves the next layer's values by a fraction of a step, which rounds
 #: another few elements the other way, and so on; it takes several layers to compound (a whole
-#: ResNet-18 or EfficientNet in one delegate disagrees by 1-2 steps rms at its output, while the
-#: zoo's rows of one to three layers match their replay bit for bit).
+#: ResNet-18 in one delegate disagrees by 1 step rms at its output, its int8 add + relu rounding in
+#: fixed point, while the zoo's rows of one to three layers match their replay bit for bit; the
+#: real-size EfficientNet's 1-2 steps were the int32 bias, see :func:`integer_bias`: bit for bit now).
 COMPOUNDING_DEPTH = 4
 
 
@@ -144,3 +149,65 @@ def fused_clamp(dequantize: torch.fx.Node) -> bool:
         return False
     (after,) = clamp.users
     return op_type(after.target) == "quantize_per_tensor"
+
+
+def _static_scale(dequantize: object, kinds: frozenset[str]) -> float | None:
+    """The scale of ``dequantize`` when it is a dequantize op of ``kinds`` with a scale fixed in the graph."""
+    if not isinstance(dequantize, torch.fx.Node) or dequantize.op != "call_function" \
+            or op_type(dequantize.target) not in kinds or len(dequantize.args) < 2:
+        return None
+    scale = dequantize.args[1]
+    return float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else None
+
+
+def integer_bias(layer: torch.fx.Node, args: tuple[object, ...], kwargs: Mapping[str, object],
+                 channel_scales: Callable[[torch.fx.Node], object] = lambda node: None,
+                 ) -> tuple[tuple[object, ...], dict[str, object]] | None:
+    """``layer``'s arguments ``(args, kwargs)`` with its float bias (positional or keyword) replaced by
+    the bias XNNPACK adds, or None when XNNPACK adds the graph's (``channel_scales`` gives the scales a
+    ``dequantize_per_channel`` node used, None if unknown).
+
+    A convolution or fully connected layer reading a statically quantized input (a per-tensor
+    dequantize with a scale fixed in the graph) and quantized weights (per tensor or per output
+    channel) accumulates in int32, and ExecuTorch's XNNPACK backend gives it the float bias quantized
+    onto that accumulator's grid: ``round(bias * (1 / (input scale * weight scale)))`` (per output
+    channel for per-channel weights; PyTorch's ``quantize_per_tensor`` / ``quantize_per_channel``,
+    rounding half to even). The graph adds the float bias. The difference is up to half a step of that
+    grid, ``input scale * weight scale / output scale / 2`` of an output step: small for a layer
+    reducing over many inputs, but a 3x3 depthwise convolution's few inputs make it a few thousandths
+    of a step, enough to round a few elements in a thousand the other way, and MobileNetV2's linear
+    bottlenecks carry such flips on (real-size zoo, int8 XNNPACK: 17 inverted residuals in one
+    delegate disagreed with the float-bias replay by 12 steps rms; with the int32 bias, the first
+    fourteen match it bit for bit). A dynamically quantized input's bias stays float (as here: its input
+    scale is computed at run time)."""
+    if op_type(layer.target) not in _DYNAMIC_CONSUMERS or len(layer.args) < 2 or len(args) < 2:
+        return None
+    positional = len(args) > 2
+    bias = args[2] if positional else kwargs.get("bias")
+    if not isinstance(bias, torch.Tensor) or not bias.is_floating_point() or bias.dim() != 1:
+        return None
+    bias_node = layer.args[2] if len(layer.args) > 2 else layer.kwargs.get("bias")
+    if isinstance(bias_node, torch.fx.Node) and op_type(bias_node.target) in _ANY_DEQUANTIZE:
+        return None  # already quantized by the quantizer: XNNPACK takes it as it is
+    input_scale = _static_scale(layer.args[0], frozenset({"dequantize_per_tensor"}))
+    if input_scale is None:
+        return None
+    weight = layer.args[1]
+    weight_scale = _static_scale(weight, frozenset({"dequantize_per_tensor"}))
+    if weight_scale is not None:
+        grid = weight_scale * input_scale
+        steps = torch.round(bias.float() * (1.0 / grid)).clamp(-(2**31), 2**31 - 1)
+        rounded = (steps.double() * grid).to(bias.dtype)
+    else:
+        if not isinstance(weight, torch.fx.Node) or op_type(weight.target) != "dequantize_per_channel" \
+                or len(weight.args) < 2:
+            return None
+        scales = channel_scales(weight)
+        if not isinstance(scales, torch.Tensor) or scales.shape != bias.shape or not scales.is_floating_point():
+            return None
+        grids = scales * input_scale
+        steps = torch.round(bias.float() * (1.0 / grids)).clamp(-(2**31), 2**31 - 1)
+        rounded = (steps.double() * grids.double()).to(bias.dtype)
+    if positional:
+        return (*args[:2], rounded, *args[3:]), dict(kwargs)
+    return tuple(args), {**kwargs, "bias": rounded}

@@ -195,8 +195,9 @@ def inputs_assumed_note(names: Sequence[str]) -> str:
 
 def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
     """Why the worst row of the plain gap table is not a culprit, in words that match its numbers: its
-    replay is clearly better than the table's number (the error came from its inputs), or the two are
-    about the same and within the op's expected noise (nothing was inherited: there is little error)."""
+    replay is clearly better than the table's number (the error came from its inputs; or, when no row
+    feeds it, from computing as the backend does: XNNPACK's int32 bias, say), or the two are about the
+    same and within the op's expected noise (nothing was inherited: there is little error)."""
     local, accumulated = row.local_gap, row.accumulated_gap
     if row.verdict is Verdict.NOT_JUDGED:
         return "its graph inputs may not be the run's, so nothing is said about it (see its note)"
@@ -206,6 +207,9 @@ def _why_not_a_culprit(row: CulpritRow, higher_is_better: bool) -> str:
         return "not replayed (see its note)"
     better = local > accumulated if higher_is_better else local < accumulated
     if better and not math.isclose(local, accumulated, rel_tol=0.05):
+        if not row.producers:  # nothing to inherit from: the reference computes it otherwise than the replay
+            return ("no row feeds it: its replay on the run's inputs agrees with the runtime, the reference run "
+                    "differs from that replay (other inputs, or ops the replay computes as the backend does)")
         return "its error is inherited from its inputs"
     return "its local error is within its expected noise"
 
