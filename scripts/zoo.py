@@ -129,6 +129,35 @@ def output_snr_db(run: Run) -> float | None:
     return None
 
 
+#: A quantized runtime this close to the float model (dB of the float model's output against it) as
+#: the ETRecord's quantized reference is computes a quantization as good as the graph's: however far
+#: from the reference it lands, it is a control, not a runtime fault.
+AS_GOOD_AS_REFERENCE_DB = 3.0
+
+
+def as_good_as_reference(folder: Path, run: Run) -> tuple[float, float] | None:
+    """For a quantized program's clean run: ``(runtime, reference)`` SNR (dB) of their outputs against the
+    float model's (the same architecture's portable export, whose reference output is the float model's
+    on the same representative input) when the runtime is within :data:`AS_GOOD_AS_REFERENCE_DB` of the
+    reference; None otherwise, or when there is no float export to compare with."""
+    from numdiff import Inspector
+
+    floated = folder.parent.parent / "portable"
+    if not (floated / "etrecord.bin").is_file() or not (floated / "clean" / "etdump.etdp").is_file():
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fp32 = Inspector(etdump_path=floated / "clean" / "etdump.etdp", etrecord=str(floated / "etrecord.bin"))
+    want = next((list(b.reference_output) for b in fp32.event_blocks if b.reference_output), None)
+    block = next((b for b in run.inspector.event_blocks if b.run_output and b.reference_output), None)
+    if want is None or block is None:
+        return None
+    runtime, reference = worst_snr_db(want, list(block.run_output)), worst_snr_db(want, list(block.reference_output))
+    if runtime is None or reference is None or runtime < reference - AS_GOOD_AS_REFERENCE_DB:
+        return None
+    return runtime, reference
+
+
 def same_run(twin: Run, control: Run) -> bool:
     """Whether every tensor the twin's runtime logged (outputs included) equals the control's, bit for bit."""
     import torch
@@ -197,7 +226,7 @@ def score_case(folder: Path, truth: dict[str, Any], control: Run | None) -> Scor
     culprits = tuple(_describe(r) for r in rep.culprits)
     if plant is None:
         fault = output_snr_db(run)
-        if fault is not None and fault < RUNTIME_FAULT_DB:
+        if fault is not None and fault < RUNTIME_FAULT_DB and as_good_as_reference(folder, run) is None:
             # Not a control: the runtime itself computes something else than the reference model.
             named = "; ".join(culprits) or "no culprit named"
             return Score(**base, kind="clean", outcome="runtime-fault" if rep.culprits else "runtime-fault-missed",
@@ -496,7 +525,9 @@ def table(scores: list[Score]) -> str:
                  f"{max((s.noise_float for s in controls), default=0.0):.2g} noise units on floating-point rows, "
                  f"{max((s.noise_quantized for s in controls), default=0.0):.2g} on quantized rows")
     lines.append("runtime fault: a clean export whose runtime output is unrelated to the ETRecord's reference output")
-    lines.append(f"  (< {RUNTIME_FAULT_DB:g} dB): not a control; named/all = numdiff named a culprit in it.")
+    lines.append(f"  (< {RUNTIME_FAULT_DB:g} dB) and further from the float model's than the reference is (by over "
+                 f"{AS_GOOD_AS_REFERENCE_DB:g} dB): not a")
+    lines.append("  control; named/all = numdiff named a culprit in it.")
     lines.append("")
     lines += _input_runs(
         [s for s in scores if s.kind == "other-input"],
