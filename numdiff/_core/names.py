@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-__all__ = ["TITLE_OPS", "abbreviated", "computing_ops", "counted", "delegate_call", "ops_title", "row_title"]
+__all__ = ["COMPUTE_OPS", "TITLE_OPS", "abbreviated", "counted", "delegate_call", "group_modules", "is_qdq_name", "lookup_order",
+           "ops_title", "row_title", "without_qdq"]
 
 #: Ops a title names before it shortens a group to its first and last.
 TITLE_OPS = 4
@@ -46,7 +47,7 @@ def row_title(aot_ops: Sequence[str], delegate: str | None = None) -> str:
     """
     ops = ops_title(aot_ops)
     call = delegate_call(delegate)
-    return ops if call is None else f"{call}: {ops}"
+    return ops if call is None else f"{call}: {ops}" if ops else call
 
 
 def abbreviated(items: Sequence[str], noun: str) -> str:
@@ -74,14 +75,20 @@ def counted(items: Sequence[str]) -> str:
     return ", ".join(named[:3]) + (f" (+{len(named) - 3} more)" if len(named) > 3 else "")
 
 
-#: Node names of quantize, dequantize and choose_qparams ops (``dequantize_per_tensor_12``).
-_QDQ_NAME = re.compile(r"(?:de)?quantize_per_(?:tensor|channel|token)(?:_\d+)?|choose_qparams\w*")
+#: Node names of quantize, dequantize and choose_qparams ops, in the ATen or Edge dialect
+#: (``dequantize_per_tensor_12``, ``quantized_decomposed_dequantize_per_channel_group_default``, ``choose_qparams_1``).
+_QDQ_NAME = re.compile(r"(?:^|_)(?:de)?quantize_(?:per_tensor|per_channel|per_token|affine)|(?:^|_)choose_qparams")
+
+#: Op types that do a group's real work: convolutions, matmuls and linears (q/dq, layout and
+#: element-wise ops are left out). Culprit rows of delegate calls are named after these.
+COMPUTE_OPS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d",
+                         "linear", "mm", "bmm", "matmul", "addmm", "baddbmm"})
 
 
 def ops_title(ops: Sequence[str]) -> str:
-    """A group of op names in one short line: all of them when few; else the ops that compute (not
-    quantize, dequantize or choose_qparams) with how many of those were left out; else the first and
-    last that compute with the count.
+    """A group of op names in one short line: all of them when few; else the ops that are not
+    quantize, dequantize or choose_qparams with how many of those were left out; else the first and
+    last of those with the count.
 
     Example:
         >>> ops_title(["dequantize_per_tensor", "dequantize_per_tensor_1", "linear", "relu", "quantize_per_tensor_1",
@@ -92,7 +99,7 @@ def ops_title(ops: Sequence[str]) -> str:
     """
     if len(ops) <= TITLE_OPS:
         return ", ".join(ops)
-    work = [o for o in ops if not _is_qdq(o)]
+    work = [o for o in ops if not is_qdq_name(o)]
     if not work:
         return abbreviated(ops, "ops")
     if len(work) <= TITLE_OPS:
@@ -100,17 +107,53 @@ def ops_title(ops: Sequence[str]) -> str:
     return f"{work[0]} … {work[-1]} ({len(ops)} ops)"
 
 
-def _is_qdq(name: str) -> bool:
-    return _QDQ_NAME.fullmatch(name) is not None
-
-
-def computing_ops(ops: Sequence[str]) -> list[str]:
-    """The ops of a group that compute (not quantize, dequantize or choose_qparams), in order; all of
-    them when none does. A group's module and source line are looked up there: its first and last
-    dequantize belong to the model's root module.
+def is_qdq_name(name: str) -> bool:
+    """Whether a node name is a quantize, dequantize or choose_qparams op's.
 
     Example:
-        >>> computing_ops(["dequantize_per_tensor", "linear", "quantize_per_tensor_1"])
+        >>> [is_qdq_name(n) for n in ("dequantize_per_tensor_3", "quantized_decomposed_quantize_per_channel_default",
+        ...                          "choose_qparams_tensor", "linear_1", "requantize_scale")]
+        [True, True, True, False, False]
+    """
+    return _QDQ_NAME.search(name) is not None
+
+
+def without_qdq(ops: Sequence[str]) -> list[str]:
+    """A group's ops without its quantize, dequantize and choose_qparams ops, in order; all of them
+    when every op is one.
+
+    Example:
+        >>> without_qdq(["dequantize_per_tensor", "linear", "quantize_per_tensor_1"])
         ['linear']
     """
-    return [o for o in ops if not _is_qdq(o)] or list(ops)
+    return [o for o in ops if not is_qdq_name(o)] or list(ops)
+
+
+def lookup_order(ops: Sequence[str]) -> list[str]:
+    """Where to look for a group's source line: its ops without q/dq from the last, then the rest
+    (a delegate's first and last dequantize belong to the model's root module)."""
+    work = without_qdq(ops)
+    return [*reversed(work), *(o for o in reversed(ops) if o not in work)]
+
+
+def group_modules(ops: Sequence[str], module_paths: Mapping[str, str]) -> str | None:
+    """The modules of a group (a delegate call, a fused group): those of its convolutions, matmuls and
+    linears (:data:`COMPUTE_OPS`, found by node name), else of its ops without q/dq; distinct, in
+    order, shortened past :data:`TITLE_OPS`. None when none has a module.
+
+    Example:
+        >>> group_modules(["dequantize_per_tensor", "linear", "relu", "linear_1"],
+        ...               {"dequantize_per_tensor": "Net", "linear": "fc1", "relu": "act", "linear_1": "fc2"})
+        'fc1, fc2'
+    """
+    compute = [o for o in ops if _op_of(o) in COMPUTE_OPS]
+    found = [module_paths[o] for o in compute or without_qdq(ops) if module_paths.get(o)]
+    distinct = list(dict.fromkeys(found))
+    return abbreviated(distinct, "modules") if distinct else None
+
+
+def _op_of(name: str) -> str:
+    """A node name's op type as torch.fx names nodes (``conv2d_3`` -> ``conv2d``; Edge ``aten_linear_default``)."""
+    name = re.sub(r"_\d+$", "", name)
+    name = name[len("aten_"):] if name.startswith("aten_") else name
+    return re.sub(r"_(?:default|Tensor|int|Scalar)$", "", name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from numdiff._core.names import computing_ops
+from numdiff._core.names import group_modules, lookup_order
 from numdiff.analysis.signature import program_signature
 from numdiff.errors import InternalError, MismatchedArtifactsError, MissingDataError, NumdiffError
 from numdiff.analysis.records import (
@@ -258,18 +258,15 @@ def _gap_rows(inputs: GapInputs, method: str | None, rows: list[GapRowModel], co
         match = None if snr.match is None else snr.match.value
         if match is not None:
             counts[match] = counts.get(match, 0) + 1
-        work = computing_ops(snr.aot_ops)  # a delegate's last dequantize belongs to the model's root module
-        traces = [t for op in work if (t := _trace(op, base.stack_traces))] \
-            or [t for op in snr.aot_ops if (t := _trace(op, base.stack_traces))]
-        trace = traces[-1] if traces else None
-        last_op = work[-1] if work else None
+        # a delegate's dequantizes belong to the model's root module: its linears name it
+        trace = next((t for op in lookup_order(snr.aot_ops) if (t := _trace(op, base.stack_traces))), None)
         aot_stats, rt_stats, hist, max_abs = _value_stats(snr.aot_output, snr.runtime_output)
         rows.append(GapRowModel(
             index=first + index, aot_debug_handle=list(snr.aot_handle), aot_ops=list(snr.aot_ops),
             runtime_ops=list(snr.runtime_ops), runtime_debug_handle=list(snr.runtime_handle),
             snr=[float(v) for v in snr.gap], mse=[float(v) for v in mse.gap], l1=[float(v) for v in l1.gap],
             matched=snr.matched, match=match, match_explanation=MATCH_EXPLANATIONS.get(match or ""),
-            note=snr.note, module=base.module_paths.get(last_op or ""), source_line=user_frame(trace),
+            note=snr.note, module=group_modules(snr.aot_ops, base.module_paths), source_line=user_frame(trace),
             stack_trace=trace, max_abs_error=max_abs, aot_stats=aot_stats, runtime_stats=rt_stats,
             error_histogram=hist, method=method))
     return list(base.notes) + [str(getattr(n, "detail", n)) for n in base.alignment.notes] \

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from numdiff._core.names import COMPUTE_OPS
 from numdiff._core.stack import user_frame
 from numdiff.align import EventLike
 from numdiff.culprits._noise import op_type
@@ -20,10 +21,6 @@ __all__ = ["COMPUTE_OPS", "XNNPACK", "compute_nodes", "delegate_calls", "delegat
 
 #: XNNPACK's backend name, as the ETDump names its delegate calls.
 XNNPACK = "XnnpackBackend"
-
-#: Op types that do a delegate's real work (q/dq, layout and element-wise ops are left out).
-COMPUTE_OPS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d",
-                         "linear", "mm", "bmm", "matmul", "addmm", "baddbmm"})
 
 
 def delegate_calls(events: Sequence[EventLike]) -> dict[frozenset[int], tuple[str, int]]:

@@ -96,6 +96,7 @@ def _count(n: int, noun: str) -> str:
 
 def _name(row: CulpritRow) -> str:
     """A culprit as the headline names it: a delegate by backend and call index, else its ops and module."""
-    if row.delegate_call is not None:
-        return f"delegate {row.delegate_call}" + in_method(row)
+    call = row.delegate_call
+    if call is not None:
+        return (call if call.startswith("delegate") else f"delegate {call}") + in_method(row)
     return row.title + (f" ({row.module_path})" if row.module_path else "") + in_method(row)

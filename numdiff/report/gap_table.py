@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
-from numdiff._core.names import computing_ops, counted, ops_title
+from numdiff._core.names import counted, group_modules, lookup_order, ops_title
 from numdiff._core.stack import user_frame
 from numdiff._core.terminal import printable
 from numdiff.report.text_table import ColumnFit, fitted_table, said_once
@@ -55,9 +55,9 @@ def gap_summary(df: pd.DataFrame, module_paths: Mapping[str, str] | None = None)
     rows = []
     for _, r in df.iterrows():
         traces: Mapping[str, str | None] = r.get("stacktraces") or {}
-        ops = [*computing_ops(list(r["aot_ops"])), *r["aot_ops"]]  # a delegate's dequantizes: the root module
-        source = next((s for s in (user_frame(traces.get(op)) for op in ops) if s), None)
-        module = next((module_paths[op] for op in ops if module_paths and op in module_paths), None)
+        ops = list(r["aot_ops"])  # a delegate's dequantizes belong to the root module: its linears name it
+        source = next((s for s in (user_frame(traces.get(op)) for op in lookup_order(ops)) if s), None)
+        module = group_modules(ops, module_paths) if module_paths else None
         row = {
             "handle": ",".join(str(h) for h in r["aot_debug_handle"]),
             "aot_ops": ", ".join(r["aot_ops"]),
