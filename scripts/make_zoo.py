@@ -199,6 +199,8 @@ def _plant_graph(gm: torch.fx.GraphModule, kind: str, site: str, rel: float, gen
         spread = max(float(t.float().std()), 1.0)
         noise = torch.round(torch.randn(t.shape, generator=gen) * rel * spread)
         new = torch.clamp(t.to(torch.float32) + noise, info.min + 1, info.max).to(t.dtype)
+    if isinstance(t, torch.nn.Parameter):  # a float parameter no quantizer folded (a LayerScale under int8dyn)
+        new = torch.nn.Parameter(new, requires_grad=False)
     setattr(gm, site, new)
 
 
