@@ -222,3 +222,26 @@ def test_a_dequantize_that_rounds_nothing_is_judged_by_floating_point_noise() ->
     ReplayInterpreter(gm, {names[0], names[2]}, on_paired).run(torch.ones(3), torch.ones(3, dtype=torch.int8))
     assert seen[names[0]].rounding is False  # dequantize of a grid value: nothing rounded
     assert seen[names[2]].rounding is True  # the unlogged quantize before it rounds
+
+
+def test_each_runtime_value_of_one_node_is_judged_against_its_replay() -> None:
+    """A delegate may return one node's value twice (int8 for the next delegate, dequantized for a
+    portable op: the held-out Conformer block on int8 XNNPACK). Each pair is judged against the node's
+    replay. Before, the second was compared with what the first substituted: a 'perfect' agreement that
+    confirmed a graph input the run had not used (a false culprit on a run with 1% input noise)."""
+    from numdiff.align import AlignedPair, MatchKind
+    from numdiff.culprits._scorer import Meter, Planned, Scorer
+
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2.0)
+    relu = next(n for n in gm.graph.nodes if n.op == "call_function")
+    x = torch.linspace(-1.0, 1.0, 16)
+    good, off = torch.relu(x), torch.relu(x) + 0.1
+    pairs = [Planned(AlignedPair((2,), good, (1, 2, 2), value, MatchKind.POSITION, index), None)
+             for index, value in enumerate((off, good.clone()))]
+    meter = Meter(get_comparator("SNR"), {(2,): [relu.name]}, {(1, 2, 2): ["DELEGATE_CALL"]})
+    scorer = Scorer(meter, resolve_thresholds(None), lineage(gm.graph, {relu.name}), {}, {}, {},
+                    {relu.name: pairs}, None, unreliable={}, supplied=frozenset(), inputs_from_runtime={})
+    ReplayInterpreter(gm, {relu.name}, scorer.on_paired).run(x)
+    first, second = scorer.rows
+    assert first.verdict.beyond_noise and first.local_gap < 30
+    assert second.verdict is Verdict.OK and second.local_gap == math.inf
