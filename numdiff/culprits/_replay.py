@@ -31,6 +31,7 @@ import torch
 from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
+from numdiff._core.types import DebugHandle
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
 from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp
@@ -38,7 +39,7 @@ from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
+__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise", "same_values"]
 
 OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object], Noise], object]
 
@@ -72,8 +73,10 @@ class Lineage:
     replayed: tuple[str, ...] = field(default=())
 
 
-def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
-    """The :class:`Lineage` of every paired node of ``graph``."""
+def lineage(graph: torch.fx.Graph, paired: set[str], shared: Mapping[str, str] | None = None) -> dict[str, Lineage]:
+    """The :class:`Lineage` of every paired node of ``graph`` (a node of ``shared`` counts as the
+    paired node whose value it shares, see :func:`same_values`)."""
+    shared = shared or {}
     out: dict[str, Lineage] = {}
     for node in graph.nodes:
         if node.name not in paired:
@@ -91,6 +94,8 @@ def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
             seen.add(key)
             if arg.name in paired:
                 producers.append((arg.name, element))
+            elif arg.name in shared:
+                producers.append((shared[arg.name], element))
             elif arg.op == "placeholder":
                 inputs.append(arg.name)
             elif arg.op == "call_function":
@@ -103,6 +108,69 @@ def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
         out[node.name] = Lineage(tuple(dict.fromkeys(producers)), tuple(dict.fromkeys(inputs)),
                                  tuple(dict.fromkeys(replayed)))
     return out
+
+
+def _cse_key(node: torch.fx.Node) -> object:
+    """What ``node`` computes, hashable (its op and its arguments, nodes by name), or None when two such
+    nodes need not compute the same (a random op, an impure one, an argument that is no plain literal)."""
+    if node.op != "call_function" or node.is_impure():
+        return None
+    tags = getattr(node.target, "tags", ())
+    if torch.Tag.nondeterministic_seeded in tags:
+        return None
+
+    def plain(a: object) -> object:
+        if isinstance(a, torch.fx.Node):
+            return ("node", a.name)
+        if isinstance(a, (list, tuple)):
+            return tuple(plain(x) for x in a)
+        if a is None or isinstance(a, (bool, int, float, str, torch.dtype, torch.device, torch.layout,
+                                       torch.memory_format)):
+            return (type(a).__name__, repr(a))
+        raise TypeError
+
+    try:
+        return (str(node.target), plain(node.args), tuple(sorted((k, plain(v)) for k, v in node.kwargs.items())))
+    except TypeError:
+        return None
+
+
+def same_values(graph: torch.fx.Graph, keepers: Mapping[DebugHandle, str],
+                handle_of: Callable[[torch.fx.Node], DebugHandle | None]) -> tuple[dict[DebugHandle, str], dict[str, str]]:
+    """``(keepers, shared)``: each handle's node to pair, moved to the first node of its handle that
+    computes the same, and the other such nodes, each with the node whose value it shares.
+
+    PT2E writes one dequantize per consumer of a quantized value; all of them carry the quantize's
+    debug handle, and the runtime's value is kept for the last one. A consumer of another one (a
+    portable avg-pool reading a delegate's dequantized output) would replay that value from far
+    upstream instead of reading what the runtime logged. Nodes that apply the same op to the same
+    arguments compute the same value: they share the runtime's. The first one is paired, so the
+    value is there for every later one.
+
+    Example:
+        >>> import torch
+        >>> gm = torch.fx.symbolic_trace(lambda x: (torch.relu(x) + 1, torch.relu(x) * 2))
+        >>> relu, _, relu_1, _ = [n for n in gm.graph.nodes if n.op == "call_function"]
+        >>> same_values(gm.graph, {(3,): "relu_1"}, lambda n: (3,) if n.name.startswith("relu") else None)
+        ({(3,): 'relu'}, {'relu_1': 'relu'})
+    """
+    wanted = set(keepers.values())
+    if not wanted:
+        return dict(keepers), {}
+    first: dict[tuple[DebugHandle, object], str] = {}
+    equal_to: dict[str, str] = {}
+    for node in graph.nodes:
+        handle = handle_of(node)
+        key = None if handle is None else _cse_key(node)
+        if handle is None or key is None:
+            continue
+        equal_to[node.name] = first.setdefault((handle, key), node.name)
+    moved = {handle: equal_to.get(name, name) for handle, name in keepers.items()}
+    kept = set(moved.values())
+    shared = {name: to for name, to in equal_to.items() if to != name and to in kept}
+    # a node another handle pairs keeps its own value (it has its own row)
+    shared = {name: to for name, to in shared.items() if name not in kept}
+    return moved, shared
 
 
 def quant_noise(target: object, args: tuple[object, ...], kwargs: Mapping[str, object]) -> tuple[float | torch.Tensor | None, int | None, float | None]:
@@ -151,13 +219,19 @@ class ReplayInterpreter(Interpreter):
         tie_allowance: Floating-point noise units a kernel may make (the ``expected`` limit of
             floating-point rows): how close to a rounding tie an element of an emulated quantization
             must lie to be allowed to round the other way.
+        shared: Unpaired nodes that compute what a paired node computes, each with that node (see
+            :func:`same_values`): they take its substituted value.
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
                  logged_inputs: Mapping[str, LoggedInput] | None = None,
                  inputs_from_runtime: dict[str, str] | None = None, xnnpack_nodes: frozenset[str] = frozenset(),
-                 tie_allowance: float = DEFAULT_THRESHOLDS.expected) -> None:
+                 tie_allowance: float = DEFAULT_THRESHOLDS.expected, shared: Mapping[str, str] | None = None) -> None:
         super().__init__(module, garbage_collect_values=True)
+        self._shared = dict(shared or {})
+        #: Substituted values of paired nodes that unpaired nodes share, while some of those are to run.
+        self._sharing: dict[str, object] = {}
+        self._readers: dict[str, int] = {}
         self.extra_traceback = False
         self._paired = paired
         self._on_paired = on_paired
@@ -212,6 +286,9 @@ class ReplayInterpreter(Interpreter):
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
         self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
         self._requantized, self._own_way, self._unrounded = set(), {}, {}
+        self._sharing, self._readers = {}, {}
+        for to in self._shared.values():
+            self._readers[to] = self._readers.get(to, 0) + 1
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -222,6 +299,14 @@ class ReplayInterpreter(Interpreter):
             return self._graph_input(n, super().run_node(n))
         if n.op != "call_function":
             return super().run_node(n)
+        if n.name in self._shared and self._shared[n.name] in self._sharing:
+            to = self._shared[n.name]
+            value = self._sharing[to]
+            self._readers[to] -= 1
+            if not self._readers[to]:
+                del self._sharing[to]
+            self._since[n.name] = frozenset()  # its consumers read the runtime's value, as the paired node's
+            return value
         try:
             return self._call(n)
         finally:
@@ -289,8 +374,11 @@ class ReplayInterpreter(Interpreter):
             described = "; ".join(x for x in (described, f"requantizations XNNPACK computes its own way (an int8 add, "
                                                          f"mean or activation) {depth} weighted layers deep: their "
                                                          "one-step flips compound, carried") if x)
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
-                                                              described, row_bound, bool(dyn[1]), compounded))
+        value = self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
+                                                               described, row_bound, bool(dyn[1]), compounded))
+        if self._readers.get(n.name):
+            self._sharing[n.name] = value
+        return value
 
     def _bound(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], kwargs: Mapping[str, object],
                result: object) -> tuple[object, dict[str, float]]:
