@@ -31,7 +31,6 @@ import torch
 from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
-from numdiff._core.types import DebugHandle
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
 from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp
@@ -39,7 +38,7 @@ from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
-__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise", "same_values"]
+__all__ = ["Lineage", "ReplayInterpreter", "graph_args", "lineage", "quant_noise"]
 
 OnPaired = Callable[[torch.fx.Node, object, tuple[object, ...], dict[str, object], Noise], object]
 
@@ -75,7 +74,7 @@ class Lineage:
 
 def lineage(graph: torch.fx.Graph, paired: set[str], shared: Mapping[str, str] | None = None) -> dict[str, Lineage]:
     """The :class:`Lineage` of every paired node of ``graph`` (a node of ``shared`` counts as the
-    paired node whose value it shares, see :func:`same_values`)."""
+    paired node whose value it shares, see :func:`~numdiff.culprits._same_values.same_values`)."""
     shared = shared or {}
     out: dict[str, Lineage] = {}
     for node in graph.nodes:
@@ -108,69 +107,6 @@ def lineage(graph: torch.fx.Graph, paired: set[str], shared: Mapping[str, str] |
         out[node.name] = Lineage(tuple(dict.fromkeys(producers)), tuple(dict.fromkeys(inputs)),
                                  tuple(dict.fromkeys(replayed)))
     return out
-
-
-def _cse_key(node: torch.fx.Node) -> object:
-    """What ``node`` computes, hashable (its op and its arguments, nodes by name), or None when two such
-    nodes need not compute the same (a random op, an impure one, an argument that is no plain literal)."""
-    if node.op != "call_function" or node.is_impure():
-        return None
-    tags = getattr(node.target, "tags", ())
-    if torch.Tag.nondeterministic_seeded in tags:
-        return None
-
-    def plain(a: object) -> object:
-        if isinstance(a, torch.fx.Node):
-            return ("node", a.name)
-        if isinstance(a, (list, tuple)):
-            return tuple(plain(x) for x in a)
-        if a is None or isinstance(a, (bool, int, float, str, torch.dtype, torch.device, torch.layout,
-                                       torch.memory_format)):
-            return (type(a).__name__, repr(a))
-        raise TypeError
-
-    try:
-        return (str(node.target), plain(node.args), tuple(sorted((k, plain(v)) for k, v in node.kwargs.items())))
-    except TypeError:
-        return None
-
-
-def same_values(graph: torch.fx.Graph, keepers: Mapping[DebugHandle, str],
-                handle_of: Callable[[torch.fx.Node], DebugHandle | None]) -> tuple[dict[DebugHandle, str], dict[str, str]]:
-    """``(keepers, shared)``: each handle's node to pair, moved to the first node of its handle that
-    computes the same, and the other such nodes, each with the node whose value it shares.
-
-    PT2E writes one dequantize per consumer of a quantized value; all of them carry the quantize's
-    debug handle, and the runtime's value is kept for the last one. A consumer of another one (a
-    portable avg-pool reading a delegate's dequantized output) would replay that value from far
-    upstream instead of reading what the runtime logged. Nodes that apply the same op to the same
-    arguments compute the same value: they share the runtime's. The first one is paired, so the
-    value is there for every later one.
-
-    Example:
-        >>> import torch
-        >>> gm = torch.fx.symbolic_trace(lambda x: (torch.relu(x) + 1, torch.relu(x) * 2))
-        >>> relu, _, relu_1, _ = [n for n in gm.graph.nodes if n.op == "call_function"]
-        >>> same_values(gm.graph, {(3,): "relu_1"}, lambda n: (3,) if n.name.startswith("relu") else None)
-        ({(3,): 'relu'}, {'relu_1': 'relu'})
-    """
-    wanted = set(keepers.values())
-    if not wanted:
-        return dict(keepers), {}
-    first: dict[tuple[DebugHandle, object], str] = {}
-    equal_to: dict[str, str] = {}
-    for node in graph.nodes:
-        handle = handle_of(node)
-        key = None if handle is None else _cse_key(node)
-        if handle is None or key is None:
-            continue
-        equal_to[node.name] = first.setdefault((handle, key), node.name)
-    moved = {handle: equal_to.get(name, name) for handle, name in keepers.items()}
-    kept = set(moved.values())
-    shared = {name: to for name, to in equal_to.items() if to != name and to in kept}
-    # a node another handle pairs keeps its own value (it has its own row)
-    shared = {name: to for name, to in shared.items() if name not in kept}
-    return moved, shared
 
 
 def quant_noise(target: object, args: tuple[object, ...], kwargs: Mapping[str, object]) -> tuple[float | torch.Tensor | None, int | None, float | None]:
@@ -220,7 +156,7 @@ class ReplayInterpreter(Interpreter):
             floating-point rows): how close to a rounding tie an element of an emulated quantization
             must lie to be allowed to round the other way.
         shared: Unpaired nodes that compute what a paired node computes, each with that node (see
-            :func:`same_values`): they take its substituted value.
+            :func:`~numdiff.culprits._same_values.same_values`): they take its substituted value.
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,

@@ -253,7 +253,7 @@ def test_nodes_that_compute_the_same_share_the_runtime_value() -> None:
     a portable avg_pool2d reading a delegate's dequantized output) replayed it from the graph input through
     the delegate's int8 convolution, and was named a culprit at 70 dB on clean runs. The first such node is
     paired now, and the others read what it substituted."""
-    from numdiff.culprits._replay import same_values
+    from numdiff.culprits._same_values import same_values
 
     importlib.import_module("torch.ao.quantization.fx._decomposed")
     qd = torch.ops.quantized_decomposed
