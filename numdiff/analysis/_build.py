@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from numdiff._core.names import computing_ops
 from numdiff.analysis.signature import program_signature
 from numdiff.errors import InternalError, MismatchedArtifactsError, MissingDataError, NumdiffError
 from numdiff.analysis.records import (
@@ -257,9 +258,11 @@ def _gap_rows(inputs: GapInputs, method: str | None, rows: list[GapRowModel], co
         match = None if snr.match is None else snr.match.value
         if match is not None:
             counts[match] = counts.get(match, 0) + 1
-        traces = [t for op in snr.aot_ops for t in [_trace(op, base.stack_traces)] if t]
+        work = computing_ops(snr.aot_ops)  # a delegate's last dequantize belongs to the model's root module
+        traces = [t for op in work if (t := _trace(op, base.stack_traces))] \
+            or [t for op in snr.aot_ops if (t := _trace(op, base.stack_traces))]
         trace = traces[-1] if traces else None
-        last_op = snr.aot_ops[-1] if snr.aot_ops else None
+        last_op = work[-1] if work else None
         aot_stats, rt_stats, hist, max_abs = _value_stats(snr.aot_output, snr.runtime_output)
         rows.append(GapRowModel(
             index=first + index, aot_debug_handle=list(snr.aot_handle), aot_ops=list(snr.aot_ops),
@@ -349,7 +352,7 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
     from numdiff._core.stack import user_frame
-    from numdiff.culprits.report import headline
+    from numdiff.culprits.report import headline, inputs_assumed_note, inputs_in_doubt_note
 
     rows = []
     for rec, row in zip(frame.to_dict(orient="records"), report.rows):
@@ -368,6 +371,9 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
                           broken=sum(v.value == "broken" for v in verdicts),
                           replay_mismatches=sum(v.value == "replay-mismatch" for v in verdicts),
                           not_judged=sum(v.value == "not-judged" for v in verdicts),
+                          inputs_in_doubt=list(report.inputs_in_doubt),
+                          inputs_note=inputs_in_doubt_note(report.inputs_in_doubt) if report.inputs_in_doubt
+                          else inputs_assumed_note(report.inputs_assumed) if report.inputs_assumed else None,
                           quantization=_quantization(report.quantization),
                           decode=_decode(report.decode), inside_delegates=_taps(report.inside_delegates))
 

@@ -15,6 +15,10 @@ signature (:mod:`numdiff.analysis.signature`) and they differ, :func:`diff_analy
 without a signature (written before format version 3, or without an ETRecord) is compared with a
 warning that its program could not be checked.
 
+Error rows are not compared when either run may have used other graph inputs than the ETRecord's
+representative ones (:func:`inputs_doubt`): the report fails with the reason, since a gap against a
+reference run on other inputs hides any regression.
+
 A gate passes only what it compared: for each kind the base has (error rows, timed ops), at least
 ``min_matched_share`` (default 50 %) of the base's ops must be found in the new analysis, and the
 base must have something to compare at all; otherwise the report fails (``numdiff diff`` exits 1)
@@ -43,7 +47,7 @@ from numdiff.analysis.signature import same_program
 from numdiff.errors import MismatchedArtifactsError
 
 __all__ = ["CATEGORIES", "DiffReport", "DifferentProgramsError", "GateThresholds", "OpDelta", "categorize",
-           "check_same_program", "diff_analyses", "program_note"]
+           "check_same_program", "diff_analyses", "inputs_doubt", "program_note"]
 
 #: Op categories and the words that put an op in them. Names are split into lower-case words
 #: ("aten.native_layer_norm.default" -> native, layer, norm, default; XNNPACK's "Fully Connected
@@ -119,6 +123,21 @@ def check_same_program(base: Analysis, new: Analysis) -> str | None:
                 "changed on purpose, analyse the old build again or make the new run the baseline.")
         return None
     return program_note(base, new)
+
+
+def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
+    """Why the error rows cannot be compared when either run may have used other graph inputs than the
+    ETRecord's representative ones (``culprits.inputs_in_doubt``), else None. Such a run's gaps compare
+    the device with a reference run on other inputs: an op's regression drowns in that difference."""
+    sides = [(side, a.culprits.inputs_in_doubt) for side, a in (("base", base), ("new", new))
+             if a.culprits.inputs_in_doubt]
+    if not sides:
+        return None
+    which = " and ".join(f"the {side} run's graph input(s) {', '.join(names)}" for side, names in sides)
+    return (f"error not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
+            "agrees with its replay on those, or those ops are badly wrong), so the gaps compare the device with a "
+            "reference run on other inputs; run both builds on the representative inputs, or analyse each with its "
+            "run's own inputs (--step-inputs)")
 
 
 def program_note(base: Analysis, new: Analysis) -> str | None:
@@ -282,7 +301,9 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     ops: list[OpDelta] = []
     base_rows = _keyed(base.gap.rows if base.gap else [], _row_key)
     new_rows = _keyed(new.gap.rows if new.gap else [], _row_key)
-    for key in base_rows.keys() & new_rows.keys():
+    doubt = inputs_doubt(base, new)
+    compared_rows = set() if doubt is not None else base_rows.keys() & new_rows.keys()
+    for key in compared_rows:
         b, n = _snr(base_rows[key], t.snr_cap_db), _snr(new_rows[key], t.snr_cap_db)
         delta = None if b is None or n is None else n - b
         ops.append(OpDelta("error", key, categorize(base_rows[key].aot_ops), b, n, delta, None,
@@ -326,8 +347,10 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
             and total_pct is not None and total_pct > t.max_latency_increase_pct}
     else:
         totals = {"base_us": None, "new_us": None, "delta_us": None, "delta_pct": None, "regression": False}
-    coverage, failures = _coverage(base, new, base_rows.keys(), new_rows.keys(), base_ev.keys(), new_ev.keys(),
-                                   t.min_matched_share)
+    coverage, failures = _coverage(base, new, {}.keys() if doubt else base_rows.keys(), new_rows.keys(),
+                                   base_ev.keys(), new_ev.keys(), t.min_matched_share)
+    if doubt is not None:
+        failures.insert(0, doubt)
     return DiffReport(t, ops, categories, delegates, totals, coverage=coverage, coverage_failures=failures,
                       program_check="same" if unchecked is None else "not checked",
                       only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),

@@ -43,8 +43,15 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "format_version": 3}
 
 
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 adds the optional ``culprits.inputs_in_doubt`` and ``culprits.inputs_note`` (what the
+    run's graph inputs leave in doubt). Absent in version 3: nothing to fill (the report then says
+    nothing about the run's inputs, as it did)."""
+    return {**data, "format_version": 4}
+
+
 #: ``{v: function turning a version-v object into a version v+1 object}``.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(data: dict[str, Any], path: str | None = None,

@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from numdiff._core.names import row_title
+
 __all__ = [
     "FORMAT_VERSION",
     "ArtifactInfo",
@@ -41,7 +43,7 @@ __all__ = [
 
 #: Version of the file layout this numdiff writes. Older versions are migrated on load
 #: (``numdiff.analysis.migrations.MIGRATIONS``); newer ones are refused.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 class _Model(BaseModel):
@@ -188,6 +190,11 @@ class CulpritRow(_Model):
     method: str | None = Field(default=None, description="the method the row belongs to in a program of several "
                                "(forward, encode, ...); None in a program of one")
 
+    @property
+    def title(self) -> str:
+        """The row in one short line (:func:`numdiff._core.names.row_title`)."""
+        return row_title(self.aot_ops, self.delegate)
+
 
 class QuantLayerModel(_Model):
     """One layer of the quantization view (``find_culprits(float_program=...)``)."""
@@ -254,6 +261,11 @@ class CulpritSection(_Model):
                                    "replay-mismatch): not judged, never culprits")
     not_judged: int = Field(default=0, ge=0, description="rows with no verdict (verdict not-judged: a graph input "
                             "the runtime did not log, in a run whose inputs are unknown)")
+    inputs_in_doubt: list[str] = Field(default_factory=list, description="graph inputs the run may not have taken "
+                                       "from the ETRecord's representative inputs (CulpritReport.inputs_in_doubt): "
+                                       "accumulated gaps then compare the device with a reference run on other inputs")
+    inputs_note: str | None = Field(default=None, description="what the run's inputs leave in doubt or assumed, "
+                                    "in the words of the culprit report's note")
     quantization: QuantizationSection | None = None
     decode: DecodeSection | None = None
     inside_delegates: list[TapRowModel] | None = None

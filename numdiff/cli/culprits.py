@@ -189,9 +189,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from tabulate import tabulate
 
+    from numdiff._core.names import abbreviated, counted
     from numdiff._core.terminal import printable, wrapped  # names and messages in the tables come from the files
     from numdiff.inspector import Inspector
-    from numdiff.report.text_table import fitted_table
+    from numdiff.report.text_table import fitted_table, said_once
 
     width = terminal_width(args.width)
     thresholds = parse_thresholds(args.threshold)
@@ -211,7 +212,14 @@ def run(args: argparse.Namespace) -> int:
             print(printable(report.first_nonfinite))
             print()
         columns = (["method"] if "method" in df.columns else []) + list(_SHOWN)  # several methods: which one
-        shown = [[printable(_cell(v), newlines=False) for v in row] for row in df[columns].itertuples(index=False)]
+        table = df[columns].copy()
+        table["aot_ops"] = [r.title for r in report.rows]  # a delegate of 200 ops is one line (JSON/CSV: every name)
+        table["runtime_ops"] = [counted(r.runtime_ops) for r in report.rows]
+        table["module_path"] = [None if r.module_path is None else abbreviated(r.module_path.split(", "), "modules")
+                                for r in report.rows]
+        for col in ("module_path", "source_line"):  # the ten ops of one source line: its text once
+            table[col] = said_once(list(table[col]))
+        shown = [[printable(_cell(v), newlines=False) for v in row] for row in table.itertuples(index=False)]
         print(fitted_table(pd.DataFrame(shown, columns=columns), width, _fit()))
         print()
         if quant is not None:

@@ -36,7 +36,7 @@ import torch
 from numdiff.culprits._rounding import TieMargin
 from numdiff.errors import UsageError
 
-__all__ = ["DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds"]
+__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds"]
 
 
 class Verdict(str, Enum):
@@ -184,6 +184,16 @@ def op_type(target: object) -> str:
 
 
 _MATMULS = frozenset({"linear", "mm", "bmm", "matmul", "addmm", "baddbmm"})
+#: Ops whose every output element is a copy of an input element (or zero, which every grid with an
+#: integer zero point holds): a value on a quantization grid stays on it, so a row ending in one
+#: after a dequantize is judged on that grid's step like the dequantize itself.
+COPYING_OPS = frozenset({"view", "reshape", "_unsafe_view", "view_copy", "permute", "permute_copy", "transpose",
+                         "t", "flatten", "squeeze", "squeeze_copy", "unsqueeze", "unsqueeze_copy", "expand",
+                         "expand_copy", "slice", "slice_copy", "select", "select_copy", "cat", "stack",
+                         "getitem", "repeat", "repeat_interleave", "index_select", "narrow", "movedim", "roll",
+                         "flip", "clone", "contiguous", "alias", "detach", "pixel_shuffle", "pixel_unshuffle",
+                         "upsample_nearest1d", "upsample_nearest2d", "relu", "max_pool1d", "max_pool2d",
+                         "max_pool3d", "max_pool2d_with_indices"})
 _CONVS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "conv_transpose2d", "conv_transpose1d"})
 _DIM_REDUCTIONS = frozenset({"softmax", "_softmax", "log_softmax", "_log_softmax", "cumsum", "cumprod"})
 _MULTI_DIM_REDUCTIONS = frozenset({"mean", "sum", "var", "var_mean", "std", "amax", "amin", "logsumexp"})

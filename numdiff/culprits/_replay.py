@@ -32,7 +32,7 @@ from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
-from numdiff.culprits._noise import DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
+from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
 from numdiff.culprits._xnnpack import COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
 from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
@@ -195,6 +195,9 @@ class ReplayInterpreter(Interpreter):
         self._flips: dict[str, int] = {}
         #: choose_qparams ops and the getitems of their outputs (the graph's dynamic grids).
         self._grids: set[str] = set()
+        #: Values on a per-tensor quantization grid ``(step, zero point)``: a dequantize's output and
+        #: copies of its elements (:data:`~numdiff.culprits._noise.COPYING_OPS`).
+        self._on_grid: dict[str, tuple[float, float | None]] = {}
         #: Per unpaired value, the per-element bound of the deviation such flips may cause (see
         #: _qd8.propagate): a tensor shaped like the value, or a list of them for several outputs.
         self._bounds: dict[str, object] = {}
@@ -221,6 +224,7 @@ class ReplayInterpreter(Interpreter):
         self._rounded = set()
         self._since, self._ties, self._carried, self._dynamic = {}, {}, {}, set()
         self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
+        self._on_grid = {}
         self._requantized, self._own_way, self._unrounded = set(), {}, {}
         self._sharing, self._readers = {}, {}
         for to in self._shared.values():
@@ -255,6 +259,7 @@ class ReplayInterpreter(Interpreter):
                 self._dyn.pop(gone.name, None)
                 self._bounds.pop(gone.name, None)
                 self._grids.discard(gone.name)
+                self._on_grid.pop(gone.name, None)
                 self._requantized.discard(gone.name)
                 self._own_way.pop(gone.name, None)
 
@@ -281,6 +286,9 @@ class ReplayInterpreter(Interpreter):
         noise = self._carry(n, kind, args, unbounded)
         own_way = self._own_way_step(n, kind, args, result)
         dyn = self._dynamic_kinds(n)
+        grid = self._grid(n, kind, args, kwargs)
+        if grid is not None:
+            self._on_grid[n.name] = grid
         if n.name not in self._paired:
             if own_way != (0, 0.0):
                 self._own_way[n.name] = own_way
@@ -300,6 +308,8 @@ class ReplayInterpreter(Interpreter):
         self._since[n.name] = frozenset()  # its consumers read the runtime's value: nothing rounded since
         self._ties.pop(n.name, None)
         step, axis, zero_point = quant_noise(n.target, args, kwargs)
+        if step is None and grid is not None:  # a copy of a dequantized value: its grid's rounding
+            step, zero_point = grid
         tie = None if pending_tie is None else pending_tie()
         described = self._describe_dynamic(*dyn)
         depth, ratio = own_way
@@ -315,6 +325,22 @@ class ReplayInterpreter(Interpreter):
         if self._readers.get(n.name):
             self._sharing[n.name] = value
         return value
+
+    def _grid(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
+              kwargs: Mapping[str, object]) -> tuple[float, float | None] | None:
+        """The per-tensor grid ``(step, zero point)`` ``n``'s value lies on: a per-tensor dequantize's,
+        kept by ops that only copy elements when every value they copy lies on that one grid."""
+        if kind in _DEQUANTIZE:  # static parameters only: a dynamic grid may be the device's own, per row
+            if len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node):
+                return None
+            step, _, zero_point = quant_noise(n.target, args, kwargs)
+            return (step, zero_point) if isinstance(step, float) else None
+        if kind not in COPYING_OPS or not n.args:
+            return None
+        first = n.args[0]
+        sources = first if isinstance(first, (list, tuple)) else (first,)
+        grids = {self._on_grid.get(s.name) if isinstance(s, torch.fx.Node) else None for s in sources}
+        return grids.pop() if len(grids) == 1 else None
 
     def _bound(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], kwargs: Mapping[str, object],
                result: object) -> tuple[object, dict[str, float]]:

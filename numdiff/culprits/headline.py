@@ -96,6 +96,6 @@ def _count(n: int, noun: str) -> str:
 
 def _name(row: CulpritRow) -> str:
     """A culprit as the headline names it: a delegate by backend and call index, else its ops and module."""
-    if row.delegate is not None:
-        return "delegate " + row.delegate.split(":", 1)[0] + in_method(row)
-    return ", ".join(row.aot_ops) + (f" ({row.module_path})" if row.module_path else "") + in_method(row)
+    if row.delegate_call is not None:
+        return f"delegate {row.delegate_call}" + in_method(row)
+    return row.title + (f" ({row.module_path})" if row.module_path else "") + in_method(row)

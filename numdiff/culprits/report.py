@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from numdiff._core.names import delegate_call, row_title
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
 from numdiff.gap.aliased import ALIASED
@@ -99,6 +100,17 @@ class CulpritRow:
     input_sources: tuple[str, ...] = ()
     delegate: str | None = None
     method: str | None = None
+
+    @property
+    def delegate_call(self) -> str | None:
+        """A delegate call's backend and call index (``XnnpackBackend #2``), else None."""
+        return delegate_call(self.delegate)
+
+    @property
+    def title(self) -> str:
+        """The row in one short line for tables and summaries (:func:`numdiff._core.names.row_title`;
+        ``aot_ops`` keeps every name, ``delegate`` lists a delegate's compute ops)."""
+        return row_title(self.aot_ops, self.delegate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +373,7 @@ class CulpritReport:
                 lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
                              "\"Find the culprit > Deeper localization\"")
             else:
-                lines.append(f"culprit: {', '.join(r.aot_ops)} (handle {r.aot_handle}, {r.verdict.value}) "
+                lines.append(f"culprit: {r.title} (handle {r.aot_handle}, {r.verdict.value}) "
                              f"module {r.module_path or '?'}" + in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
@@ -376,7 +388,7 @@ class CulpritReport:
                          f"(verdict {Verdict.REPLAY_MISMATCH.value}): " + ", ".join(r.node for r in replay))
         worst = self.worst_accumulated()
         if worst is not None and not worst.is_culprit:
-            lines.append(f"worst accumulated row: {', '.join(worst.aot_ops)}{in_method(worst)} "
+            lines.append(f"worst accumulated row: {worst.title}{in_method(worst)} "
                          f"({_fmt(worst.accumulated_gap)}), "
                          f"verdict {worst.verdict.value}: {_why_not_a_culprit(worst, self.higher_is_better)}")
         if self.runs:

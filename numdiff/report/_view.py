@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from numdiff._core.names import ops_title
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step
 from numdiff.analysis.noise import noise_floor_db
 from numdiff.analysis.records import CulpritRow
@@ -43,7 +44,8 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
         floor, floor_src = noise_floor_db(r)
         c = culprits.get((r.method, *r.aot_ops))
         rows.append({
-            "i": r.index, "op": r.aot_ops[-1] if r.aot_ops else "", "ops": r.aot_ops, "rops": r.runtime_ops,
+            "i": r.index, "op": r.aot_ops[-1] if r.aot_ops else "", "title": ops_title(r.aot_ops), "ops": r.aot_ops,
+            "rops": r.runtime_ops,
             "method": r.method,
             "handle": r.aot_debug_handle, "module": r.module, "snr": _num(_worst(r.snr, lowest=True)),
             "mse": _num(_worst(r.mse, lowest=False)), "l1": _num(_worst(r.l1, lowest=False)),
@@ -77,7 +79,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             m = modules.setdefault(key, {"module": key, "p50": 0.0, "count": 0})
             m["p50"] += e.p50
             m["count"] += 1
-    unmatched_culprits = [c.model_dump(mode="json") for c in analysis.culprits.rows
+    unmatched_culprits = [{**c.model_dump(mode="json"), "title": c.title} for c in analysis.culprits.rows
                           if c.is_culprit and _culprit_key(c) not in {(r["method"], *r["ops"]) for r in rows}]
     return {
         "meta": {
@@ -89,6 +91,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "gap_unavailable": analysis.gap_unavailable,
             "culprits_available": analysis.culprits.available, "culprits_reason": analysis.culprits.reason,
             "culprits_headline": analysis.culprits.headline,
+            "inputs_in_doubt": analysis.culprits.inputs_in_doubt, "inputs_note": analysis.culprits.inputs_note,
             "cause_means": {"culprit": CULPRIT_MEANS, "inherited": INHERITED_MEANS},
             "match_counts": {} if analysis.gap is None else analysis.gap.match_counts,
             "match_explanation": {} if analysis.gap is None else analysis.gap.match_explanation,

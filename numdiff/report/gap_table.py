@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
+from numdiff._core.names import computing_ops, counted, ops_title
 from numdiff._core.stack import user_frame
 from numdiff._core.terminal import printable
-from numdiff.report.text_table import ColumnFit, fitted_table
+from numdiff.report.text_table import ColumnFit, fitted_table, said_once
 
 if TYPE_CHECKING:
     from numdiff.comparators import NumericalComparatorBase
@@ -54,8 +55,9 @@ def gap_summary(df: pd.DataFrame, module_paths: Mapping[str, str] | None = None)
     rows = []
     for _, r in df.iterrows():
         traces: Mapping[str, str | None] = r.get("stacktraces") or {}
-        source = next((s for s in (user_frame(traces.get(op)) for op in r["aot_ops"]) if s), None)
-        module = next((module_paths[op] for op in r["aot_ops"] if module_paths and op in module_paths), None)
+        ops = [*computing_ops(list(r["aot_ops"])), *r["aot_ops"]]  # a delegate's dequantizes: the root module
+        source = next((s for s in (user_frame(traces.get(op)) for op in ops) if s), None)
+        module = next((module_paths[op] for op in ops if module_paths and op in module_paths), None)
         row = {
             "handle": ",".join(str(h) for h in r["aot_debug_handle"]),
             "aot_ops": ", ".join(r["aot_ops"]),
@@ -113,6 +115,12 @@ def render_gap_table(df: pd.DataFrame, metric: str = "", module_paths: Mapping[s
     from tabulate import tabulate
 
     summary = gap_summary(df, module_paths)
+    if len(summary):  # a delegate's row holds hundreds of ops: one short line each (CSV keeps every name)
+        summary["aot_ops"] = [ops_title(list(ops)) for ops in df["aot_ops"]]
+        summary["runtime_ops"] = [counted(list(ops)) for ops in df["runtime_ops"]]
+        for col in ("module", "source"):  # the ten ops of one source line: its text once
+            if col in summary.columns:
+                summary[col] = said_once(list(summary[col]))
     if columns is not None and len(summary):
         summary = summary[[c for c in columns if c in summary.columns]]
     if title is None:

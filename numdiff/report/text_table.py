@@ -33,13 +33,33 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["ColumnFit", "fitted_table"]
+__all__ = ["SAME_AS_ABOVE", "ColumnFit", "fitted_table", "said_once"]
 
 #: While columns can still be left out, a wrapped column keeps its longest word whole, up to this many
 #: characters (an op name with its comma, a file name with its line number).
 LONGEST_WORD = 26
 _COLUMN_GAP = 2  # tabulate's "simple" format puts two spaces between columns
 _HEADER_PAD = 2  # and makes every column at least its header plus two characters wide
+
+
+#: What a cell shows instead of repeating the one above it (:func:`said_once`): a ditto mark, ASCII so
+#: that every terminal gives it one column.
+SAME_AS_ABOVE = "\""
+
+
+def said_once(values: Sequence[object]) -> list[object]:
+    """``values`` with a run of one long text said once: each repeat of the cell above shows
+    :data:`SAME_AS_ABOVE` (the ten ops of one source line took ten times its wrapped lines).
+
+    Example:
+        >>> said_once(["model.py:3 forward: h = f(x)", "model.py:3 forward: h = f(x)", "model.py:4", None, None])
+        ['model.py:3 forward: h = f(x)', '"', 'model.py:4', None, None]
+    """
+    out: list[object] = []
+    for k, value in enumerate(values):
+        repeat = k > 0 and isinstance(value, str) and len(value) > len(SAME_AS_ABOVE) and value == values[k - 1]
+        out.append(SAME_AS_ABOVE if repeat else value)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

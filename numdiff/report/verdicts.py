@@ -67,7 +67,7 @@ class RunSummary:
     """A run's verdict at a glance."""
 
     culprit: str | None
-    """The first culprit's ops (joined with ", "), None when there is none."""
+    """The first culprit in one short line (its ops, or its delegate call: CulpritRow.title), None when there is none."""
     culprits: int
     culprits_available: bool
     worst_snr: float | None
@@ -80,6 +80,6 @@ def run_summary(analysis: Analysis) -> RunSummary:
     found = [c for c in analysis.culprits.rows if c.is_culprit]
     snrs = [s for r in (analysis.gap.rows if analysis.gap is not None else []) for s in [lowest_snr(r.snr)]
             if s is not None]
-    return RunSummary(culprit=", ".join(found[0].aot_ops) or "(unnamed op)" if found else None, culprits=len(found),
+    return RunSummary(culprit=found[0].title or "(unnamed op)" if found else None, culprits=len(found),
                       culprits_available=analysis.culprits.available, worst_snr=min(snrs) if snrs else None,
                       latency=total_p50(analysis), time_unit=analysis.profile.time_unit)

@@ -115,6 +115,16 @@ def test_committed_v2_file_still_loads() -> None:
     assert a.culprits.headline is None and all(not r.input_sources for r in a.culprits.rows)
 
 
+def test_committed_v3_file_still_loads() -> None:
+    """Written by numdiff's version-3 code (before the note on the run's inputs)."""
+    raw = json.loads((DATA / "analysis_v3.json").read_text())
+    assert raw["format_version"] == 3 and "inputs_note" not in raw["culprits"]
+    a = Analysis.load(DATA / "analysis_v3.json")
+    assert a.format_version == FORMAT_VERSION
+    assert a.culprits.headline == raw["culprits"]["headline"]
+    assert a.culprits.inputs_in_doubt == [] and a.culprits.inputs_note is None
+
+
 def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     from numdiff.analysis import migrations
 

@@ -198,3 +198,25 @@ def test_report_read_back_from_json_prints_the_same(example_analysis: Analysis) 
     # a server writes null where the report had inf or nan; the table shows a dash there
     nulls = json.loads(json.dumps(data).replace('"inf"', "null").replace('"nan"', "null"))
     assert render_diff(report_from_json(nulls)).startswith("numdiff diff: 3 regressions")
+
+
+def _on_other_inputs(a: Analysis) -> Analysis:
+    return a.model_copy(update={"culprits": a.culprits.model_copy(update={"inputs_in_doubt": ["x"]})})
+
+
+def test_a_run_that_may_have_used_other_inputs_gates_no_error(example_analysis: Analysis, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Its gaps compare the device with a reference run on other inputs: a regression of 20 dB in one op
+    drowns in that, so the error rows are not compared and the gate fails saying why (latency still is)."""
+    new = _on_other_inputs(_changed(example_analysis, snr_drop=20))
+    report = diff_analyses(example_analysis, new)
+    assert not report and {d.kind for d in report.ops} == {"latency"}
+    assert report.coverage_failures[0].startswith("error not compared: the new run's graph input(s) x may not be "
+                                                  "the ETRecord's representative inputs")
+    both = diff_analyses(_on_other_inputs(example_analysis), _on_other_inputs(example_analysis))
+    assert not both and "the base run's graph input(s) x and the new run's graph input(s) x" in both.coverage_failures[0]
+    base_path, new_path = tmp_path / "base.json", tmp_path / "new.json"
+    example_analysis.save(base_path)
+    new.save(new_path)
+    assert main(["diff", str(base_path), str(new_path)]) == 1
+    assert "error not compared: the new run's graph input(s) x" in " ".join(capsys.readouterr().out.split())

@@ -16,27 +16,17 @@ ARTIFACTS = ["--etdump", str(EXAMPLE.etdump), "--etrecord", str(EXAMPLE.etrecord
 
 GAP_AT_80 = """\
 3 layers compared (SNRComparator on exported_program)
-aot_ops                   runtime_ops               gap  source
-------------------------  ----------------------  -----  -----------------------
-dequantize_per_tensor,    DELEGATE_CALL           inf    _fixture_models.py:153
-dequantize_per_tensor_1,                                 forward: h = self.fc2(s
-quantize_per_tensor,                                     elf.relu(self.fc1(x)))
-dequantize_per_tensor_3,
-linear, relu,
-quantize_per_tensor_1,
-dequantize_per_tensor_4,
-linear_1,
-quantize_per_tensor_2,
-dequantize_per_tensor_5
-dequantize_per_tensor_2,  DELEGATE_CALL           inf    _fixture_models.py:155
-quantize_per_tensor_3,                                   forward: return
-dequantize_per_tensor_6,                                 self.fc3(h)
-linear_2,
-quantize_per_tensor_4,
-dequantize_per_tensor_7
-cumsum                    native_call_cumsum.out  150.9  _fixture_models.py:154
-                                                         forward: h =
-                                                         torch.cumsum(h, dim=-1)
+aot_ops             runtime_ops               gap  source
+------------------  ----------------------  -----  --------------------------
+linear, relu,       DELEGATE_CALL           inf    _fixture_models.py:153
+linear_1 (+8 q/dq)                                 forward: h = self.fc2(self
+                                                   .relu(self.fc1(x)))
+linear_2 (+5 q/dq)  DELEGATE_CALL           inf    _fixture_models.py:155
+                                                   forward: return
+                                                   self.fc3(h)
+cumsum              native_call_cumsum.out  150.9  _fixture_models.py:154
+                                                   forward: h =
+                                                   torch.cumsum(h, dim=-1)
 (handle, shape and module left out to fit 80 columns: a wider terminal, --width
 or --format csv shows them)
 """
@@ -53,8 +43,12 @@ def test_gap_table_keeps_every_column_when_wide(capsys: pytest.CaptureFixture[st
     assert main(["gap", *ARTIFACTS, "--width", "160"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split() == ["handle", "aot_ops", "runtime_ops", "shape", "gap", "module", "source"]
-    assert lines[3].split()[:3] == ["1,2,4,4,5,6,6,6,7,7,7", "dequantize_per_tensor,", "DELEGATE_CALL"]
+    assert lines[3].split()[:6] == ["1,2,4,4,5,6,6,6,7,7,7", "linear,", "relu,", "linear_1", "(+8", "q/dq)"]
     assert "left out" not in lines[-1] and max(len(line) for line in lines) <= 160
+    # a delegate row's module is its linears', not the model's root module its first dequantize belongs to
+    modules = [line[lines[1].index("module"):lines[1].index("source")].strip() for line in lines[3:]
+               if "DELEGATE_CALL" in line]
+    assert modules == ["fc1", "fc3"]
 
 
 @pytest.mark.parametrize("width", [60, 100, 120])
@@ -127,12 +121,10 @@ aot_ops      local_gap    accumulated_gap  verdict    is_culprit    source_line
 ---------  -----------  -----------------  ---------  ------------  --------------------------------
 linear          144               144      ok                       _culprit_models.py:28 forward: h
                                                                     = torch.relu(self.fc1(x))
-relu            inf               140.7    ok                       _culprit_models.py:28 forward: h
-                                                                    = torch.relu(self.fc1(x))
+relu            inf               140.7    ok                       "
 linear_1         11.35             11.35   broken     CULPRIT       _culprit_models.py:29 forward: h
                                                                     = torch.tanh(self.fc2(h))
-tanh            143.9              11.45   ok                       _culprit_models.py:29 forward: h
-                                                                    = torch.tanh(self.fc2(h))
+tanh            143.9              11.45   ok                       "
 linear_2        142.3               6.513  ok                       _culprit_models.py:30 forward:
                                                                     return self.fc3(h)
 (input_source, amplification, runtime_ops and module_path left out to fit 100 columns: a wider

@@ -79,3 +79,52 @@ def test_the_culprit_headline_leads_and_nothing_says_otherwise(driver: Any, tmp_
     shown = driver.find_element("id", "culprit-headline")
     assert shown.text == headline and shown.get_attribute("class") == cls
     assert "no culprit: every local error" not in driver.find_element("id", "worst-title").text
+
+
+def test_a_run_on_other_inputs_says_so_under_the_headline(driver: Any, tmp_path: Path) -> None:
+    """A run whose ops that read the graph input all disagree with the reference (the oracle fixture
+    culprit_near_inputs: the device ran its input plus 1% noise) may have used other inputs: its
+    accumulated gaps compare two inputs. The first screen said only "1 row not judged" and showed
+    every layer below the floor in red (the real-size Llama run on other inputs: 20 red rows)."""
+    import warnings
+
+    from numdiff.report import Analysis
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        analysis = Analysis.from_files(d / "etdump.etdp", str(d / "etrecord.bin"), d / "debug_buffer.bin")
+    assert analysis.culprits.inputs_in_doubt == ["x"]
+    assert analysis.culprits.inputs_note is not None and analysis.culprits.inputs_note.startswith("graph input(s) x: ")
+    page = tmp_path / "report.html"
+    write_html(analysis, page)
+    driver.get(page.as_uri())
+    order = driver.execute_script("return [...document.querySelector('#worst-title').parentElement.children]"
+                                  ".map(e => e.id).filter(Boolean)")
+    assert order.index("worst-title") < order.index("culprit-headline") < order.index("inputs-note"), order
+    assert "may have used other inputs" in driver.find_element("id", "inputs-note").text
+    stats = driver.execute_script("return [...document.querySelectorAll('#summary-numbers > div')].map("
+                                  "d => [d.querySelector('.muted').textContent, d.querySelector('.big').className])")
+    below = next(cls for label, cls in stats if label.startswith("below the noise floor"))
+    assert "bad" not in below and any("against the reference run on the ETRecord's inputs" in label for label, _ in stats)
+    assert not driver.execute_script("return document.querySelectorAll('#worst-list .worst-item .bad').length")
+    driver.save_screenshot(str(OUTPUT / "first-hour-other-inputs.png"))
+
+
+def test_a_delegate_rows_runtime_ops_are_counted_not_listed(driver: Any, tmp_path: Path) -> None:
+    """The real-size Llama's first row held 646 runtime ops, one per line: a cell 30 lines tall."""
+    analysis = synthetic_analysis(n=8)
+    assert analysis.gap is not None
+    many = ["DELEGATE_CALL"] * 200 + ["native_call_expand_copy.out"] * 100 + ["a", "b"]
+    ops = ["dequantize_per_tensor", "linear", "relu", "quantize_per_tensor_1", "dequantize_per_tensor_2"]
+    rows = [r.model_copy(update={"runtime_ops": many, "aot_ops": ops}) if r.index == 0 else r for r in analysis.gap.rows]
+    page = tmp_path / "report.html"
+    write_html(analysis.model_copy(update={"gap": analysis.gap.model_copy(update={"rows": rows})}), page)
+    driver.get(page.as_uri())
+    cell, title = driver.execute_script("const td = document.querySelector('#rows-table tbody tr td.rops');"
+                                        "return [td.textContent, td.title];")
+    assert cell == "DELEGATE_CALL ×200, native_call_expand_copy.out ×100, a (+1 more)"
+    assert title == ", ".join(many)  # the whole list on hover (and in the details panel)
+    op = driver.execute_script("return document.querySelector('#rows-table tbody tr td.op').textContent")
+    assert op == "linear, relu (+3 q/dq)"  # what computes, not the last dequantize

@@ -24,8 +24,13 @@
     return e;
   };
   const PAGE = 200;  // rows drawn at first in each table; the rest on request (keeps opening fast)
-  const opName = (r) => r.op + (r.method ? " (" + r.method + ")" : "");  // a program of several methods: whose op
+  // a group's ops as one short line (numdiff._core.names.ops_title); a program of several methods: whose op
+  const opName = (r) => (r.title || r.op) + (r.method ? " (" + r.method + ")" : "");
   const belowFloor = (r) => r.matched && r.floor !== null && num(r.snr) !== null && num(r.snr) < r.floor;
+  // a run that may have used other inputs than the reference run: its accumulated gaps compare two inputs,
+  // so being below the floor says nothing about the device (the culprit verdicts, on its own values, do)
+  const inputsInDoubt = (META.inputs_in_doubt || []).length > 0;
+  const alarming = (r) => belowFloor(r) && !inputsInDoubt;
 
   // ---- summary ----------------------------------------------------------------------------
   const matched = ROWS.filter((r) => r.matched && !Number.isNaN(num(r.snr)) && num(r.snr) !== null);
@@ -39,9 +44,10 @@
     nums.append(stat("numerical gap", "not available", "warn"), el("p", { class: "muted" }, META.gap_unavailable));
   } else {
     const below = ROWS.filter(belowFloor).length;
+    const against = inputsInDoubt ? " (against the reference run on the ETRecord's inputs)" : "";
     nums.append(stat("layers compared (" + META.graph + ")", ROWS.length),
-      stat("below the noise floor", below, below ? "bad" : "ok"),
-      stat("lowest SNR (dB)", worstFirst.length ? fmt(worstFirst[0].snr) : "—", below ? "bad" : ""));
+      stat("below the noise floor" + against, below, below && !inputsInDoubt ? "bad" : inputsInDoubt ? "" : "ok"),
+      stat("lowest SNR (dB)" + against, worstFirst.length ? fmt(worstFirst[0].snr) : "—", below && !inputsInDoubt ? "bad" : ""));
   }
   nums.append(stat("time in ops and delegate calls (p50 sum, " + UNIT + ")", fmt(totalP50)));
 
@@ -54,18 +60,20 @@
   if (culprits.length) $("worst-title").textContent = "Culprits (" + META.cause_means.culprit + ")";
   // one headline over every culprit view that ran (decode steps, inside delegates, broken rows...): never a
   // "no culprit" above a view that names one (analyses written before version 3 have none)
+  // the note on the run's inputs follows it: what the verdicts assume, or why the first ops are not judged
+  if (META.inputs_note) $("worst-title").after(el("p", { id: "inputs-note", class: "warn" }, META.inputs_note));
   if (META.culprits_headline) $("worst-title").after(el("p", { id: "culprit-headline",
     class: /within its expected noise/.test(META.culprits_headline) ? "ok" : "warn" }, META.culprits_headline));
   else if (!culprits.length && META.culprits_available && ROWS.length) $("worst-title").append(el("span", { class: "ok" }, " · no culprit: every local error is within its expected noise"));
   if (!META.culprits_available) $("worst-title").append(el("span", { class: "muted" }, " · culprits " + (META.culprits_reason || "not available")));
   shown.forEach((r, k) => {
-    worstList.append(el("div", { class: "worst-item" + (belowFloor(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
+    worstList.append(el("div", { class: "worst-item" + (alarming(r) || r.culprit ? "" : " fine"), id: k === 0 ? "worst-row" : null, "data-row": r.i, onclick: () => showDetails(r) },
       el("b", {}, "#" + (r.i + 1) + " " + opName(r)), " ", causeTag(r), " ", el("span", { class: "muted" }, r.module || ""),
-      " · SNR ", el("span", { class: belowFloor(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
+      " · SNR ", el("span", { class: alarming(r) ? "bad" : "" }, fmt(r.snr) + " dB"),
       r.local !== null ? " · local " + fmt(r.local) + " · accumulated " + fmt(r.accum) : "",
       el("div", {}, el("code", {}, r.src || "(no source line)"))));
   });
-  for (const c of DATA.extra_culprits) worstList.append(el("div", { class: "worst-item" }, el("b", {}, c.aot_ops.join(", ")), " ", c.source_line || ""));
+  for (const c of DATA.extra_culprits) worstList.append(el("div", { class: "worst-item" }, el("b", {}, c.title), " ", c.source_line || ""));
   if (!shown.length && !DATA.extra_culprits.length) worstList.append(el("p", { class: "muted" }, META.gap_unavailable ? "No gap rows." : worstFirst.length ? "Every compared layer is identical to the reference (∞ dB)." : "No compared rows."));
 
   // ---- chart tooltips and clicks (the charts are SVG drawn when the report was written) --------
@@ -165,11 +173,19 @@
     return { render, visible: () => visible, showAll: () => { limit = Infinity; render(); } };
   }
 
+  // a delegate's row can hold hundreds of runtime ops: each name once with its count, the first few
+  // (the cell's tooltip and the details panel list them all)
+  const countedOps = (ops) => {
+    const counts = new Map();
+    for (const o of ops) counts.set(o, (counts.get(o) || 0) + 1);
+    const named = [...counts].map(([o, n]) => n > 1 ? o + " ×" + n : o);
+    return named.length > 3 ? named.slice(0, 3).join(", ") + " (+" + (named.length - 3) + " more)" : named.join(", ");
+  };
   const filterBox = $("filter"), only = $("only");
   const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src, r.method || ""].join(" ").toLowerCase();
   const rowsTable = makeTable($("rows-table"), [
     { key: "i", label: "#", num: true, get: (r) => r.i + 1 },
-    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => v + (r.ops.length > 1 ? " (+" + (r.ops.length - 1) + ")" : "") + (r.method ? " [" + r.method + "]" : "") },
+    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => (r.title || v) + (r.method ? " [" + r.method + "]" : "") },
     { key: "module", label: "module", get: (r) => r.module },
     { key: "snr", label: "SNR dB", num: true, get: (r) => r.snr, fmt: (v) => fmt(v), title: "lowest over the row's outputs" },
     { key: "floor", label: "floor dB", num: true, get: (r) => r.floor, fmt: (v) => fmt(v), tip: (r) => r.floor_src },
@@ -183,7 +199,7 @@
     { key: "match", label: "matched by", get: (r) => r.match || (r.matched ? "" : "unmatched"), tip: (r) => r.match_expl || r.note || "" },
     { key: "note", label: "note", get: (r) => r.note },
     { key: "src", label: "source line", get: (r) => r.src },
-    { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", ") },
+    { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", "), tip: (r) => r.rops.join(", "), fmt: (v, r) => countedOps(r.rops) },
   ].filter((c) => !["local", "cause", "verdict"].includes(c.key) || ROWS.some((r) => r.local !== null)), ROWS, {
     keep: (r) => {
       const q = filterBox.value.trim().toLowerCase();
