@@ -29,7 +29,7 @@ from numdiff.culprits._delegates import delegate_location, describe_delegate
 from numdiff.culprits._input_fit import FitCase
 from numdiff.culprits._measure import Sums, any_nonfinite, as_runtime_layout, noise_units, relative_error
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
-from numdiff.culprits._replay import Lineage
+from numdiff.culprits._lineage import Lineage
 from numdiff.culprits._rounding import judged_off, off_tie
 from numdiff.culprits.report import CulpritRow, NonFinite
 from numdiff.gap import stack_traces_for

@@ -38,7 +38,8 @@ from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import Noise, ThresholdsArg, Verdict, op_type, resolve_thresholds
-from numdiff.culprits._replay import Lineage, ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._lineage import Lineage, lineage
+from numdiff.culprits._replay import ReplayInterpreter, graph_args
 from numdiff.culprits._same_values import same_values
 from numdiff.culprits._settle import settle_inputs
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated

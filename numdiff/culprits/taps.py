@@ -35,7 +35,8 @@ from numdiff.comparators import snr_db
 from numdiff.comparators.numerics import finite_difference_sums
 from numdiff.culprits._measure import noise_units
 from numdiff.culprits._noise import Noise, Thresholds, Verdict, op_type
-from numdiff.culprits._replay import ReplayInterpreter, graph_args, lineage
+from numdiff.culprits._lineage import lineage
+from numdiff.culprits._replay import ReplayInterpreter, graph_args
 from numdiff.errors import InputError, MismatchedArtifactsError, UsageError
 
 if TYPE_CHECKING:

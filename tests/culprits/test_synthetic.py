@@ -13,7 +13,8 @@ import torch
 from numdiff.comparators import get_comparator
 from numdiff.culprits import Thresholds, Verdict, find_culprits
 from numdiff.culprits._noise import Noise, reduction_length, resolve_thresholds
-from numdiff.culprits._replay import ReplayInterpreter, lineage, quant_noise
+from numdiff.culprits._lineage import lineage
+from numdiff.culprits._replay import ReplayInterpreter, quant_noise
 
 
 class _Tiny(torch.nn.Module):
