@@ -186,16 +186,8 @@ class ReplayInterpreter(Interpreter):
             return self._graph_input(n, super().run_node(n))
         if n.op != "call_function":
             return super().run_node(n)
-        if n.name in self._shared and self._shared[n.name] in self._sharing:
-            to = self._shared[n.name]
-            value = self._sharing[to]
-            self._readers[to] -= 1
-            if not self._readers[to]:
-                del self._sharing[to]
-            self._since[n.name] = frozenset()  # its consumers read the runtime's value, as the paired node's
-            return value
         try:
-            return self._call(n)
+            return self._share(n) if self._shared.get(n.name) in self._sharing else self._call(n)
         finally:
             for gone in self.user_to_last_uses.get(n, ()):
                 self._since.pop(gone.name, None)
@@ -209,6 +201,16 @@ class ReplayInterpreter(Interpreter):
                 self._on_grid.pop(gone.name, None)
                 self._requantized.discard(gone.name)
                 self._own_way.pop(gone.name, None)
+
+    def _share(self, n: torch.fx.Node) -> object:
+        """The substituted value of the paired node ``n`` computes the same as (see ``shared``)."""
+        to = self._shared[n.name]
+        value = self._sharing[to]
+        self._readers[to] -= 1
+        if not self._readers[to]:
+            del self._sharing[to]
+        self._since[n.name] = frozenset()  # its consumers read the runtime's value, as the paired node's
+        return value
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
