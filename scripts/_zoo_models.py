@@ -1080,6 +1080,352 @@ REALSIZE: list[Arch] = [
 ]
 
 
+# --- held-out architectures (family "heldout": not in the default zoo, never tuned on) -----------
+#
+# numdiff's culprit finder was tuned on the zoo above and the real-size models. These are kinds of
+# model it never saw while tuned (channel shuffles, dense concatenations, pooled Inception
+# branches, windowed attention with a relative position bias table, Conformer and T5 blocks,
+# PointNet, a bilinear FPN with two outputs, a transposed-convolution decoder, LayerScale): numdiff
+# is measured on them honestly and never tuned on them. Generated only when asked
+# (``make_zoo.py --heldout`` or ``--only NAME``), listed by ``make_zoo.py --list --heldout``.
+
+
+def _channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor:
+    b, c, h, w = x.shape
+    return x.reshape(b, groups, c // groups, h, w).transpose(1, 2).reshape(b, c, h, w)
+
+
+class ShuffleUnit(nn.Module):
+    """ShuffleNet v1 unit: grouped 1x1, channel shuffle, depthwise 3x3, grouped 1x1; stride 2 concatenates
+    an average-pooled shortcut, stride 1 adds the input."""
+
+    def __init__(self, c: int, stride: int, groups: int = 3) -> None:
+        super().__init__()
+        self.stride, self.groups = stride, groups
+        self.gconv1 = nn.Conv2d(c, c, 1, groups=groups, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.dw = nn.Conv2d(c, c, 3, stride, 1, groups=c, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.gconv2 = nn.Conv2d(c, c, 1, groups=groups, bias=False)
+        self.bn3 = nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = _channel_shuffle(F.relu(self.bn1(self.gconv1(x))), self.groups)
+        y = self.bn3(self.gconv2(self.bn2(self.dw(y))))
+        if self.stride == 2:
+            return F.relu(torch.cat([F.avg_pool2d(x, 3, 2, 1), y], dim=1))
+        return F.relu(x + y)
+
+
+class ShuffleNetTiny(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 12, 3, padding=1)
+        self.down = ShuffleUnit(12, 2)
+        self.unit = ShuffleUnit(24, 1)
+        self.fc = nn.Linear(24, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.unit(self.down(F.relu(self.stem(x))))
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+class DenseLayer(nn.Module):
+    """DenseNet's pre-activation bottleneck: BN-ReLU-1x1, BN-ReLU-3x3, its output concatenated to its input."""
+
+    def __init__(self, c: int, growth: int = 4) -> None:
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv1 = nn.Conv2d(c, 4 * growth, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(4 * growth)
+        self.conv2 = nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv2(F.relu(self.bn2(self.conv1(F.relu(self.bn1(x))))))
+        return torch.cat([x, y], dim=1)
+
+
+class DenseBlockNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.layers = nn.Sequential(DenseLayer(8), DenseLayer(12), DenseLayer(16))
+        self.trans_bn = nn.BatchNorm2d(20)
+        self.trans = nn.Conv2d(20, 10, 1, bias=False)
+        self.norm = nn.BatchNorm2d(10)
+        self.fc = nn.Linear(10, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.layers(self.stem(x))
+        y = F.avg_pool2d(self.trans(F.relu(self.trans_bn(y))), 2)
+        return self.fc(F.relu(self.norm(y)).mean(dim=(2, 3)))
+
+
+class InceptionBlock(nn.Module):
+    """Four branches: 1x1; 1x1-3x3; 1x1-3x3-3x3; 3x3 average pool (padding not counted)-1x1; concatenated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 12, 3, padding=1)
+        self.b1 = nn.Conv2d(12, 6, 1)
+        self.b2_reduce = nn.Conv2d(12, 4, 1)
+        self.b2 = nn.Conv2d(4, 6, 3, padding=1)
+        self.b3_reduce = nn.Conv2d(12, 4, 1)
+        self.b3a = nn.Conv2d(4, 6, 3, padding=1)
+        self.b3b = nn.Conv2d(6, 6, 3, padding=1)
+        self.b4 = nn.Conv2d(12, 4, 1)
+        self.fc = nn.Linear(22, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.stem(x))
+        y1 = F.relu(self.b1(x))
+        y2 = F.relu(self.b2(F.relu(self.b2_reduce(x))))
+        y3 = F.relu(self.b3b(F.relu(self.b3a(F.relu(self.b3_reduce(x))))))
+        y4 = F.relu(self.b4(F.avg_pool2d(x, 3, 1, 1, count_include_pad=False)))
+        y = F.max_pool2d(torch.cat([y1, y2, y3, y4], dim=1), 3, 2, 1)
+        return self.fc(y.flatten(2).mean(dim=2))
+
+
+class SwinBlock(nn.Module):
+    """Shifted-window attention: cyclic shift (roll), window partition by reshape/permute, a relative
+    position bias table gathered by index, an additive mask between shifted regions, window merge."""
+
+    def __init__(self, dim: int = 16, heads: int = 2, size: int = 8, window: int = 4, shift: int = 2) -> None:
+        super().__init__()
+        self.dim, self.heads, self.size, self.window, self.shift = dim, heads, size, window, shift
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        self.bias_table = nn.Parameter(0.5 * torch.randn((2 * window - 1) ** 2, heads))
+        coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
+        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (window - 1)
+        self.register_buffer("bias_index", rel[..., 0] * (2 * window - 1) + rel[..., 1])
+        region = torch.zeros(size, size)
+        cuts = (slice(0, -window), slice(-window, -shift), slice(-shift, None))
+        for k, (hs, ws) in enumerate((h, w) for h in cuts for w in cuts):
+            region[hs, ws] = k
+        windows = self._partition(region[None, :, :, None]).squeeze(-1)
+        self.register_buffer("mask", (windows[:, None, :] != windows[:, :, None]).float() * -100.0)
+
+    def _partition(self, x: torch.Tensor) -> torch.Tensor:
+        b, h, w, c = x.shape
+        n = self.window
+        x = x.reshape(b, h // n, n, w // n, n, c).permute(0, 1, 3, 2, 4, 5)
+        return x.reshape(-1, n * n, c)
+
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
+        bw, t, d = x.shape
+        hd = d // self.heads
+        qkv = self.qkv(x).reshape(bw, t, 3, self.heads, hd).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        att = (q * hd**-0.5) @ k.transpose(-2, -1)
+        bias = self.bias_table[self.bias_index.reshape(-1)].reshape(t, t, self.heads).permute(2, 0, 1)
+        att = att + bias[None] + self.mask[:, None]
+        return self.proj((att.softmax(dim=-1) @ v).transpose(1, 2).reshape(bw, t, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, _, d = x.shape
+        s, n = self.size, self.window
+        h = torch.roll(self.norm1(x).reshape(b, s, s, d), (-self.shift, -self.shift), dims=(1, 2))
+        y = self.attention(self._partition(h))
+        y = y.reshape(b, s // n, s // n, n, n, d).permute(0, 1, 3, 2, 4, 5).reshape(b, s, s, d)
+        x = x + torch.roll(y, (self.shift, self.shift), dims=(1, 2)).reshape(b, s * s, d)
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class ConformerConv(nn.Module):
+    """A Conformer block's half-step feed-forward and convolution module: LayerNorm, pointwise conv1d,
+    GLU over channels, depthwise conv1d, BatchNorm1d, SiLU, pointwise conv1d, residuals."""
+
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.ff_norm = nn.LayerNorm(dim)
+        self.ff1 = nn.Linear(dim, 2 * dim)
+        self.ff2 = nn.Linear(2 * dim, dim)
+        self.conv_norm = nn.LayerNorm(dim)
+        self.pw1 = nn.Conv1d(dim, 2 * dim, 1)
+        self.dw = nn.Conv1d(dim, dim, 7, padding=3, groups=dim)
+        self.bn = nn.BatchNorm1d(dim)
+        self.pw2 = nn.Conv1d(dim, dim, 1)
+        self.ff_scale = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.ff_scale * self.ff2(F.silu(self.ff1(self.ff_norm(x))))
+        y = F.glu(self.pw1(self.conv_norm(x).transpose(1, 2)), dim=1)
+        y = self.pw2(F.silu(self.bn(self.dw(y))))
+        return x + y.transpose(1, 2)
+
+
+class T5RMSNorm(nn.Module):
+    """T5's layer norm: scale only, no mean subtracted, the variance in float32."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(0.5 + torch.rand(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        var = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(var + self.eps))
+
+
+class T5Block(nn.Module):
+    """A T5 v1.1 encoder block: RMSNorm, attention without 1/sqrt(d) and with a bucketed relative
+    position bias (an embedding indexed by a bucket buffer), gated-GELU (tanh) feed-forward."""
+
+    def __init__(self, dim: int = 16, heads: int = 2, seq: int = 8, buckets: int = 8) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = T5RMSNorm(dim)
+        self.q = nn.Linear(dim, dim, bias=False)
+        self.k = nn.Linear(dim, dim, bias=False)
+        self.v = nn.Linear(dim, dim, bias=False)
+        self.o = nn.Linear(dim, dim, bias=False)
+        self.rel_bias = nn.Embedding(buckets, heads)
+        rel = torch.arange(seq)[None, :] - torch.arange(seq)[:, None]
+        half = buckets // 2
+        bucket = (rel > 0).long() * half + torch.clamp(rel.abs(), max=half - 1)
+        self.register_buffer("buckets", bucket)
+        self.norm2 = T5RMSNorm(dim)
+        self.wi_0 = nn.Linear(dim, 32, bias=False)
+        self.wi_1 = nn.Linear(dim, 32, bias=False)
+        self.wo = nn.Linear(32, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = self.k(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = self.v(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = q @ k.transpose(-2, -1) + self.rel_bias(self.buckets).permute(2, 0, 1)[None]
+        x = x + self.o((att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, t, d))
+        n = self.norm2(x)
+        return x + self.wo(F.gelu(self.wi_0(n), approximate="tanh") * self.wi_1(n))
+
+
+class PointNet(nn.Module):
+    """PointNet classifier: shared per-point MLP (1x1 conv1d, BatchNorm1d), max over the points, an MLP
+    head, log-softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv1d(3, 16, 1)
+        self.bn1 = nn.BatchNorm1d(16)
+        self.conv2 = nn.Conv1d(16, 32, 1)
+        self.bn2 = nn.BatchNorm1d(32)
+        self.conv3 = nn.Conv1d(32, 64, 1)
+        self.bn3 = nn.BatchNorm1d(64)
+        self.fc1 = nn.Linear(64, 32)
+        self.bn4 = nn.BatchNorm1d(32)
+        self.fc2 = nn.Linear(32, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        y = torch.max(self.bn3(self.conv3(y)), 2)[0]
+        return F.log_softmax(self.fc2(F.relu(self.bn4(self.fc1(y)))), dim=-1)
+
+
+class FPNBilinear(nn.Module):
+    """A three-level feature pyramid: strided backbone, lateral 1x1 convs, top-down bilinear upsampling
+    (by size and by scale factor), 3x3 smoothing; two outputs (the two finest levels)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, 2, 1)
+        self.c2 = nn.Conv2d(8, 16, 3, 2, 1)
+        self.c3 = nn.Conv2d(16, 24, 3, 2, 1)
+        self.l1 = nn.Conv2d(8, 8, 1)
+        self.l2 = nn.Conv2d(16, 8, 1)
+        self.l3 = nn.Conv2d(24, 8, 1)
+        self.s1 = nn.Conv2d(8, 4, 3, padding=1)
+        self.s2 = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        f1 = F.relu(self.c1(x))
+        f2 = F.relu(self.c2(f1))
+        f3 = F.relu(self.c3(f2))
+        p3 = self.l3(f3)
+        p2 = self.l2(f2) + F.interpolate(p3, size=f2.shape[-2:], mode="bilinear", align_corners=False)
+        p1 = self.l1(f1) + F.interpolate(p2, scale_factor=2.0, mode="bilinear", align_corners=True)
+        return self.s1(p1), self.s2(p2)
+
+
+class DeconvDecoder(nn.Module):
+    """A generator-style decoder: linear to a 2x2 map, strided ConvTranspose2d (with output padding),
+    BatchNorm, Mish and ELU, tanh output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 16 * 2 * 2)
+        self.up1 = nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.up2 = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.out = nn.Conv2d(4, 3, 3, padding=1)
+        self.alpha = 0.5
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        y = F.softplus(self.fc(z), beta=2.0).view(-1, 16, 2, 2)
+        y = F.mish(self.bn1(self.up1(y)))
+        y = F.elu(self.up2(y), alpha=self.alpha)
+        return torch.tanh(self.out(y))
+
+
+class Affine(nn.Module):
+    """ResMLP's normalisation: a per-channel scale and shift (two parameters, no statistics)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(0.5 + torch.rand(dim))
+        self.beta = nn.Parameter(0.2 * torch.randn(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.alpha * x + self.beta
+
+
+class ResMLPLayerScale(nn.Module):
+    """ResMLP: affine pre-norms, a token-mixing linear across patches, a channel MLP, each residual
+    branch multiplied by a LayerScale parameter."""
+
+    def __init__(self, tokens_: int = 8, dim: int = 12) -> None:
+        super().__init__()
+        self.stem = nn.Linear(6, dim)
+        self.aff1 = Affine(dim)
+        self.token_mix = nn.Linear(tokens_, tokens_)
+        self.ls1 = nn.Parameter(0.1 + 0.2 * torch.rand(dim))
+        self.aff2 = Affine(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+        self.ls2 = nn.Parameter(0.1 + 0.2 * torch.rand(dim))
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        x = x + self.ls1 * self.token_mix(self.aff1(x).transpose(1, 2)).transpose(1, 2)
+        x = x + self.ls2 * self.fc2(F.gelu(self.fc1(self.aff2(x))))
+        return self.head(x.mean(dim=1))
+
+
+HELDOUT: list[Arch] = [
+    Arch("shufflenet_unit", "heldout", _bn(ShuffleNetTiny), randn(1, 3, 12, 12)),
+    Arch("dense_block", "heldout", _bn(DenseBlockNet), randn(1, 3, 8, 8)),
+    Arch("inception_avgpool", "heldout", InceptionBlock, randn(1, 3, 10, 10)),
+    Arch("swin_window_attention", "heldout", _bn(SwinBlock), randn(1, 64, 16)),
+    Arch("conformer_conv", "heldout", _bn(ConformerConv), randn(1, 20, 16), constants=("ff_scale",)),
+    Arch("t5_gated_gelu", "heldout", T5Block, randn(1, 8, 16)),
+    Arch("pointnet", "heldout", _bn(PointNet), randn(1, 3, 64)),
+    Arch("fpn_bilinear_two_outputs", "heldout", FPNBilinear, randn(1, 3, 16, 16)),
+    Arch("deconv_decoder_mish", "heldout", _bn(DeconvDecoder), randn(1, 8), constants=("alpha",)),
+    Arch("resmlp_layerscale", "heldout", ResMLPLayerScale, randn(1, 8, 6)),
+]
+
+#: The families generated only when asked (``make_zoo.py --realsize``/``--heldout``), by name.
+EXTRA_FAMILIES: dict[str, list[Arch]] = {"realsize": REALSIZE, "heldout": HELDOUT}
+
+
 def arch(name: str) -> Arch:
-    """The architecture called ``name``, in the default zoo or among the real-size ones."""
-    return next(a for a in ARCHS + REALSIZE if a.name == name)
+    """The architecture called ``name``, in the default zoo or in one of :data:`EXTRA_FAMILIES`."""
+    return next(a for a in ARCHS + [a for f in EXTRA_FAMILIES.values() for a in f] if a.name == name)

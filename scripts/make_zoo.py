@@ -4,11 +4,13 @@ Dev script, never run by CI. Usually called by ``scripts/zoo.py`` (numdiff's ven
 numdiff on what this writes::
 
     /root/.cache/numdiff-oracle/bin/python scripts/make_zoo.py --out DIR [--only ARCH] [--backends ...]
-        [--twins 3] [--jobs 2] [--realsize]
+        [--twins 3] [--jobs 2] [--realsize | --heldout]
 
 ``--realsize`` generates the real-size architectures instead (``_zoo_models.REALSIZE``, family
 ``realsize``: MobileNetV2, ResNet-18, ... at the sizes users run; 4-12 minutes each on one core,
-about 1 GB each); ``--only`` may name one of them; the default zoo never holds them.
+about 1 GB each); ``--heldout`` the held-out ones (``_zoo_models.HELDOUT``, family ``heldout``:
+architectures numdiff was never tuned on, small like the default zoo's). ``--only`` may name any
+of them; the default zoo never holds them.
 
 For every architecture of ``scripts/_zoo_models.py`` and every backend where it lowers (portable
 fp32, XNNPACK fp32, PT2E int8 on the portable + quantized kernels, PT2E int8 on XNNPACK), the
@@ -197,6 +199,8 @@ def _plant_graph(gm: torch.fx.GraphModule, kind: str, site: str, rel: float, gen
         spread = max(float(t.float().std()), 1.0)
         noise = torch.round(torch.randn(t.shape, generator=gen) * rel * spread)
         new = torch.clamp(t.to(torch.float32) + noise, info.min + 1, info.max).to(t.dtype)
+    if isinstance(t, torch.nn.Parameter):  # a float parameter no quantizer folded (a LayerScale under int8dyn)
+        new = torch.nn.Parameter(new, requires_grad=False)
     setattr(gm, site, new)
 
 
@@ -518,11 +522,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     parser.add_argument("--twins", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--list", action="store_true", help="list the default zoo's architectures (with --realsize: "
-                        "the real-size ones)")
-    parser.add_argument("--realsize", action="store_true",
-                        help="the real-size architectures (family 'realsize', never in the default zoo) instead; "
-                             "--only may also name one of them")
+    parser.add_argument("--list", action="store_true", help="list the default zoo's architectures (with --realsize "
+                        "or --heldout: that family's)")
+    family = parser.add_mutually_exclusive_group()
+    family.add_argument("--realsize", dest="family", action="store_const", const="realsize",
+                        help="the real-size architectures (family 'realsize', never in the default zoo) instead")
+    family.add_argument("--heldout", dest="family", action="store_const", const="heldout",
+                        help="the held-out architectures (family 'heldout', never in the default zoo, never tuned "
+                             "on) instead")
     parser.add_argument("--resume", action="store_true", help="skip architecture/backend pairs already written")
     parser.add_argument("--closures-only", action="store_true", help="only rewrite the twins' closures")
     parser.add_argument("--other-input-only", action="store_true",
@@ -531,19 +538,18 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"only run each written pair's clean program on its representative input plus "
                              f"{NEAR_NOISE:.0%} noise ({NEAR_INPUT}/)")
     args = parser.parse_args(argv)
+    chosen = zm.EXTRA_FAMILIES[args.family] if args.family else zm.ARCHS
     if args.list:
-        print("\n".join(f"{a.name}\t{a.family}" for a in (zm.REALSIZE if args.realsize else zm.ARCHS)))
+        print("\n".join(f"{a.name}\t{a.family}" for a in chosen))
         return 0
     if args.closures_only:
         print(f"{recompute_closures(args.out)} closures changed", file=sys.stderr)
         return 0
-    unknown = set(args.only) - {a.name for a in zm.ARCHS + zm.REALSIZE}
+    every = zm.ARCHS + [a for f in zm.EXTRA_FAMILIES.values() for a in f]
+    unknown = set(args.only) - {a.name for a in every}
     if unknown:
-        parser.error(f"unknown architecture(s) {sorted(unknown)}: see --list and --list --realsize")
-    if args.only:
-        archs = [a.name for a in zm.ARCHS + zm.REALSIZE if a.name in args.only]
-    else:
-        archs = [a.name for a in (zm.REALSIZE if args.realsize else zm.ARCHS)]
+        parser.error(f"unknown architecture(s) {sorted(unknown)}: see --list, --list --realsize and --list --heldout")
+    archs = [a.name for a in (every if args.only else chosen) if not args.only or a.name in args.only]
     jobs = [(a, b) for a in archs for b in args.backends
             if not (args.resume and (args.out / a / b / CASES).is_file())
             and not ((args.other_input_only or args.near_input_only) and not (args.out / a / b / CASES).is_file())]

@@ -189,6 +189,11 @@ class NoteKind(str, Enum):
     known (no graph, or the graph shows another number of partition outputs): its outputs are
     paired by the reference's position rule, and a pair whose shapes cannot correspond is not
     scored."""
+    DELEGATE_ORDER_BY_SHAPE = "delegate_order_by_shape"
+    """numdiff only: a multi-output delegate call logged its outputs in another order than the
+    graph's (lowering re-sorts a partition's nodes once earlier partitions are cut out), which the
+    logged shapes show: each output is paired with the partition output of its shape, outputs of
+    one shape in graph order."""
 
 
 @dataclass(frozen=True, slots=True)

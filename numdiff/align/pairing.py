@@ -202,6 +202,42 @@ def _pair_one(
     return [AlignedPair(handle, aot, handle, data[position], kind, index)]
 
 
+def _order_by_shape(
+    output_ids: tuple[int, ...], aot_by_handle: Mapping[DebugHandle, Any], data: Any
+) -> tuple[int, ...] | None:
+    """A multi-output delegate call's output ids in the order its logged outputs' shapes show, or
+    None when the graph's order already fits them (or the shapes cannot tell).
+
+    The graph tells which nodes are the partition's outputs, not the order the lowered module
+    returns them in: lowering cuts partitions out one at a time and re-sorts the graph in between,
+    so a later partition's nodes (and outputs) may come in another topological order. When the
+    logged shapes are those of the outputs in another order, each logged output takes the output
+    of its shape; outputs of one shape keep the graph's order (the shapes cannot tell them apart).
+
+    Example:
+        >>> import torch
+        >>> aot = {(6,): torch.zeros(1, 8, 16), (9,): torch.zeros(2, 8), (19,): torch.zeros(2, 8, 8)}
+        >>> _order_by_shape((6, 9, 19), aot, [torch.zeros(3), torch.zeros(2, 8, 8), torch.zeros(1, 8, 16),
+        ...                                   torch.zeros(2, 8)])
+        (19, 6, 9)
+    """
+    if not is_sequence(data) or len(data) < len(output_ids):
+        return None
+    logged = list(data)[len(data) - len(output_ids):]
+    values = [*logged, *(aot_by_handle.get((i,)) for i in output_ids)]
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    if len(tensors) != len(values):
+        return None
+    logged_shapes = [tuple(v.shape) for v in tensors[: len(logged)]]
+    shapes = [tuple(v.shape) for v in tensors[len(logged) :]]
+    if shapes == logged_shapes or sorted(shapes) != sorted(logged_shapes):
+        return None
+    of_shape: dict[tuple[int, ...], list[int]] = {}
+    for item, shape in zip(output_ids, shapes, strict=True):
+        of_shape.setdefault(shape, []).append(item)
+    return tuple(of_shape[shape].pop(0) for shape in logged_shapes)
+
+
 def _pair(
     aot_intermediate_outputs: Mapping[DebugHandle, Any],
     runtime_outputs: Mapping[DebugHandle, RuntimeOutput],
@@ -258,6 +294,19 @@ def _pair(
                     runtime_handle=runtime.handle,
                 )
             )
+        if output_ids is not None:
+            by_shape = _order_by_shape(output_ids, aot_by_handle, runtime.data)
+            if by_shape is not None:
+                notes.append(
+                    AlignmentNote(
+                        NoteKind.DELEGATE_ORDER_BY_SHAPE,
+                        f"the {len(output_ids)} outputs of this delegate call have the shapes of its partition's "
+                        f"outputs in another order than the graph's; paired by shape (handles "
+                        f"{list(output_ids)} -> {list(by_shape)})",
+                        runtime_handle=runtime.handle,
+                    )
+                )
+                output_ids = by_shape
         paired = min(runtime.num_outputs, len(runtime.handle))
         for index in range(paired):
             pairs.extend(_pair_one(aot_by_handle, runtime, index, expand, notes, output_ids))

@@ -1,12 +1,9 @@
-"""Which rows feed a paired node, and which unlogged nodes are replayed with it: the graph's lineage.
-
-A paired node (one whose output the runtime logged) is replayed from the runtime values of the
-paired nodes before it; walking back from it through unlogged nodes gives those producers, the
-graph inputs it reads, and the nodes replayed with it (the rest of its group or delegate).
-"""
+"""Where a paired node's inputs come from: its :class:`Lineage`, found by walking back through the
+nodes the runtime did not log (the rest of its debug-handle group, or the whole delegate)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -29,8 +26,10 @@ class Lineage:
     replayed: tuple[str, ...] = field(default=())
 
 
-def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
-    """The :class:`Lineage` of every paired node of ``graph``."""
+def lineage(graph: torch.fx.Graph, paired: set[str], shared: Mapping[str, str] | None = None) -> dict[str, Lineage]:
+    """The :class:`Lineage` of every paired node of ``graph`` (a node of ``shared`` counts as the
+    paired node whose value it shares, see :func:`~numdiff.culprits._same_values.same_values`)."""
+    shared = shared or {}
     out: dict[str, Lineage] = {}
     for node in graph.nodes:
         if node.name not in paired:
@@ -48,6 +47,8 @@ def lineage(graph: torch.fx.Graph, paired: set[str]) -> dict[str, Lineage]:
             seen.add(key)
             if arg.name in paired:
                 producers.append((arg.name, element))
+            elif arg.name in shared:
+                producers.append((shared[arg.name], element))
             elif arg.op == "placeholder":
                 inputs.append(arg.name)
             elif arg.op == "call_function":

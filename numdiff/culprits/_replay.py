@@ -105,13 +105,19 @@ class ReplayInterpreter(Interpreter):
         tie_allowance: Floating-point noise units a kernel may make (the ``expected`` limit of
             floating-point rows): how close to a rounding tie an element of an emulated quantization
             must lie to be allowed to round the other way.
+        shared: Unpaired nodes that compute what a paired node computes, each with that node (see
+            :func:`~numdiff.culprits._same_values.same_values`): they take its substituted value.
     """
 
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
                  logged_inputs: Mapping[str, LoggedInput] | None = None,
                  inputs_from_runtime: dict[str, str] | None = None, xnnpack_nodes: frozenset[str] = frozenset(),
-                 tie_allowance: float = DEFAULT_THRESHOLDS.expected) -> None:
+                 tie_allowance: float = DEFAULT_THRESHOLDS.expected, shared: Mapping[str, str] | None = None) -> None:
         super().__init__(module, garbage_collect_values=True)
+        self._shared = dict(shared or {})
+        #: Substituted values of paired nodes that unpaired nodes share, while some of those are to run.
+        self._sharing: dict[str, object] = {}
+        self._readers: dict[str, int] = {}
         self.extra_traceback = False
         self._paired = paired
         self._on_paired = on_paired
@@ -171,6 +177,9 @@ class ReplayInterpreter(Interpreter):
         self._qd8, self._dyn, self._flips, self._bounds, self._grids = {}, {}, {}, {}, set()
         self._on_grid = {}
         self._requantized, self._own_way, self._unrounded, self._scales = set(), {}, {}, {}
+        self._sharing, self._readers = {}, {}
+        for to in self._shared.values():
+            self._readers[to] = self._readers.get(to, 0) + 1
         with torch.no_grad():
             return super().run(*args, initial_env=initial_env, enable_io_processing=enable_io_processing)
 
@@ -182,7 +191,7 @@ class ReplayInterpreter(Interpreter):
         if n.op != "call_function":
             return super().run_node(n)
         try:
-            return self._call(n)
+            return self._share(n) if self._shared.get(n.name) in self._sharing else self._call(n)
         finally:
             for gone in self.user_to_last_uses.get(n, ()):
                 self._since.pop(gone.name, None)
@@ -197,6 +206,16 @@ class ReplayInterpreter(Interpreter):
                 self._requantized.discard(gone.name)
                 self._own_way.pop(gone.name, None)
                 self._scales.pop(gone.name, None)
+
+    def _share(self, n: torch.fx.Node) -> object:
+        """The substituted value of the paired node ``n`` computes the same as (see ``shared``)."""
+        to = self._shared[n.name]
+        value = self._sharing[to]
+        self._readers[to] -= 1
+        if not self._readers[to]:
+            del self._sharing[to]
+        self._since[n.name] = frozenset()  # its consumers read the runtime's value, as the paired node's
+        return value
 
     def _call(self, n: torch.fx.Node) -> object:
         try:
@@ -259,8 +278,11 @@ class ReplayInterpreter(Interpreter):
             described = "; ".join(x for x in (described, f"requantizations XNNPACK computes its own way (an int8 add, "
                                                          f"mean or activation) {depth} weighted layers deep: their "
                                                          "one-step flips compound, carried") if x)
-        return self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
-                                                              described, row_bound, bool(dyn[1]), compounded))
+        value = self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
+                                                               described, row_bound, bool(dyn[1]), compounded))
+        if self._readers.get(n.name):
+            self._sharing[n.name] = value
+        return value
 
     def _grid(self, n: torch.fx.Node, kind: str, args: tuple[object, ...],
               kwargs: Mapping[str, object]) -> float | None:

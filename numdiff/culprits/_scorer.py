@@ -197,9 +197,14 @@ class Scorer:
                   noise: Noise) -> object:
         planned = self.plan.pop(node.name)
         out = list(replay) if isinstance(replay, (list, tuple)) else None
+        replayed_out = tuple(out) if out is not None else ()
+        replayed = replay
         for item in planned:
             element = item.element
-            value = replay if out is None or element is None else out[element]
+            # Each runtime value the node is paired with (a delegate may return one value twice: as
+            # int8 for the next delegate and dequantized for a portable op) is judged against the
+            # node's replay, never against what an earlier pair substituted.
+            value = replayed if out is None or element is None else replayed_out[element]
             runtime_value, transform = as_runtime_layout(item.pair.runtime_output, value, noise)
             if item.pair.runtime_handle in self.unreliable:
                 runtime_value, transform = None, self.unreliable[item.pair.runtime_handle]

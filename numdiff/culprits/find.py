@@ -40,6 +40,7 @@ from numdiff.culprits._matching import explain_matching
 from numdiff.culprits._noise import Noise, ThresholdsArg, Verdict, op_type, resolve_thresholds
 from numdiff.culprits._lineage import Lineage, lineage
 from numdiff.culprits._replay import ReplayInterpreter, graph_args
+from numdiff.culprits._same_values import same_values
 from numdiff.culprits._settle import settle_inputs
 from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
 from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
@@ -237,13 +238,18 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
         etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
     keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
+    # The nodes of a handle that compute the same value (PT2E's one dequantize per consumer) share the
+    # runtime's value: the first is paired, the others read what it substituted.
+    keeper, shared = same_values(graph_module.graph, keeper, lambda n: handle_key(n.meta[DEBUG_HANDLE_KEY])
+                                 if is_captured_node(n) else None)
     score_accumulated([item for items in by_handle.values() for item in items], meter, release,
                       _dequantize_params(graph_module.graph))
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():
         if handle in keeper:
             plan.setdefault(keeper[handle], []).extend(items)
-    lineages = lineage(graph_module.graph, set(plan))
+    shared = {name: to for name, to in shared.items() if to in plan}
+    lineages = lineage(graph_module.graph, set(plan), shared)
     logged, input_notes = delegate_inputs(graph_module.graph, inputs.runtime_outputs, inputs.runtime_op_names)
     # One decode step's own graph inputs are runtime values (the step's inputs), not representative ones.
     supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder") \
@@ -261,12 +267,12 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     view: Callable[[], QuantizationView] | None = None
     if quant is None:
         replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime,
-                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance)
+                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance, shared=shared)
     else:
         from numdiff.culprits.quant_view import QuantReplay
 
         quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime,
-                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance)
+                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance, shared=shared)
         replay, view = quant_replay, quant_replay.view
     scorer.input_problems = replay.input_problems
     replay.run(*graph_args(etrecord, run_inputs))

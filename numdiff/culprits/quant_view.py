@@ -215,8 +215,10 @@ class QuantReplay(ReplayInterpreter):
     def __init__(self, module: torch.fx.GraphModule, paired: set[str], on_paired: OnPaired,
                  logged_inputs: Mapping[str, LoggedInput] | None, float_program: torch.export.ExportedProgram,
                  target_snr_db: float = DEFAULT_TARGET_SNR_DB, inputs_from_runtime: dict[str, str] | None = None,
-                 xnnpack_nodes: frozenset[str] = frozenset(), tie_allowance: float = DEFAULT_THRESHOLDS.expected) -> None:
-        super().__init__(module, paired, on_paired, logged_inputs, inputs_from_runtime, xnnpack_nodes, tie_allowance)
+                 xnnpack_nodes: frozenset[str] = frozenset(), tie_allowance: float = DEFAULT_THRESHOLDS.expected,
+                 shared: Mapping[str, str] | None = None) -> None:
+        super().__init__(module, paired, on_paired, logged_inputs, inputs_from_runtime, xnnpack_nodes, tie_allowance,
+                         shared)
         self._target = target_snr_db
         quant_layers = _layers(module)
         float_layers = _layers(float_program.graph_module)

@@ -100,6 +100,32 @@ def test_delegate_output_ids_from_a_graph_and_unknown_order_is_noted() -> None:
     assert all(p.match is not MatchKind.DELEGATE_OUTPUT for p in report.pairs)
 
 
+def test_delegate_outputs_logged_in_another_order_than_the_graph_are_paired_by_shape() -> None:
+    """T5 block on XNNPACK (scripts/_zoo_models.py, held-out ``t5_gated_gelu``): lowering re-sorts the
+    graph after each partition is cut out, so a later delegate returns the relative position bias
+    (handle 19, its input computed outside) before the RMSNorm output (handle 6). Paired in graph
+    order, every output met another op's value: a transpose and a permute were "broken" at -7 dB on a
+    clean run. The logged shapes show the order; outputs of one shape keep the graph's order."""
+    norm, q, k, bias = torch.randn(1, 8, 16), torch.randn(1, 2, 8, 8), torch.randn(1, 2, 8, 8), torch.randn(2, 8, 8)
+    aot: dict[DebugHandle, Any] = {(6,): norm, (9,): q, (16,): k, (19,): bias}
+    handle = (6, 9, 16, 19)
+    runtime = {handle: _delegate(handle, [bias.clone(), norm.clone(), q.clone(), k.clone()], [torch.ones(1, 8)])}
+    report = align_intermediate_outputs(aot, runtime, delegate_outputs={handle: (6, 9, 16, 19)})
+    got = {p.aot_handle: p.runtime_output for p in report.pairs}
+    assert set(got) == set(aot) and all(torch.equal(got[h], aot[h]) for h in aot)
+    (note,) = report.notes
+    assert note.kind is NoteKind.DELEGATE_ORDER_BY_SHAPE and "[6, 9, 16, 19] -> [19, 6, 9, 16]" in note.detail
+    # The graph's order fits the shapes: kept, no note (same-shaped outputs cannot be told apart).
+    in_order = {handle: _delegate(handle, [norm, q, k, bias], [torch.ones(1, 8)])}
+    report = align_intermediate_outputs(aot, in_order, delegate_outputs={handle: (6, 9, 16, 19)})
+    assert report.notes == () and all(torch.equal(p.runtime_output, aot[p.aot_handle]) for p in report.pairs)
+    # Shapes that are not the outputs' in any order decide nothing: the graph's order, as before.
+    odd = {handle: _delegate(handle, [bias, norm, q, torch.zeros(3)], [torch.ones(1, 8)])}
+    report = align_intermediate_outputs(aot, odd, delegate_outputs={handle: (6, 9, 16, 19)})
+    assert NoteKind.DELEGATE_ORDER_BY_SHAPE not in {n.kind for n in report.notes}
+    assert {p.aot_handle: p.runtime_output for p in report.pairs}[(9,)] is norm  # by position, as before
+
+
 _REPORTS: dict[str, Any] = {}
 
 

@@ -223,3 +223,67 @@ def test_a_dequantize_that_rounds_nothing_is_judged_by_floating_point_noise() ->
     ReplayInterpreter(gm, {names[0], names[2]}, on_paired).run(torch.ones(3), torch.ones(3, dtype=torch.int8))
     assert seen[names[0]].rounding is False  # dequantize of a grid value: nothing rounded
     assert seen[names[2]].rounding is True  # the unlogged quantize before it rounds
+
+
+def test_each_runtime_value_of_one_node_is_judged_against_its_replay() -> None:
+    """A delegate may return one node's value twice (int8 for the next delegate, dequantized for a
+    portable op: the held-out Conformer block on int8 XNNPACK). Each pair is judged against the node's
+    replay. Before, the second was compared with what the first substituted: a 'perfect' agreement that
+    confirmed a graph input the run had not used (a false culprit on a run with 1% input noise)."""
+    from numdiff.align import AlignedPair, MatchKind
+    from numdiff.culprits._scorer import Meter, Planned, Scorer
+
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2.0)
+    relu = next(n for n in gm.graph.nodes if n.op == "call_function")
+    x = torch.linspace(-1.0, 1.0, 16)
+    good, off = torch.relu(x), torch.relu(x) + 0.1
+    pairs = [Planned(AlignedPair((2,), good, (1, 2, 2), value, MatchKind.POSITION, index), None)
+             for index, value in enumerate((off, good.clone()))]
+    meter = Meter(get_comparator("SNR"), {(2,): [relu.name]}, {(1, 2, 2): ["DELEGATE_CALL"]})
+    scorer = Scorer(meter, resolve_thresholds(None), lineage(gm.graph, {relu.name}), {}, {}, {},
+                    {relu.name: pairs}, None, unreliable={}, supplied=frozenset(), inputs_from_runtime={})
+    ReplayInterpreter(gm, {relu.name}, scorer.on_paired).run(x)
+    first, second = scorer.rows
+    assert first.verdict.beyond_noise and first.local_gap < 30
+    assert second.verdict is Verdict.OK and second.local_gap == math.inf
+
+
+def test_nodes_that_compute_the_same_share_the_runtime_value() -> None:
+    """PT2E writes one dequantize per consumer of a quantized value, all under the quantize's debug handle;
+    the runtime's value is kept for the last. A consumer of the first (held-out ShuffleNet on int8 XNNPACK:
+    a portable avg_pool2d reading a delegate's dequantized output) replayed it from the graph input through
+    the delegate's int8 convolution, and was named a culprit at 70 dB on clean runs. The first such node is
+    paired now, and the others read what it substituted."""
+    from numdiff.culprits._same_values import same_values
+
+    importlib.import_module("torch.ao.quantization.fx._decomposed")
+    qd = torch.ops.quantized_decomposed
+
+    def model(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q = qd.quantize_per_tensor.default(x, 0.1, 0, -127, 127, torch.int8)
+        first = qd.dequantize_per_tensor.default(q, 0.1, 0, -127, 127, torch.int8)
+        last = qd.dequantize_per_tensor.default(q, 0.1, 0, -127, 127, torch.int8)
+        return torch.relu(first), last * 2.0
+
+    gm = torch.fx.symbolic_trace(model)
+    q, first, last, relu, mul = [n for n in gm.graph.nodes if n.op == "call_function"]
+    handles = {q.name: (1,), first.name: (1,), last.name: (1,), relu.name: (2,), mul.name: (3,)}
+    keepers, shared = same_values(gm.graph, {(1,): last.name, (2,): relu.name, (3,): mul.name},
+                                  lambda n: handles.get(n.name))
+    assert keepers == {(1,): first.name, (2,): relu.name, (3,): mul.name} and shared == {last.name: first.name}
+    assert lineage(gm.graph, set(keepers.values()), shared)[mul.name].producers == ((first.name, None),)
+    # what the runtime logged: a step off the replay (the replay never sees it but through the substitution)
+    x = torch.linspace(-1.0, 1.0, 8)
+    logged = qd.dequantize_per_tensor.default(qd.quantize_per_tensor.default(x, 0.1, 0, -127, 127, torch.int8),
+                                              0.1, 0, -127, 127, torch.int8) + 0.1
+    read: dict[str, Any] = {}
+
+    def on_paired(node: torch.fx.Node, replay: Any, args: Any, kwargs: Any, noise: Noise) -> Any:
+        read[node.name] = args[0]
+        return logged if node.name == first.name else replay
+
+    ReplayInterpreter(gm, set(keepers.values()), on_paired, shared=shared).run(x)
+    assert read[relu.name] is logged and read[mul.name] is logged
+    # a node of another handle computing the same keeps its own value (it has its own row)
+    _, apart = same_values(gm.graph, {(1,): last.name}, lambda n: (1,) if n is first else (4,) if n is last else None)
+    assert apart == {}

@@ -328,3 +328,19 @@ def test_a_quantize_that_agrees_confirms_the_input_only_for_quantized_readers() 
     quantizes = [r for r in rep.rows if "quantize_per_tensor" in r.aot_ops and "x: representative input"
                  in r.input_sources]
     assert quantizes and all(r.verdict.value in ("ok", "expected-noise") for r in quantizes)
+
+
+def test_the_held_out_family_is_listed_on_its_own_and_shares_no_name(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path) -> None:
+    """``make_zoo.py --list --heldout`` lists the held-out architectures (family ``heldout``), which are
+    neither in the default zoo nor among the real-size ones: numdiff is measured on them, never tuned."""
+    make_zoo = load_script("scripts/make_zoo.py")
+    models = make_zoo.zm
+    assert make_zoo.main(["--list", "--heldout", "--out", str(tmp_path)]) == 0
+    listed = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert listed == [[a.name, "heldout"] for a in models.HELDOUT] and len(listed) >= 8
+    held = {a.name for a in models.HELDOUT}
+    assert not held & {a.name for a in models.ARCHS + models.REALSIZE}
+    assert make_zoo.main(["--list", "--out", str(tmp_path)]) == 0
+    assert not held & {line.split("\t")[0] for line in capsys.readouterr().out.splitlines()}
+    assert not list(tmp_path.iterdir())  # listing writes nothing
