@@ -47,9 +47,14 @@ _HEADER_PAD = 2  # and makes every column at least its header plus two character
 SAME_AS_ABOVE = "\""
 
 
+#: Cells this long or shorter are repeated as they are (a module name is grepped for: ``fc2``).
+_SAID_ONCE_FROM = 24
+
+
 def said_once(values: Sequence[object]) -> list[object]:
-    """``values`` with a run of one long text said once: each repeat of the cell above shows
-    :data:`SAME_AS_ABOVE` (the ten ops of one source line took ten times its wrapped lines).
+    """``values`` with a run of one long text (over 24 characters, which a table wraps) said once: each
+    repeat of the cell above shows :data:`SAME_AS_ABOVE` (the ten ops of one source line took ten
+    times its wrapped lines); short cells stay, so a search for a module finds every row.
 
     Example:
         >>> said_once(["model.py:3 forward: h = f(x)", "model.py:3 forward: h = f(x)", "model.py:4", None, None])
@@ -57,7 +62,7 @@ def said_once(values: Sequence[object]) -> list[object]:
     """
     out: list[object] = []
     for k, value in enumerate(values):
-        repeat = k > 0 and isinstance(value, str) and len(value) > len(SAME_AS_ABOVE) and value == values[k - 1]
+        repeat = k > 0 and isinstance(value, str) and len(value) > _SAID_ONCE_FROM and value == values[k - 1]
         out.append(SAME_AS_ABOVE if repeat else value)
     return out
 

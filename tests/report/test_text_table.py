@@ -51,3 +51,12 @@ def test_every_width_from_30_fits_and_keeps_every_row(width: int) -> None:
     text = fitted_table(CELLS, width, FIT)
     assert max(len(line) for line in text.splitlines()) <= width
     assert "cumsum" in text and "150.9" in text and "inf" in text
+
+
+def test_a_long_repeated_cell_is_said_once_and_a_short_one_stays() -> None:
+    from numdiff.report.text_table import SAME_AS_ABOVE, said_once
+
+    line = "_deeper_models.py:67 forward: q = self._rope(self.wq(h), cos, sin)"
+    assert said_once([line, line, line, "fc2", "fc2", None, None]) == [line, SAME_AS_ABOVE, SAME_AS_ABOVE, "fc2", "fc2",
+                                                                      None, None]
+    assert said_once([]) == [] and said_once([line, "other", line]) == [line, "other", line]
