@@ -136,8 +136,9 @@ def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
     which = " and ".join(f"the {side} run's graph input(s) {', '.join(names)}" for side, names in sides)
     return (f"error not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
             "agrees with its replay on those, or those ops are badly wrong), so the gaps compare the device with a "
-            "reference run on other inputs; run both builds on the representative inputs, or analyse each with its "
-            "run's own inputs (--step-inputs)")
+            "reference run on other inputs; if the run did use the representative inputs, analyse it again with "
+            "--inputs-are-representative (its first ops are then judged), else with the run's own inputs "
+            "(--step-inputs)")
 
 
 def program_note(base: Analysis, new: Analysis) -> str | None:
@@ -181,6 +182,8 @@ class DiffReport:
     coverage_failures: list[str] = field(default_factory=list)
     #: "same" (both signatures equal) or "not checked" (one has none).
     program_check: str = "same"
+    #: Why the layers' error was not compared at all (:func:`inputs_doubt`), which fails the gate; else None.
+    error_not_compared: str | None = None
 
     @property
     def regressions(self) -> list[OpDelta]:
@@ -191,7 +194,7 @@ class DiffReport:
     @property
     def passed(self) -> bool:
         """The gate: no regression, and enough of the base's ops were compared."""
-        return not self.regressions and not self.coverage_failures
+        return not self.regressions and not self.coverage_failures and self.error_not_compared is None
 
     def __bool__(self) -> bool:
         """True when the gate passes (as a check result): see :attr:`passed`."""
@@ -347,25 +350,24 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
             and total_pct is not None and total_pct > t.max_latency_increase_pct}
     else:
         totals = {"base_us": None, "new_us": None, "delta_us": None, "delta_pct": None, "regression": False}
-    coverage, failures = _coverage(base, new, {}.keys() if doubt else base_rows.keys(), new_rows.keys(),
-                                   base_ev.keys(), new_ev.keys(), t.min_matched_share)
-    if doubt is not None:
-        failures.insert(0, doubt)
+    coverage, failures = _coverage(base, new, base_rows.keys(), new_rows.keys(), base_ev.keys(), new_ev.keys(),
+                                   t.min_matched_share, compare_error=doubt is None)
     return DiffReport(t, ops, categories, delegates, totals, coverage=coverage, coverage_failures=failures,
                       program_check="same" if unchecked is None else "not checked",
                       only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),
                       only_in_new=sorted(new_rows.keys() - base_rows.keys()) + sorted(new_ev.keys() - base_ev.keys()),
-                      labels=(base.labels, new.labels), notes=notes)
+                      labels=(base.labels, new.labels), notes=notes, error_not_compared=doubt)
 
 
 def _coverage(base: Analysis, new: Analysis, base_rows: KeysView[str], new_rows: KeysView[str],
               base_ev: KeysView[str], new_ev: KeysView[str],
-              min_share: float) -> tuple[dict[str, tuple[int, int]], list[str]]:
-    """Per kind the base has, how many of its ops the new analysis matched; and the failures below ``min_share``."""
+              min_share: float, compare_error: bool = True) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """Per kind the base has, how many of its ops the new analysis matched; and the failures below ``min_share``
+    (``compare_error`` False: the layers were not compared, for a reason the report gives itself)."""
     coverage: dict[str, tuple[int, int]] = {}
     failures: list[str] = []
     for kind, what, b, n in (("error", "layers (gap rows)", base_rows, new_rows), ("latency", "timed ops", base_ev, new_ev)):
-        if not b:
+        if not b or (kind == "error" and not compare_error):
             continue
         matched = len(b & n)
         coverage[kind] = (matched, len(b))
@@ -375,7 +377,7 @@ def _coverage(base: Analysis, new: Analysis, base_rows: KeysView[str], new_rows:
                 why = f": the new analysis has no gap ({new.gap_unavailable or 'not computed'})"
             failures.append(f"only {matched} of the base's {len(b)} {what} were found in the new analysis "
                             f"(at least {min_share:.0%} needed){why}")
-    if not coverage:
+    if not coverage and (compare_error or not base_rows):
         reason = base.gap_unavailable or "no gap rows"
         failures.append(f"nothing compared: the base analysis has neither gap rows ({reason}) nor timed ops "
                         "comparable with the new one's")

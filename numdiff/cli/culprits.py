@@ -62,10 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "its own) or 'quantized' (every quantized row without its own). FIELD is ok, expected or broken "
                    "(the README's Verdicts give the defaults). An OP no compared op has is warned about. "
                    "Repeatable.")
-    g.add_argument("--inputs-are-representative", action="store_true",
-                   help="the run used the ETRecord's representative inputs: judge every op that reads a graph input "
-                   "the runtime did not log (by default such an op is not judged when it and every other op reading "
-                   "that input are unrelated to their replays: the run may have used other inputs)")
     add_deeper_arguments(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
@@ -76,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
     """The deeper-localization options (quantization view, decode steps, inside delegates)."""
     d = parser.add_argument_group("deeper localization")
+    d.add_argument("--inputs-are-representative", action="store_true",
+                   help="the run used the ETRecord's representative inputs: judge every op that reads a graph input "
+                   "the runtime did not log (by default such an op is not judged when it and every other op reading "
+                   "that input are unrelated to their replays: the run may have used other inputs)")
     d.add_argument("--float-program", default=None, metavar="PATH",
                    help="ETRecord or .pt2 archive (torch.export.save) of the float model: adds the quantization view (layers ranked by the error "
                    "their quantization costs, and the layers to keep in higher precision)")
@@ -98,6 +98,8 @@ def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
 def deeper_options(args: argparse.Namespace) -> dict[str, Any]:
     """``find_culprits`` keyword arguments for the options of :func:`add_deeper_arguments`."""
     options: dict[str, Any] = {}
+    if args.inputs_are_representative:
+        options.update(inputs_are_representative=True)
     if args.float_program is not None:
         options.update(float_program=args.float_program, target_snr_db=args.target_snr)
     elif args.target_snr is not None:
@@ -200,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                           source_time_scale=args.source_time_scale, target_time_scale=args.target_time_scale)
     options = deeper_options(args)
     report = inspector.find_culprits(args.metric, reference_graph=args.reference_graph, thresholds=thresholds,
-                                     inputs_are_representative=args.inputs_are_representative, **options)
+                                     **options)
     _warn_unmatched_thresholds(thresholds, report)
     quant = None if report.quantization is None else _ranked_from_1(report.quantization.to_dataframe())
     df = report.to_dataframe()

@@ -76,13 +76,20 @@ def _sections(report: DiffReport) -> list[tuple[str, list[str], list[list[str]]]
 
 def _headline(report: DiffReport) -> str:
     n = len(report.regressions)
-    if report.coverage_failures:
+    if report.error_not_compared is not None:
+        verdict = "FAILED, layers not compared: a run may have used other inputs" + (
+            f"; {n} regression{'s' if n != 1 else ''}" if n else "")
+    elif report.coverage_failures:
         verdict = "FAILED, too little compared" + (f" and {n} regression{'s' if n != 1 else ''}" if n else "")
     else:
         verdict = f"{n} regression{'s' if n != 1 else ''}" if n else "no regression"
     return verdict + (
         f" ({sum(d.kind == 'error' for d in report.ops)} layers and {sum(d.kind == 'latency' for d in report.ops)} "
         "timed ops compared)")
+
+
+def _not_compared(report: DiffReport) -> list[str]:
+    return [] if report.error_not_compared is None else [report.error_not_compared]
 
 
 def _threshold_line(report: DiffReport) -> str:
@@ -147,7 +154,8 @@ def report_from_json(data: dict[str, Any]) -> DiffReport:
                       _figures(data.get("totals") or {}, ()), list(data.get("only_in_base") or []),
                       list(data.get("only_in_new") or []), (dict(labels.get("base") or {}), dict(labels.get("new") or {})),
                       list(data.get("notes") or []), coverage, list(data.get("coverage_failures") or []),
-                      str(data.get("program_check", "same")))
+                      str(data.get("program_check", "same")),
+                      None if data.get("error_not_compared") is None else str(data.get("error_not_compared")))
 
 
 def render_diff(report: DiffReport, fmt: str = "table", title: str = "numdiff diff") -> str:
@@ -160,7 +168,8 @@ def render_diff(report: DiffReport, fmt: str = "table", title: str = "numdiff di
                 "only_in_new": report.only_in_new, "labels": {"base": report.labels[0], "new": report.labels[1]},
                 "notes": report.notes, "passed": report.passed,
                 "coverage": {k: {"matched": m, "base": b} for k, (m, b) in report.coverage.items()},
-                "coverage_failures": report.coverage_failures, "program_check": report.program_check}
+                "coverage_failures": report.coverage_failures, "program_check": report.program_check,
+                "error_not_compared": report.error_not_compared}
         return json.dumps(_jsonable(data), indent=1, allow_nan=False)
     unmatched = ([f"only in base: {', '.join(report.only_in_base[:20])}" + (" …" if len(report.only_in_base) > 20 else "")]
                  if report.only_in_base else []) + (
@@ -169,7 +178,7 @@ def render_diff(report: DiffReport, fmt: str = "table", title: str = "numdiff di
     if fmt == "markdown":
         mark = "✅" if report else "❌"
         lines = [f"### {title}: {mark} {_headline(report)}", "", _labels(report) + "  ", _threshold_line(report)]
-        lines += [f"- **{failure}**" for failure in report.coverage_failures]
+        lines += [f"- **{failure}**" for failure in [*_not_compared(report), *report.coverage_failures]]
         lines += [f"- {note}" for note in report.notes] + [""]
         for title, headers, rows in _sections(report):
             lines += [f"#### {title}", "", tabulate(rows, headers, tablefmt="github"), ""]
@@ -179,7 +188,7 @@ def render_diff(report: DiffReport, fmt: str = "table", title: str = "numdiff di
         lines += [""] + [f"- {u}" for u in unmatched] if unmatched else []
         return "\n".join(lines).rstrip() + "\n"
     lines = [f"{title}: {_headline(report)}", _labels(report), _threshold_line(report),
-             *(f"FAILED: {failure}" for failure in report.coverage_failures), *report.notes]
+             *(f"FAILED: {failure}" for failure in [*_not_compared(report), *report.coverage_failures]), *report.notes]
     for title, headers, rows in _sections(report):
         lines += ["", title, tabulate(rows, headers, tablefmt="simple")]
     lines += [""] + unmatched if unmatched else []

@@ -211,10 +211,16 @@ def test_a_run_that_may_have_used_other_inputs_gates_no_error(example_analysis: 
     new = _on_other_inputs(_changed(example_analysis, snr_drop=20))
     report = diff_analyses(example_analysis, new)
     assert not report and {d.kind for d in report.ops} == {"latency"}
-    assert report.coverage_failures[0].startswith("error not compared: the new run's graph input(s) x may not be "
-                                                  "the ETRecord's representative inputs")
+    assert report.error_not_compared is not None and report.error_not_compared.startswith(
+        "error not compared: the new run's graph input(s) x may not be the ETRecord's representative inputs")
+    assert "--inputs-are-representative" in report.error_not_compared
+    assert report.coverage_failures == []  # the timed ops were all matched: nothing else to say
     both = diff_analyses(_on_other_inputs(example_analysis), _on_other_inputs(example_analysis))
-    assert not both and "the base run's graph input(s) x and the new run's graph input(s) x" in both.coverage_failures[0]
+    assert not both and both.error_not_compared is not None
+    assert "the base run's graph input(s) x and the new run's graph input(s) x" in both.error_not_compared
+    assert render_diff(report).splitlines()[0] == ("numdiff diff: FAILED, layers not compared: a run may have used "
+                                                   "other inputs (0 layers and 8 timed ops compared)")
+    assert "error_not_compared" in json.loads(render_diff(report, "json"))
     base_path, new_path = tmp_path / "base.json", tmp_path / "new.json"
     example_analysis.save(base_path)
     new.save(new_path)
