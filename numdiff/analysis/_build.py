@@ -369,8 +369,10 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
                           replay_mismatches=sum(v.value == "replay-mismatch" for v in verdicts),
                           not_judged=sum(v.value == "not-judged" for v in verdicts),
                           inputs_in_doubt=list(report.inputs_in_doubt),
-                          inputs_note=inputs_in_doubt_note(report.inputs_in_doubt) if report.inputs_in_doubt
-                          else inputs_assumed_note(report.inputs_assumed) if report.inputs_assumed else None,
+                          inputs_note=" ".join(
+                              [*([inputs_in_doubt_note(report.inputs_in_doubt) + "."] if report.inputs_in_doubt else []),
+                               *([inputs_assumed_note(report.inputs_assumed) + "."] if report.inputs_assumed else [])])
+                          or None,
                           quantization=_quantization(report.quantization),
                           decode=_decode(report.decode), inside_delegates=_taps(report.inside_delegates))
 

@@ -156,3 +156,20 @@ def test_threshold_op_names_are_documented_and_an_unknown_op_is_warned_about(
                            "backends: XnnpackBackend"), err
     assert not re.search("cumsum:", err)
     assert main([*argv, "--quiet"]) == 0 and capsys.readouterr().err == ""
+
+
+def test_analyze_can_declare_the_run_used_the_representative_inputs(tmp_path: Path) -> None:
+    """numdiff diff refuses to gate the layers of a run in doubt and says to analyse it again with this flag."""
+    import json as _json
+
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    files = ["--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
+             "--debug-buffer", str(d / "debug_buffer.bin")]
+    assert main(["analyze", *files, "-o", str(tmp_path / "doubt.json")]) == 0
+    assert main(["analyze", *files, "--inputs-are-representative", "-o", str(tmp_path / "declared.json")]) == 0
+    doubt = _json.loads((tmp_path / "doubt.json").read_text())["culprits"]
+    declared = _json.loads((tmp_path / "declared.json").read_text())["culprits"]
+    assert doubt["inputs_in_doubt"] == ["x"] and doubt["inputs_note"]
+    assert declared["inputs_in_doubt"] == [] and declared["inputs_note"] is None

@@ -97,6 +97,7 @@ def test_a_run_on_other_inputs_says_so_under_the_headline(driver: Any, tmp_path:
         analysis = Analysis.from_files(d / "etdump.etdp", str(d / "etrecord.bin"), d / "debug_buffer.bin")
     assert analysis.culprits.inputs_in_doubt == ["x"]
     assert analysis.culprits.inputs_note is not None and analysis.culprits.inputs_note.startswith("graph input(s) x: ")
+    assert analysis.culprits.inputs_note.endswith(".")
     page = tmp_path / "report.html"
     write_html(analysis, page)
     driver.get(page.as_uri())
