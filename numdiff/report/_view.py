@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from numdiff._core.names import ops_title
+from numdiff._core.names import counted, ops_title
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step
 from numdiff.analysis.noise import noise_floor_db
 from numdiff.analysis.records import CulpritRow
@@ -45,7 +45,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
         c = culprits.get((r.method, *r.aot_ops))
         rows.append({
             "i": r.index, "op": r.aot_ops[-1] if r.aot_ops else "", "title": ops_title(r.aot_ops), "ops": r.aot_ops,
-            "rops": r.runtime_ops,
+            "rops": r.runtime_ops, "rops_title": counted(r.runtime_ops),
             "method": r.method,
             "handle": r.aot_debug_handle, "module": r.module, "snr": _num(_worst(r.snr, lowest=True)),
             "mse": _num(_worst(r.mse, lowest=False)), "l1": _num(_worst(r.l1, lowest=False)),

@@ -173,19 +173,11 @@
     return { render, visible: () => visible, showAll: () => { limit = Infinity; render(); } };
   }
 
-  // a delegate's row can hold hundreds of runtime ops: each name once with its count, the first few
-  // (the cell's tooltip and the details panel list them all)
-  const countedOps = (ops) => {
-    const counts = new Map();
-    for (const o of ops) counts.set(o, (counts.get(o) || 0) + 1);
-    const named = [...counts].map(([o, n]) => n > 1 ? o + " ×" + n : o);
-    return named.length > 3 ? named.slice(0, 3).join(", ") + " (+" + (named.length - 3) + " more)" : named.join(", ");
-  };
   const filterBox = $("filter"), only = $("only");
   const rowText = (r) => [r.i + 1, r.ops.join(" "), r.rops.join(" "), r.module, r.match, r.note, r.src, r.method || ""].join(" ").toLowerCase();
   const rowsTable = makeTable($("rows-table"), [
     { key: "i", label: "#", num: true, get: (r) => r.i + 1 },
-    { key: "op", label: "op", get: (r) => r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => (r.title || v) + (r.method ? " [" + r.method + "]" : "") },
+    { key: "op", label: "op", get: (r) => r.title || r.op, tip: (r) => r.ops.join(", "), fmt: (v, r) => (r.title || v) + (r.method ? " [" + r.method + "]" : "") },
     { key: "module", label: "module", get: (r) => r.module },
     { key: "snr", label: "SNR dB", num: true, get: (r) => r.snr, fmt: (v) => fmt(v), title: "lowest over the row's outputs" },
     { key: "floor", label: "floor dB", num: true, get: (r) => r.floor, fmt: (v) => fmt(v), tip: (r) => r.floor_src },
@@ -199,7 +191,9 @@
     { key: "match", label: "matched by", get: (r) => r.match || (r.matched ? "" : "unmatched"), tip: (r) => r.match_expl || r.note || "" },
     { key: "note", label: "note", get: (r) => r.note },
     { key: "src", label: "source line", get: (r) => r.src },
-    { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", "), tip: (r) => r.rops.join(", "), fmt: (v, r) => countedOps(r.rops) },
+    // a delegate's row can hold hundreds of runtime ops: each name once with its count (numdiff._core.names.counted),
+    // the whole list on hover and in the details panel
+    { key: "rops", label: "runtime ops", get: (r) => r.rops.join(", "), tip: (r) => r.rops.join(", "), fmt: (v, r) => r.rops_title ?? v },
   ].filter((c) => !["local", "cause", "verdict"].includes(c.key) || ROWS.some((r) => r.local !== null)), ROWS, {
     keep: (r) => {
       const q = filterBox.value.trim().toLowerCase();
