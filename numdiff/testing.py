@@ -145,7 +145,7 @@ def assert_no_culprits(
     if culprits:
         lines.append(f"{len(culprits)} culprit op(s) ({report.metric}; local = replayed on the runtime's inputs):")
         for r in culprits:
-            lines.append(f"- {', '.join(r.aot_ops)}{f' in method {r.method}' if r.method else ''} "
+            lines.append(f"- {r.title}{f' in method {r.method}' if r.method else ''} "
                          f"[{r.verdict.value}] local {r.local_gap:.4g} "
                          f"({r.local_noise_units:.3g} noise units), accumulated {r.accumulated_gap:.4g}; "
                          f"module {r.module_path or '?'}; {r.source_line or 'no source line'}")
@@ -155,7 +155,7 @@ def assert_no_culprits(
         lines.append(f"{len(unjudged)} op(s) not judged: they read graph inputs the runtime did not log, and their "
                      "replays on the representative inputs say the run may have used other inputs (pass the run's "
                      "inputs with step_inputs=, or inputs_are_representative=True if the run used them):")
-        lines += [f"- {', '.join(r.aot_ops)}; module {r.module_path or '?'}; {r.source_line or 'no source line'}"
+        lines += [f"- {r.title}; module {r.module_path or '?'}; {r.source_line or 'no source line'}"
                   for r in unjudged]
     if lines:
         raise AssertionError("\n".join(lines))

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Cookie, Depends, FastAPI, Form, HTTPException, Re
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from urllib.parse import quote, urlsplit
 
+from numdiff._core.names import ops_title
 from numdiff._core.terminal import printable
 from numdiff.errors import NumdiffError
 from numdiff.service import crud, db
@@ -267,7 +268,7 @@ def comparepage(name: str, model: PageModel, project: SignedIn, session: Session
         judged = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
         seen: dict[str, int] = {}
         for row in (analysis.gap.rows if analysis.gap else []):
-            base = ", ".join(row.aot_ops) or "(no reference op)"
+            base = ops_title(row.aot_ops) or "(no reference op)"  # a delegate's 300 ops: one short line
             seen[base] = seen.get(base, 0) + 1
             key = base if seen[base] == 1 else f"{base} #{seen[base]}"
             if key not in table:
