@@ -368,7 +368,7 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
                           broken=sum(v.value == "broken" for v in verdicts),
                           replay_mismatches=sum(v.value == "replay-mismatch" for v in verdicts),
                           not_judged=sum(v.value == "not-judged" for v in verdicts),
-                          inputs_in_doubt=list(report.inputs_in_doubt),
+                          inputs_in_doubt=list(report.inputs_in_doubt), methods_in_doubt=list(report.methods_in_doubt),
                           inputs_note=" ".join(
                               [*([inputs_in_doubt_note(report.inputs_in_doubt) + "."] if report.inputs_in_doubt else []),
                                *([inputs_assumed_note(report.inputs_assumed) + "."] if report.inputs_assumed else [])])

@@ -134,11 +134,25 @@ def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
     if not sides:
         return None
     which = " and ".join(f"the {side} run's graph input(s) {', '.join(names)}" for side, names in sides)
-    return (f"error not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
+    doubting = [a.culprits for a in (base, new) if a.culprits.inputs_in_doubt]
+    methods = sorted({m for c in doubting for m in c.methods_in_doubt})
+    what = "error" if not methods or any(not c.methods_in_doubt for c in doubting) else \
+        f"error of method(s) {', '.join(methods)}"
+    return (f"{what} not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
             "agrees with its replay on those, or those ops are badly wrong), so the gaps compare the device with a "
             "reference run on other inputs; if the run did use the representative inputs, analyse it again with "
             "--inputs-are-representative (its first ops are then judged), else with the run's own inputs "
             "(--step-inputs)")
+
+
+def _clear_of_doubt(rows: dict[str, GapRowModel], base: Analysis, new: Analysis) -> dict[str, GapRowModel]:
+    """``rows`` without those of a method whose inputs either analysis doubts (all of them when a
+    doubting analysis names no method: a program of one)."""
+    doubting = [a.culprits for a in (base, new) if a.culprits.inputs_in_doubt]
+    if any(not c.methods_in_doubt for c in doubting):
+        return {}
+    methods = {m for c in doubting for m in c.methods_in_doubt}
+    return {k: r for k, r in rows.items() if r.method not in methods}
 
 
 def program_note(base: Analysis, new: Analysis) -> str | None:
@@ -305,7 +319,9 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     base_rows = _keyed(base.gap.rows if base.gap else [], _row_key)
     new_rows = _keyed(new.gap.rows if new.gap else [], _row_key)
     doubt = inputs_doubt(base, new)
-    compared_rows = set() if doubt is not None else base_rows.keys() & new_rows.keys()
+    if doubt is not None:  # the rows of the methods in doubt (every row in a program of one method) are not compared
+        base_rows, new_rows = (_clear_of_doubt(rows, base, new) for rows in (base_rows, new_rows))
+    compared_rows = base_rows.keys() & new_rows.keys()
     for key in compared_rows:
         b, n = _snr(base_rows[key], t.snr_cap_db), _snr(new_rows[key], t.snr_cap_db)
         delta = None if b is None or n is None else n - b
@@ -351,7 +367,7 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     else:
         totals = {"base_us": None, "new_us": None, "delta_us": None, "delta_pct": None, "regression": False}
     coverage, failures = _coverage(base, new, base_rows.keys(), new_rows.keys(), base_ev.keys(), new_ev.keys(),
-                                   t.min_matched_share, compare_error=doubt is None)
+                                   t.min_matched_share, compare_error=doubt is None or bool(base_rows))
     return DiffReport(t, ops, categories, delegates, totals, coverage=coverage, coverage_failures=failures,
                       program_check="same" if unchecked is None else "not checked",
                       only_in_base=sorted(base_rows.keys() - new_rows.keys()) + sorted(base_ev.keys() - new_ev.keys()),

@@ -44,7 +44,7 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 4 adds the optional ``culprits.inputs_in_doubt`` and ``culprits.inputs_note`` (what the
+    """Version 4 adds the optional ``culprits.inputs_in_doubt``, ``culprits.methods_in_doubt`` and ``culprits.inputs_note`` (what the
     run's graph inputs leave in doubt). Absent in version 3: nothing to fill (the report then says
     nothing about the run's inputs, as it did)."""
     return {**data, "format_version": 4}

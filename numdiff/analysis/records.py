@@ -264,6 +264,9 @@ class CulpritSection(_Model):
     inputs_in_doubt: list[str] = Field(default_factory=list, description="graph inputs the run may not have taken "
                                        "from the ETRecord's representative inputs (CulpritReport.inputs_in_doubt): "
                                        "accumulated gaps then compare the device with a reference run on other inputs")
+    methods_in_doubt: list[str] = Field(default_factory=list, description="in a program of several methods, the "
+                                        "methods whose inputs are in doubt (empty: the one method's, when "
+                                        "inputs_in_doubt has any)")
     inputs_note: str | None = Field(default=None, description="what the run's inputs leave in doubt or assumed, "
                                     "in the words of the culprit report's note")
     quantization: QuantizationSection | None = None

@@ -415,6 +415,7 @@ def _every_method(etrecord: ETRecordLike, events: list[RunEvent], plans: list[Me
         higher_is_better=head.higher_is_better,
         notes=tuple(notes) + tuple(f"[{m}] {n}" for m, rep in parts for n in rep.notes),
         inputs_in_doubt=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_in_doubt),
+        methods_in_doubt=tuple(m for m, rep in parts if rep.inputs_in_doubt),
         inputs_assumed=tuple(f"{name} (method {m})" for m, rep in parts for name in rep.inputs_assumed),
         runs=_runs_of_every_method(parts))
 

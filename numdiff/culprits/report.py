@@ -258,6 +258,7 @@ class CulpritReport:
     inputs_in_doubt: tuple[str, ...] = field(default=())
     inputs_assumed: tuple[str, ...] = field(default=())
     model_nonfinite: NonFinite | None = None
+    methods_in_doubt: tuple[str, ...] = field(default=())
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -92,6 +92,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "culprits_available": analysis.culprits.available, "culprits_reason": analysis.culprits.reason,
             "culprits_headline": analysis.culprits.headline,
             "inputs_in_doubt": analysis.culprits.inputs_in_doubt, "inputs_note": analysis.culprits.inputs_note,
+            "methods_in_doubt": analysis.culprits.methods_in_doubt,
             "cause_means": {"culprit": CULPRIT_MEANS, "inherited": INHERITED_MEANS},
             "match_counts": {} if analysis.gap is None else analysis.gap.match_counts,
             "match_explanation": {} if analysis.gap is None else analysis.gap.match_explanation,

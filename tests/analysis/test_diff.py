@@ -226,3 +226,18 @@ def test_a_run_that_may_have_used_other_inputs_gates_no_error(example_analysis: 
     new.save(new_path)
     assert main(["diff", str(base_path), str(new_path)]) == 1
     assert "error not compared: the new run's graph input(s) x" in " ".join(capsys.readouterr().out.split())
+
+
+def test_in_a_program_of_several_methods_only_the_doubted_methods_layers_are_left_out(
+        example_analysis: Analysis) -> None:
+    """A run whose decode method may have used other inputs: its encode layers are still gated."""
+    assert example_analysis.gap is not None
+    rows = [r.model_copy(update={"method": "encode" if r.index == 0 else "decode"}) for r in example_analysis.gap.rows]
+    two = example_analysis.model_copy(update={"gap": example_analysis.gap.model_copy(update={"rows": rows})})
+    doubted = two.model_copy(update={"culprits": two.culprits.model_copy(update={
+        "inputs_in_doubt": ["x (method decode)"], "methods_in_doubt": ["decode"]})})
+    report = diff_analyses(two, doubted)
+    assert [d.key.split(":")[0] for d in report.ops if d.kind == "error"] == ["encode"]
+    assert report.error_not_compared is not None and report.error_not_compared.startswith(
+        "error of method(s) decode not compared: the new run's graph input(s) x (method decode)")
+    assert not report and report.coverage_failures == []

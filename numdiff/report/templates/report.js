@@ -30,7 +30,9 @@
   // a run that may have used other inputs than the reference run: its accumulated gaps compare two inputs,
   // so being below the floor says nothing about the device (the culprit verdicts, on its own values, do)
   const inputsInDoubt = (META.inputs_in_doubt || []).length > 0;
-  const alarming = (r) => belowFloor(r) && !inputsInDoubt;
+  const methodsInDoubt = META.methods_in_doubt || [];  // several methods: only those (else the one method's rows)
+  const inDoubt = (r) => inputsInDoubt && (!methodsInDoubt.length || methodsInDoubt.includes(r.method));
+  const alarming = (r) => belowFloor(r) && !inDoubt(r);
 
   // ---- summary ----------------------------------------------------------------------------
   const matched = ROWS.filter((r) => r.matched && !Number.isNaN(num(r.snr)) && num(r.snr) !== null);
