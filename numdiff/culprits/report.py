@@ -242,6 +242,8 @@ class CulpritReport:
         inputs_assumed: Graph inputs a verdict beyond noise rests on without confirmation: the one op
             that reads them disagrees with its replay but is related to it, which a wrong op and a
             slightly different input both explain (the verdict assumes the representative inputs).
+        methods_in_doubt: In a program of several methods, those with inputs in doubt (empty in a
+            program of one: then ``inputs_in_doubt`` concerns its only method).
     """
 
     rows: tuple[CulpritRow, ...]
