@@ -105,7 +105,7 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
                            f"{len(logged)} of {len(top)} runtime ops logged their outputs ({share:.0%})",
                            "" if share >= 0.9 else _HOW_TO_LOG))
     if has_debug_buffer and has_etrecord and logged:
-        out.append(_belong_together(inspector))
+        out += _belong_together(inspector)
     inside = [e for e in ops if e.is_delegated_op]
     if inside:
         out.append(Finding("ok", "inside delegates", f"{len(inside)} delegate-internal events are timed; their tensors "
@@ -214,22 +214,32 @@ def _timing(timed: Sequence[Event], source: TimeScale, target: TimeScale) -> Fin
 _BELONG = "files belong together"
 
 
-def _belong_together(inspector: Inspector) -> Finding:
+def _belong_together(inspector: Inspector) -> list[Finding]:
     """The culprit finder's check that the logged values come from the program the ETRecord describes:
     every op is replayed on the runtime's logged inputs, and (nearly) every op disagreeing with its
-    own replay from the first op on means another model's or another run's debug buffer or ETDump."""
+    own replay from the first op on means another model's or another run's debug buffer or ETDump.
+    A second finding warns when the run may have used other graph inputs than the representative ones."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             report = inspector.find_culprits("SNR")
     except MismatchedArtifactsError as e:
         lines = str(e).splitlines()
-        return Finding("fail", _BELONG, lines[0], " ".join(lines[1:]), bad_input=True)
+        return [Finding("fail", _BELONG, lines[0], " ".join(lines[1:]), bad_input=True)]
     except NumdiffError as e:
-        return Finding("warn", _BELONG, "not checked: the ops could not be replayed on the logged values: "
-                       + " — ".join(str(e).splitlines()), "")
-    return Finding("ok", _BELONG, f"{len(report.rows)} compared ops replayed on the runtime's logged inputs: the "
-                   "logged values come from the program the ETRecord describes")
+        return [Finding("warn", _BELONG, "not checked: the ops could not be replayed on the logged values: "
+                        + " — ".join(str(e).splitlines()), "")]
+    found = [Finding("ok", _BELONG, f"{len(report.rows)} compared ops replayed on the runtime's logged inputs: the "
+                     "logged values come from the program the ETRecord describes")]
+    if report.inputs_in_doubt:
+        found.append(Finding(
+            "warn", "run's inputs", f"graph input(s) {', '.join(report.inputs_in_doubt)} may not be the ETRecord's "
+            "representative inputs: no op that reads them agrees with its replay on those (or those ops are badly "
+            "wrong), so the gap compares the device with a reference run on other inputs and numdiff diff does not "
+            "gate this run's layers",
+            "pass the run's own inputs (numdiff culprits/analyze --step-inputs), or --inputs-are-representative if "
+            "the run used the representative ones"))
+    return found
 
 
 def diagnose_files(etdump: str | os.PathLike[str], etrecord: str | os.PathLike[str] | None = None,

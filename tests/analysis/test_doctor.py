@@ -89,6 +89,18 @@ def test_the_files_that_belong_together_pass_the_replay_check() -> None:
     found = _by_check(diagnose_files(_MLP / "etdump.etdp", _MLP / "etrecord.bin", _MLP / "debug_buffer.bin"))
     assert found["files belong together"].level == "ok"
     assert {c: x.level for c, x in found.items() if x.level == "fail"} == {}
+    assert "run's inputs" not in found  # the run used the representative inputs: nothing to say
+
+
+def test_a_run_that_may_have_used_other_inputs_is_warned_about() -> None:
+    """The oracle fixture culprit_near_inputs: the device ran its input plus 1% noise."""
+    near = FIXTURES / "culprit_near_inputs"
+    found = _by_check(diagnose_files(near / "etdump.etdp", near / "etrecord.bin", near / "debug_buffer.bin"))
+    assert found["files belong together"].level == "ok"
+    inputs = found["run's inputs"]
+    assert inputs.level == "warn" and inputs.detail.startswith("graph input(s) x may not be the ETRecord's "
+                                                               "representative inputs")
+    assert "--step-inputs" in inputs.fix and "--inputs-are-representative" in inputs.fix
 
 
 # Timing: a duration of zero is explained by the clock that timed it, or it is suspicious; the finding says which.
