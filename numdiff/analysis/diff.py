@@ -16,8 +16,9 @@ without a signature (written before format version 3, or without an ETRecord) is
 warning that its program could not be checked.
 
 Error rows are not compared when either run may have used other graph inputs than the ETRecord's
-representative ones (:func:`inputs_doubt`): the report fails with the reason, since a gap against a
-reference run on other inputs hides any regression.
+representative ones (:func:`inputs_doubt`; in a program of several methods, only the rows of the
+methods in doubt): the report fails with the reason, since a gap against a reference run on other
+inputs hides any regression.
 
 A gate passes only what it compared: for each kind the base has (error rows, timed ops), at least
 ``min_matched_share`` (default 50 %) of the base's ops must be found in the new analysis, and the
@@ -125,19 +126,28 @@ def check_same_program(base: Analysis, new: Analysis) -> str | None:
     return program_note(base, new)
 
 
-def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
-    """Why the error rows cannot be compared when either run may have used other graph inputs than the
-    ETRecord's representative ones (``culprits.inputs_in_doubt``), else None. Such a run's gaps compare
-    the device with a reference run on other inputs: an op's regression drowns in that difference."""
-    sides = [(side, a.culprits.inputs_in_doubt) for side, a in (("base", base), ("new", new))
-             if a.culprits.inputs_in_doubt]
-    if not sides:
-        return None
-    which = " and ".join(f"the {side} run's graph input(s) {', '.join(names)}" for side, names in sides)
+def _doubted_methods(base: Analysis, new: Analysis) -> frozenset[str] | None:
+    """The methods whose layers are left out because either run may have used other inputs: empty for
+    every layer (a program of one method, or a doubting analysis that names none); None when neither
+    run is in doubt."""
     doubting = [a.culprits for a in (base, new) if a.culprits.inputs_in_doubt]
-    methods = sorted({m for c in doubting for m in c.methods_in_doubt})
-    what = "error" if not methods or any(not c.methods_in_doubt for c in doubting) else \
-        f"error of method(s) {', '.join(methods)}"
+    if not doubting:
+        return None
+    if any(not c.methods_in_doubt for c in doubting):
+        return frozenset()
+    return frozenset(m for c in doubting for m in c.methods_in_doubt)
+
+
+def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
+    """Why (some of) the error rows cannot be compared when either run may have used other graph inputs
+    than the ETRecord's representative ones (``culprits.inputs_in_doubt``), else None. Such a run's gaps
+    compare the device with a reference run on other inputs: an op's regression drowns in that difference."""
+    methods = _doubted_methods(base, new)
+    if methods is None:
+        return None
+    which = " and ".join(f"the {side} run's graph input(s) {', '.join(a.culprits.inputs_in_doubt)}"
+                         for side, a in (("base", base), ("new", new)) if a.culprits.inputs_in_doubt)
+    what = f"error of method(s) {', '.join(sorted(methods))}" if methods else "error"
     return (f"{what} not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
             "agrees with its replay on those, or those ops are badly wrong), so the gaps compare the device with a "
             "reference run on other inputs; if the run did use the representative inputs, analyse it again with "
@@ -145,14 +155,9 @@ def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
             "(--step-inputs)")
 
 
-def _clear_of_doubt(rows: dict[str, GapRowModel], base: Analysis, new: Analysis) -> dict[str, GapRowModel]:
-    """``rows`` without those of a method whose inputs either analysis doubts (all of them when a
-    doubting analysis names no method: a program of one)."""
-    doubting = [a.culprits for a in (base, new) if a.culprits.inputs_in_doubt]
-    if any(not c.methods_in_doubt for c in doubting):
-        return {}
-    methods = {m for c in doubting for m in c.methods_in_doubt}
-    return {k: r for k, r in rows.items() if r.method not in methods}
+def _clear_of_doubt(rows: dict[str, GapRowModel], methods: frozenset[str]) -> dict[str, GapRowModel]:
+    """``rows`` without those of the doubted ``methods`` (none left when ``methods`` is empty: every layer)."""
+    return {k: r for k, r in rows.items() if r.method not in methods} if methods else {}
 
 
 def program_note(base: Analysis, new: Analysis) -> str | None:
@@ -196,7 +201,8 @@ class DiffReport:
     coverage_failures: list[str] = field(default_factory=list)
     #: "same" (both signatures equal) or "not checked" (one has none).
     program_check: str = "same"
-    #: Why the layers' error was not compared at all (:func:`inputs_doubt`), which fails the gate; else None.
+    #: Why layers' error was not compared (every layer's, or a doubted method's: :func:`inputs_doubt`), which
+    #: fails the gate; else None.
     error_not_compared: str | None = None
 
     @property
@@ -318,9 +324,9 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     ops: list[OpDelta] = []
     base_rows = _keyed(base.gap.rows if base.gap else [], _row_key)
     new_rows = _keyed(new.gap.rows if new.gap else [], _row_key)
-    doubt = inputs_doubt(base, new)
-    if doubt is not None:  # the rows of the methods in doubt (every row in a program of one method) are not compared
-        base_rows, new_rows = (_clear_of_doubt(rows, base, new) for rows in (base_rows, new_rows))
+    doubt, doubted = inputs_doubt(base, new), _doubted_methods(base, new)
+    if doubted is not None:  # the rows of the methods in doubt (every row in a program of one method) are not compared
+        base_rows, new_rows = _clear_of_doubt(base_rows, doubted), _clear_of_doubt(new_rows, doubted)
     compared_rows = base_rows.keys() & new_rows.keys()
     for key in compared_rows:
         b, n = _snr(base_rows[key], t.snr_cap_db), _snr(new_rows[key], t.snr_cap_db)
