@@ -151,8 +151,8 @@ def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
     return (f"{what} not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
             "agrees with its replay on those, or those ops are badly wrong), so the gaps compare the device with a "
             "reference run on other inputs; if the run did use the representative inputs, analyse it again with "
-            "--inputs-are-representative (its first ops are then judged), else with the run's own inputs "
-            "(--step-inputs)")
+            "--inputs-are-representative (numdiff analyze, or numdiff submit for a service; its first ops are then "
+            "judged), else with the run's own inputs (numdiff analyze --step-inputs)")
 
 
 def _clear_of_doubt(rows: dict[str, GapRowModel], methods: frozenset[str]) -> dict[str, GapRowModel]:

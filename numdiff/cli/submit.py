@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etdump", required=True, metavar="F", help="the run's ETDump")
     parser.add_argument("--debug-buffer", default=None, metavar="F", help="the run's debug buffer (for the gap)")
     add_label_option(parser)
+    parser.add_argument("--inputs-are-representative", action="store_true",
+                        help="the run used the ETRecord's representative inputs: the service judges every op that "
+                        "reads a graph input the runtime did not log on them (as numdiff analyze "
+                        "--inputs-are-representative; by default such ops are judged only when the run shows it "
+                        "used those inputs)")
     parser.add_argument("--wait", action="store_true", help="wait for the analysis and print its results")
 
 
@@ -40,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     labels = parse_labels(args.label)
     with client_from(args) as client:
-        out = client.submit(args.model, args.etrecord, args.etdump, args.debug_buffer, labels)
+        out = client.submit(args.model, args.etrecord, args.etdump, args.debug_buffer, labels,
+                            inputs_are_representative=args.inputs_are_representative)
         if args.wait:
             out = client.wait(out["id"])
     print_json(out)

@@ -185,8 +185,13 @@ class Client:
 
     def submit(self, model: str, etrecord: str | os.PathLike[str], etdump: str | os.PathLike[str],
                debug_buffer: str | os.PathLike[str] | None = None,
-               labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Upload a run (streamed from the files); returns the run (``id``, ``status`` ...)."""
+               labels: Mapping[str, str] | None = None, *, inputs_are_representative: bool = False) -> dict[str, Any]:
+        """Upload a run (streamed from the files); returns the run (``id``, ``status`` ...).
+
+        ``inputs_are_representative``: the run used the ETRecord's representative inputs, so the
+        culprit stage judges every op reading a graph input the runtime did not log on them (as
+        ``find_culprits(inputs_are_representative=True)``).
+        """
         roles = {"etrecord": etrecord, "etdump": etdump, "debug_buffer": debug_buffer}
         with ExitStack() as stack:
             files = {}
@@ -199,7 +204,9 @@ class Client:
                     raise InputError(f"cannot read the {role} {os.fspath(path)!r}: {e.strerror}\n"
                                      "Check the path and permissions.") from None
                 files[role] = (Path(path).name, f, "application/octet-stream")
-            data = {"model": model, "label": [f"{k}={v}" for k, v in (labels or {}).items()]}
+            data: dict[str, Any] = {"model": model, "label": [f"{k}={v}" for k, v in (labels or {}).items()]}
+            if inputs_are_representative:
+                data["inputs_are_representative"] = "true"
             return self._json("POST", "/api/v1/runs", "upload", data=data, files=files)
 
     def run(self, run_id: int) -> dict[str, Any]:

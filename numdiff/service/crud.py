@@ -109,8 +109,10 @@ def runs_of_model(session: Session, model_id: int, status: Status | None = None,
 
 
 def create_run(session: Session, project: int, model_name: str, labels: Mapping[str, str],
-               files: Mapping[str, str]) -> db.Run | None:
+               files: Mapping[str, str], *, inputs_are_representative: bool = False) -> db.Run | None:
     """The run, its labels and one queued job per stage, committed in one transaction (the model too if new).
+
+    ``inputs_are_representative``: the uploader says the run used the ETRecord's representative inputs.
 
     None when a concurrent upload created the model at the same moment: the session is rolled
     back; retry in a new session (the model is there then).
@@ -126,7 +128,7 @@ def create_run(session: Session, project: int, model_name: str, labels: Mapping[
             return None
     run = db.Run(project_id=project, model_id=model.id, labels=dict(labels), etrecord_sha256=files["etrecord"],
                  etdump_sha256=files["etdump"], debug_buffer_sha256=files.get("debug_buffer"),
-                 status=Status.QUEUED, created=db.now())
+                 inputs_are_representative=inputs_are_representative, status=Status.QUEUED, created=db.now())
     session.add(run)
     session.flush()
     session.add_all(db.RunLabel(run_id=run.id, key=k, value=v) for k, v in labels.items())

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, create_engine, event
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, create_engine, event, false
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -89,6 +89,9 @@ class Run(Base):
     etrecord_sha256: Mapped[str] = mapped_column(String(64))
     etdump_sha256: Mapped[str] = mapped_column(String(64))
     debug_buffer_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: The uploader said the run used the ETRecord's representative inputs (the culprit stage then
+    #: judges the ops reading graph inputs the runtime did not log on them; migration 0005).
+    inputs_are_representative: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     analysis_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)

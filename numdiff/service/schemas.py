@@ -61,6 +61,9 @@ class RunOut(_Out):
     attempts: int = 0
     jobs: list[JobOut] = Field(default_factory=list)
     artifacts: dict[str, str | None] = Field(default_factory=dict, description="role -> SHA-256 of the upload")
+    inputs_are_representative: bool = Field(False, description=(
+        "the upload said the run used the ETRecord's representative inputs: the culprit stage judges every op "
+        "that reads a graph input the runtime did not log on them"))
 
 
 class RunList(_Out):

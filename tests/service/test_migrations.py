@@ -132,3 +132,36 @@ def test_tokens_of_0003_survive_0004_and_never_expire(database: tuple[str, str])
         auth.end_session(s, session_id)
         assert auth.project_for_session(s, session_id) is None
     engine.dispose()
+
+
+def test_runs_of_0004_are_not_declared_representative_after_0005(database: tuple[str, str]) -> None:
+    # revision 0005: runs.inputs_are_representative; a run stored before said nothing about its inputs
+    _data, url = database
+    engine = _at_revision(url, "0004")
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO runs (id, project_id, model_id, labels, etrecord_sha256, etdump_sha256, "
+                          "status, created) VALUES (1, 1, 1, '{}', :h, :h, 'done', :t)"), {"h": "0" * 64, "t": NOW})
+    db.migrate(engine)
+    with db.session_factory(engine)() as s:
+        run = s.get(db.Run, 1)
+        assert run is not None and run.inputs_are_representative is False
+        run.inputs_are_representative = True
+        s.commit()
+    with engine.connect() as c:
+        assert c.execute(sa.text("SELECT inputs_are_representative FROM runs")).scalar_one() in (True, 1)
+    engine.dispose()
+
+
+def test_the_models_and_the_migrations_agree(database: tuple[str, str]) -> None:
+    """The schema Alembic builds is the one ``numdiff.service.db`` declares (a column added to one only shows here)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    _data, url = database
+    engine = db.make_engine(url)
+    db.migrate(engine)
+    with engine.connect() as c:
+        differences = compare_metadata(MigrationContext.configure(c, opts={"compare_server_default": False}),
+                                       db.Base.metadata)
+    engine.dispose()
+    assert differences == []

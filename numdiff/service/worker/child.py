@@ -20,6 +20,7 @@ import resource
 import signal
 import sys
 import traceback
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -56,17 +57,20 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
 _last: dict[str, Any] = {}
 
 
-def _for_run(paths: dict[str, str | None]) -> dict[str, Any]:
-    """The cache of the run these files belong to (emptied when another run's job arrives)."""
-    key = (paths["etdump"], paths["etrecord"], paths["debug_buffer"])
+def _for_run(paths: dict[str, str | None], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The cache of the run these files and options belong to (emptied when another run's job arrives).
+
+    ``options`` (the culprit stage's) are part of the key: two runs of the same files uploaded with
+    different declarations never share a culprit result.
+    """
+    key = (paths["etdump"], paths["etrecord"], paths["debug_buffer"], tuple(sorted((options or {}).items())))
     if _last.get("key") != key:
         _last.clear()
         _last["key"] = key
     return _last
 
 
-def _inspector(paths: dict[str, str | None]) -> Inspector:
-    cache = _for_run(paths)
+def _inspector(paths: dict[str, str | None], cache: dict[str, Any]) -> Inspector:
     if "inspector" not in cache:
         from numdiff.inspector import Inspector
 
@@ -76,11 +80,10 @@ def _inspector(paths: dict[str, str | None]) -> Inspector:
     return inspector
 
 
-def _part(model: type[Part], kind: str, paths: dict[str, str | None], parts: dict[str, str]) -> Part:
+def _part(model: type[Part], kind: str, parts: dict[str, str], cache: dict[str, Any]) -> Part:
     """An earlier stage's result: from this runner's memory, else from the store (another worker ran it)."""
     from numdiff.analysis.stages import load_part
 
-    cache = _for_run(paths)
     if kind not in cache:
         if kind not in parts:
             raise RuntimeError(f"the {kind} stage has no stored result")
@@ -110,23 +113,27 @@ def _log(kind: str, out: Path, detail: str) -> None:
     print(f"numdiff worker: the {kind} stage ({out.name}) failed: {detail}", file=sys.stderr, flush=True)
 
 
-def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str]) -> None:
-    """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``)."""
+def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str],
+              options: Mapping[str, Any] | None = None) -> None:
+    """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``).
+
+    ``options`` are the run's ``find_culprits`` keyword arguments (the declarations its upload made).
+    """
     from numdiff.analysis.records import CulpritSection
     from numdiff.analysis.stages import GapPart, ProfilePart, assemble, culprit_part, dump_part, gap_part, profile_part
 
-    cache = _for_run(paths)
+    cache = _for_run(paths, options)
     if kind == "profile":
-        result: Any = profile_part(_inspector(paths), {k: v for k, v in paths.items() if v is not None})
+        result: Any = profile_part(_inspector(paths, cache), {k: v for k, v in paths.items() if v is not None})
     elif kind == "gap":
-        result = gap_part(_inspector(paths), paths["etdump"])
+        result = gap_part(_inspector(paths, cache), paths["etdump"])
     elif kind == "culprits":
-        result = culprit_part(_inspector(paths), _part(GapPart, "gap", paths, parts))
+        result = culprit_part(_inspector(paths, cache), _part(GapPart, "gap", parts, cache), options)
     elif kind == "report":
         from numdiff.report import write_html
 
-        analysis = assemble(labels, _part(ProfilePart, "profile", paths, parts), _part(GapPart, "gap", paths, parts),
-                            _part(CulpritSection, "culprits", paths, parts))
+        analysis = assemble(labels, _part(ProfilePart, "profile", parts, cache), _part(GapPart, "gap", parts, cache),
+                            _part(CulpritSection, "culprits", parts, cache))
         analysis.save(out / "analysis.json")
         write_html(analysis, out / "report.html")
         _last.clear()  # the run is finished: free its Inspector
@@ -138,7 +145,7 @@ def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], o
 
 
 def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path, parts: dict[str, str],
-            memory: int) -> int:
+            memory: int, options: Mapping[str, Any] | None = None) -> int:
     """One job (one stage of a run's analysis): its files into ``out``, or ``reason.txt``; the outcome code.
 
     The runner keeps the run's ``Inspector`` and stage results between jobs, so the stages of a
@@ -148,7 +155,7 @@ def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out
         from numdiff.errors import InternalError, NumdiffError
 
         try:
-            run_stage(kind, paths, labels, out, parts)
+            run_stage(kind, paths, labels, out, parts, options)
         except InternalError as e:
             _last.clear()
             _log(kind, out, f"internal error: {e}\n{traceback.format_exc()}")
@@ -184,8 +191,8 @@ def _serve(conn: Connection, memory: int) -> None:
             job = conn.recv()
         except (EOFError, OSError):
             os._exit(0)
-        kind, paths, labels, out, parts = job
-        code = analyse(kind, paths, labels, Path(out), parts, memory)
+        kind, paths, labels, out, parts, options = job
+        code = analyse(kind, paths, labels, Path(out), parts, memory, options)
         try:
             conn.send(code)
         except (OSError, ValueError):
@@ -205,10 +212,11 @@ class Runner:
         self.jobs = 0
 
     def submit(self, kind: str, paths: dict[str, str | None], labels: dict[str, str], out: Path,
-               parts: dict[str, str]) -> None:
-        """Start one stage; ``parts`` are the store paths of the run's finished earlier stages."""
+               parts: dict[str, str], options: Mapping[str, Any] | None = None) -> None:
+        """Start one stage; ``parts`` are the store paths of the run's finished earlier stages, ``options``
+        the run's culprit options (plain values: they cross a pipe)."""
         self.jobs += 1
-        self._conn.send((kind, paths, labels, str(out), parts))
+        self._conn.send((kind, paths, labels, str(out), parts, dict(options or {})))
 
     def poll(self, timeout: float) -> int | None:
         """The job's outcome code once known (the runner's answer, or its exit status if it died), else None."""

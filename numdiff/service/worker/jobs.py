@@ -41,7 +41,12 @@ from numdiff.service.store import Store
 from numdiff.service.worker.child import OK, Runner, die_with_parent
 from numdiff.service.worker.wake import POLLERS, Waker, wake_all
 
-__all__ = ["Worker", "claim", "main"]
+__all__ = ["Worker", "claim", "culprit_options", "main"]
+
+
+def culprit_options(run: db.Run) -> dict[str, Any]:
+    """The ``find_culprits`` keyword arguments the run's upload declared (``inputs_are_representative``)."""
+    return {"inputs_are_representative": True} if run.inputs_are_representative else {}
 
 
 def _rowcount(result: Result[Any]) -> int:
@@ -192,16 +197,17 @@ class Worker:
         labels = {str(k): str(v) for k, v in (run.labels or {}).items()}
         labels.setdefault("model", model.name)
         parts = self._stored_parts(run.id) if job.stage > 0 else {}
+        options = culprit_options(run)
         out = self.store.temp_dir(f"job{job_id}-")
         started = time.monotonic()
         try:
             runner = self.runner()
             try:
-                runner.submit(job.kind, paths, labels, out, parts)
+                runner.submit(job.kind, paths, labels, out, parts, options)
             except OSError:  # the runner died since its last job: start another
                 self.drop_runner()
                 runner = self.runner()
-                runner.submit(job.kind, paths, labels, out, parts)
+                runner.submit(job.kind, paths, labels, out, parts, options)
             status, reason = self._supervise(runner, out, job_id, attempt, started)
             elapsed = int((time.monotonic() - started) * 1000)
             if status == "lost" or status == "stopped":

@@ -33,7 +33,15 @@ _UPLOAD_SCHEMA = {"requestBody": {"content": {"multipart/form-data": {"schema": 
                    "label": {"type": "array", "items": {"type": "string"}, "description": "KEY=VALUE, repeatable"},
                    "etrecord": {"type": "string", "format": "binary"},
                    "etdump": {"type": "string", "format": "binary"},
-                   "debug_buffer": {"type": "string", "format": "binary"}}}}}}}
+                   "debug_buffer": {"type": "string", "format": "binary"},
+                   "inputs_are_representative": {
+                       "type": "boolean", "default": False,
+                       "description": "the run used the ETRecord's representative inputs (true/false): the culprit "
+                                      "stage then judges every op that reads a graph input the runtime did not log "
+                                      "on them (otherwise such ops are judged only when the run shows it used them)"}}}}}}}
+
+#: How the form's ``inputs_are_representative`` field may say yes or no (an HTML checkbox sends "on").
+_YES, _NO = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
 
 
 def labels_from(items: list[str]) -> dict[str, str]:
@@ -59,6 +67,17 @@ def _full_store_is_507() -> Iterator[None]:
         raise
 
 
+def _declared(form: Form, field: str) -> bool:
+    """A yes/no field of the form (absent: no; 422 for anything but the words of :data:`_YES` and :data:`_NO`)."""
+    values = form.fields.get(field) or []
+    if len(values) > 1:
+        raise HTTPException(422, f"the field {field!r} is given {len(values)} times; give it once")
+    value = refuse_nul_in(f"the field {field!r}", values[0] if values else "").strip().lower()
+    if value not in _YES + _NO:
+        raise HTTPException(422, f"the field {field!r} is {value[:40]!r}: say true or false")
+    return value in _YES
+
+
 def _run_fields(form: Form) -> tuple[str, dict[str, str]]:
     """The model name and labels of an upload (422 when the form lacks something)."""
     model_name = refuse_nul_in("the model name", (form.fields.get("model") or [""])[0].strip())
@@ -71,11 +90,12 @@ def _run_fields(form: Form) -> tuple[str, dict[str, str]]:
 
 
 def _create_run(service: Service, project: int, model_name: str, labels: dict[str, str],
-                files: dict[str, str]) -> Response:
+                files: dict[str, str], inputs_are_representative: bool) -> Response:
     """The run and its jobs in one transaction (a crash before the commit leaves no trace but orphan blobs)."""
     for _ in range(3):
         with service.sessions() as session:
-            run = crud.create_run(session, project, model_name, labels, files)
+            run = crud.create_run(session, project, model_name, labels, files,
+                                  inputs_are_representative=inputs_are_representative)
             if run is None:  # the model was created by a concurrent upload: again, with theirs
                 continue
             wake_all(service.settings.data)
@@ -95,12 +115,13 @@ async def upload_run(request: Request, project: ProjectDep, service: ServiceDep)
                                 FILE_FIELDS, limit)
     try:  # the whole form is checked before anything is committed: a rejected form leaves no blob
         model_name, labels = _run_fields(form)
+        representative = _declared(form, "inputs_are_representative")
         with _full_store_is_507():
             files = await run_in_threadpool(form.commit)
     except BaseException:
         form.abort()
         raise
-    return await run_in_threadpool(_create_run, service, project, model_name, labels, files)
+    return await run_in_threadpool(_create_run, service, project, model_name, labels, files, representative)
 
 
 @router.get("", response_model=schemas.RunList)

@@ -1,0 +1,82 @@
+"""A device lab can say over the service what ``numdiff analyze --inputs-are-representative`` says.
+
+A run whose ops reading the graph input ``x`` are all unrelated to their replays may have used
+other inputs than the ETRecord's representative ones (``culprit_near_inputs``): its culprit stage
+leaves those ops unjudged and the service's compare does not gate its layers. Uploaded with
+``inputs_are_representative``, the same files are judged on the representative inputs, and the
+compare gates their layers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from numdiff.cli import main
+from numdiff.client import Client
+from tests.culprits.helpers import folder
+from tests.service._server import Server, sign_in
+
+
+def _files() -> tuple[Any, Any, Any]:
+    d = folder("culprit_near_inputs")
+    return d / "etrecord.bin", d / "etdump.etdp", d / "debug_buffer.bin"
+
+
+def test_a_declared_run_is_judged_on_the_representative_inputs(sqlite_server: Server,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    server = sqlite_server
+    token = server.token("declared-inputs")
+    with Client(server.url, token) as client:
+        doubt = [client.wait(client.submit("near", *_files(), {"n": str(i)})["id"]) for i in range(2)]
+        declared = [client.wait(client.submit("near", *_files(), {"n": str(i)}, inputs_are_representative=True)["id"])
+                    for i in range(2)]
+        assert all(r["status"] == "done" for r in doubt + declared), [r.get("reason") for r in doubt + declared]
+        assert [r["inputs_are_representative"] for r in doubt + declared] == [False, False, True, True]
+
+        in_doubt = client.analysis(doubt[0]["id"])["culprits"]
+        vouched = client.analysis(declared[0]["id"])["culprits"]
+        assert in_doubt["inputs_in_doubt"] == ["x"] and "representative" in in_doubt["inputs_note"]
+        assert vouched["inputs_in_doubt"] == [] and vouched["inputs_note"] is None
+
+        not_gated = client.compare(doubt[1]["id"], doubt[0]["id"])
+        gated = client.compare(declared[1]["id"], declared[0]["id"])
+        why = not_gated["diff"]["error_not_compared"]
+        assert not_gated["passed"] is False and not_gated["regressions"] == 0
+        assert why.startswith("error not compared: the base run's graph input(s) x and the new run's graph input(s) x")
+        assert "numdiff submit" in why  # the hint names the way to declare it here
+        assert gated["passed"] is True and gated["diff"]["error_not_compared"] is None, gated
+        def compared(report: dict[str, Any]) -> list[str]:
+            return [op["key"] for op in report["diff"]["ops"] if op["kind"] == "error"]
+
+        assert compared(not_gated) == [] and {"add", "layer_norm", "linear"} <= set(compared(gated))
+
+    cookies = sign_in(server.url, token)
+    pages = [httpx.get(f"{server.url}/ui/runs/{r['id']}", cookies=cookies, timeout=30) for r in (doubt[0], declared[0])]
+    assert [p.status_code for p in pages] == [200, 200]
+    assert 'id="inputs-declared"' not in pages[0].text and 'id="inputs-declared"' in pages[1].text
+
+    etrecord, etdump, debug_buffer = _files()
+    code = main(["submit", "--server", server.url, "--token", token, "--model", "near", "--etrecord", str(etrecord),
+                 "--etdump", str(etdump), "--debug-buffer", str(debug_buffer), "--inputs-are-representative"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["inputs_are_representative"] is True
+
+
+@pytest.mark.parametrize(("value", "status", "declared"), [
+    ("true", 201, True), ("ON", 201, True), ("0", 201, False), ("", 201, False), ("maybe", 422, None)])
+def test_the_upload_field_says_yes_or_no(sqlite_server: Server, value: str, status: int, declared: bool | None) -> None:
+    server = sqlite_server
+    token = server.token("declared-field")
+    etrecord, etdump, _ = _files()
+    with open(etrecord, "rb") as rec, open(etdump, "rb") as dump:
+        r = httpx.post(f"{server.url}/api/v1/runs", headers={"Authorization": f"Bearer {token}"}, timeout=60,
+                       data={"model": "near", "inputs_are_representative": value},
+                       files={"etrecord": ("etrecord.bin", rec), "etdump": ("etdump.etdp", dump)})
+    assert r.status_code == status, r.text
+    if declared is None:
+        assert "say true or false" in r.json()["detail"] and "'maybe'" in r.json()["detail"]
+    else:
+        assert r.json()["inputs_are_representative"] is declared
