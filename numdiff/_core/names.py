@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 __all__ = ["COMPUTE_OPS", "TITLE_OPS", "abbreviated", "counted", "delegate_call", "group_modules", "is_qdq_name", "lookup_order",
-           "ops_title", "row_title", "without_qdq"]
+           "ops_title", "quantity", "row_title", "without_qdq"]
 
 #: Ops a title names before it shortens a group to its first and last.
 TITLE_OPS = 4
@@ -60,6 +60,16 @@ def abbreviated(items: Sequence[str], noun: str) -> str:
     if len(items) > TITLE_OPS:
         return f"{items[0]} … {items[-1]} ({len(items)} {noun})"
     return ", ".join(items)
+
+
+def quantity(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (nouns that take an "s").
+
+    Example:
+        >>> quantity(1, "step"), quantity(12, "step")
+        ('1 step', '12 steps')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def counted(items: Sequence[str]) -> str:

@@ -85,8 +85,8 @@ def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the runs are the decode steps of one generation: first divergent step, its culprit, "
                    "the output gap over the following steps")
     d.add_argument("--step-inputs", default=None, metavar="PATH",
-                   help="torch.save file of a list with each run's input tuple (read weights-only); implies "
-                   "--decode-steps and checks every step on its own inputs")
+                   help="torch.save file of a list with each run's input tuple (read weights-only): every run is "
+                   "judged on its own inputs; for the runs of several decode steps it implies --decode-steps")
     d.add_argument("--taps", default=None, metavar="PATH",
                    help="tap sidecar written at export (numdiff.export_helpers.taps): localize inside delegates "
                    "with the tapped values")
@@ -106,8 +106,10 @@ def deeper_options(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--target-snr needs --float-program (it sets the quantization view's target)")
     if args.taps is not None or args.tap_outputs is not None:
         options.update(taps=args.taps, tap_outputs=args.tap_outputs)
-    if args.decode_steps or args.step_inputs is not None:
-        options.update(decode_steps=True, step_inputs=args.step_inputs)
+    if args.decode_steps:
+        options.update(decode_steps=True)
+    if args.step_inputs is not None:
+        options.update(step_inputs=args.step_inputs)
     return options
 
 

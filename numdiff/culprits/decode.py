@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from numdiff._core.etrecord import ETRecordLike
+from numdiff._core.names import quantity
 from numdiff.culprits.report import CulpritReport
 from numdiff.errors import UsageError
 
@@ -127,7 +128,8 @@ class DecodeView:
 
     def __str__(self) -> str:
         first = self.first_divergent_step
-        lines = [f"decode steps: {len(self.steps)} steps" + ("" if self.with_step_inputs else " (no step_inputs)")]
+        lines = [f"decode steps: {quantity(len(self.steps), 'step')}"
+                 + ("" if self.with_step_inputs else " (no step_inputs)")]
         if first is None:
             lines.append("no step diverges beyond its noise")
         else:

@@ -99,9 +99,10 @@ def find_culprits(
             quantization view (``report.quantization``, see :mod:`numdiff.culprits.quant_view`).
         target_snr_db: Output SNR the quantization view's keep-in-float suggestion aims for.
         decode_steps: The runs are the decode steps of one generation: adds ``report.decode``
-            (see :mod:`numdiff.culprits.decode`). Implied by ``step_inputs``.
+            (see :mod:`numdiff.culprits.decode`). Implied by ``step_inputs`` of several runs.
         step_inputs: Each run's input tuple (a list, or a ``torch.save`` file of it): every step
-            is analysed on its own inputs.
+            is analysed on its own inputs. For a single run (``[inputs]``) that is all: the run is
+            judged on the inputs it used, with no decode view unless ``decode_steps=True``.
         taps: Tap sidecar (``numdiff.export_helpers.taps``): adds ``report.inside_delegates``,
             the tapped ops inside delegates replayed on the tapped values (see
             :mod:`numdiff.culprits.taps`).
@@ -181,7 +182,7 @@ def find_culprits(
                                                                    resolve_thresholds(thresholds),
                                                                    source=tap_source))
     runs = run_count(events)
-    if steps is not None or decode_steps:
+    if (steps is not None and runs > 1) or decode_steps:  # one run on its own inputs is no generation
         from numdiff.culprits._runs import figures, in_run
         from numdiff.culprits.decode import decode_view, output_node
 

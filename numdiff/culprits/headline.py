@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from numdiff._core.names import quantity
 from numdiff.culprits._noise import Verdict
 from numdiff.gap.methods import methods_left_out
 
@@ -53,7 +54,7 @@ def headline(report: CulpritReport) -> str:
     if report.decode is not None:
         step = report.decode.first_divergent_step
         if step is None:
-            facts.append(f"no decode step diverges ({len(report.decode.steps)} steps)")
+            facts.append(f"no decode step diverges ({quantity(len(report.decode.steps), 'step')})")
         else:
             ops = "; ".join(", ".join(o) for o in step.culprit_ops)
             facts.append(f"decode diverges at step {step.step} (culprit {ops})")

@@ -34,6 +34,21 @@ def test_the_run_s_own_inputs_judge_every_op() -> None:
         rep = inspector(name).find_culprits("SNR", step_inputs=FIXTURES / name / "run_inputs.pt")
         assert not rep.culprits and not rep.inputs_in_doubt and not rep.inputs_assumed, str(rep)
         assert all(r.verdict.value in ("ok", "expected-noise") for r in rep.rows), str(rep)
+        # one run on its own inputs is no generation: no decode view, and the summary says nothing of steps
+        assert rep.decode is None and "step" not in str(rep).splitlines()[0], str(rep).splitlines()[0]
+
+
+def test_one_run_s_inputs_from_the_command_line_judge_it_without_a_decode_view(capsys) -> None:  # type: ignore[no-untyped-def]
+    folder = FIXTURES / "culprit_near_inputs"
+    files = ["--etdump", str(folder / "etdump.etdp"), "--etrecord", str(folder / "etrecord.bin"),
+             "--debug-buffer", str(folder / "debug_buffer.bin")]
+    assert main(["culprits", *files, "--step-inputs", str(folder / "run_inputs.pt"), "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("find_culprits (SNRComparator on exported_program): 5 rows, 0 culprits: every "
+                                   "local error is within its expected noise"), out
+    assert "decode steps" not in out and "not judged" not in out
+    assert main(["culprits", *files, "--step-inputs", str(folder / "run_inputs.pt"), "--decode-steps"]) == 0
+    assert "decode steps: 1 step" in capsys.readouterr().out.splitlines()  # asked for: the view of its one step
 
 
 def test_the_one_op_reading_the_input_is_explained_by_an_input_change(capsys) -> None:  # type: ignore[no-untyped-def]
