@@ -19,7 +19,8 @@ import numpy as np
 
 from numdiff._core.names import group_modules, lookup_order
 from numdiff.analysis.signature import program_signature
-from numdiff.errors import InternalError, MismatchedArtifactsError, MissingDataError, NumdiffError
+from numdiff.errors import (InternalError, MismatchedArtifactsError, MissingDataError, MissingDependencyError, NumdiffError,
+                            UsageError)
 from numdiff.analysis.records import (
     ArtifactInfo,
     CulpritRow,
@@ -334,6 +335,21 @@ def _value_stats(aot: object, runtime: object) -> tuple[TensorStats | None, Tens
 
 # --- culprits (issue 9; optional) ---------------------------------------------------------------
 
+def _read_given_files(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with the files the user named in them (step inputs, float program) read now, so that
+    a wrong one fails the analysis with its own error instead of leaving culprits "not available"."""
+    given = dict(options)
+    if isinstance(given.get("step_inputs"), (str, os.PathLike)):
+        from numdiff.culprits.decode import load_step_inputs
+
+        given["step_inputs"] = load_step_inputs(given["step_inputs"])
+    if isinstance(given.get("float_program"), (str, os.PathLike)):
+        from numdiff.culprits.quant_view import load_float_program
+
+        given["float_program"] = load_float_program(given["float_program"])
+    return given
+
+
 def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> CulpritSection:
     """The saved form of ``inspector.find_culprits(**options)``; not available (with the reason) when
     it cannot be computed. Files that do not belong together raise ``MismatchedArtifactsError``."""
@@ -341,10 +357,13 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
         importlib.import_module("numdiff.culprits")
     except ImportError as e:
         return CulpritSection(available=False, reason=f"not available: {e}")
+    options = _read_given_files(options)  # a wrong file the user gave is an error, not "not available"
     try:
         report = inspector.find_culprits(**options)
         frame = report.to_dataframe()
-    except MismatchedArtifactsError:
+    except (MismatchedArtifactsError, UsageError) as e:
+        if isinstance(e, MissingDependencyError):
+            return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
         raise
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))

@@ -30,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etdump", required=True, metavar="F", help="the run's ETDump")
     parser.add_argument("--debug-buffer", default=None, metavar="F", help="the run's debug buffer (for the gap)")
     add_label_option(parser)
-    parser.add_argument("--inputs-are-representative", action="store_true",
+    inputs = parser.add_mutually_exclusive_group()
+    inputs.add_argument("--step-inputs", default=None, metavar="F",
+                        help="the inputs the run used: torch.save file of a list with each run's input tuple (as "
+                        "numdiff analyze --step-inputs); the service judges the run on them")
+    inputs.add_argument("--inputs-are-representative", action="store_true",
                         help="the run used the ETRecord's representative inputs: the service judges every op that "
                         "reads a graph input the runtime did not log on them (as numdiff analyze "
                         "--inputs-are-representative; by default such ops are judged only when the run shows it "
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     labels = parse_labels(args.label)
     with client_from(args) as client:
         out = client.submit(args.model, args.etrecord, args.etdump, args.debug_buffer, labels,
-                            inputs_are_representative=args.inputs_are_representative)
+                            step_inputs=args.step_inputs, inputs_are_representative=args.inputs_are_representative)
         if args.wait:
             out = client.wait(out["id"])
     print_json(out)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.names import quantity
 from numdiff.culprits.report import CulpritReport
-from numdiff.errors import UsageError
+from numdiff.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -149,17 +149,27 @@ def load_step_inputs(step_inputs: StepInputs) -> list[tuple[object, ...]]:
 
     Raises:
         UsageError: Not a list of input sequences.
-        InputError: The file cannot be read safely.
+        InputError: The file cannot be read safely, or holds something else than such a list.
     """
+    path = None
     if isinstance(step_inputs, (str, os.PathLike)):
         from numdiff.program.pickles import load_torch_artifact
 
         path = os.fspath(step_inputs)
-        with open(path, "rb") as f:
-            step_inputs = load_torch_artifact(f.read(), f"step inputs {path!r}")
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise InputError(f"cannot read the step inputs {path!r}: {e.strerror or e}\n"
+                             "Check the path and its permissions.") from e
+        step_inputs = load_torch_artifact(data, f"step inputs {path!r}")
     if not isinstance(step_inputs, (list, tuple)) or not all(isinstance(s, (list, tuple)) for s in step_inputs):
-        raise UsageError("step_inputs must be a list with one input tuple per run (what each decode step was "
-                         f"called with), not {type(step_inputs).__name__}")
+        what = (f"must be a list with one input tuple per run (what each run or decode step was called with), "
+                f"not {type(step_inputs).__name__}")
+        if path is None:
+            raise UsageError(f"step_inputs {what}")
+        raise InputError(f"the step inputs {path!r} hold no list of input tuples: the file's object {what}\n"
+                         "Write it with torch.save([inputs_of_run_0, inputs_of_run_1, ...]), each a tuple.")
     return [tuple(s) for s in step_inputs]
 
 

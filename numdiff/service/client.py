@@ -185,14 +185,17 @@ class Client:
 
     def submit(self, model: str, etrecord: str | os.PathLike[str], etdump: str | os.PathLike[str],
                debug_buffer: str | os.PathLike[str] | None = None,
-               labels: Mapping[str, str] | None = None, *, inputs_are_representative: bool = False) -> dict[str, Any]:
+               labels: Mapping[str, str] | None = None, *, step_inputs: str | os.PathLike[str] | None = None,
+               inputs_are_representative: bool = False) -> dict[str, Any]:
         """Upload a run (streamed from the files); returns the run (``id``, ``status`` ...).
 
-        ``inputs_are_representative``: the run used the ETRecord's representative inputs, so the
-        culprit stage judges every op reading a graph input the runtime did not log on them (as
-        ``find_culprits(inputs_are_representative=True)``).
+        Which graph inputs the run used, when the runtime did not log them: ``step_inputs``, a
+        ``torch.save`` file of a list with each run's input tuple (the culprit stage judges the run
+        on them, as ``find_culprits(step_inputs=...)``), or ``inputs_are_representative=True``
+        when it used the ETRecord's representative inputs. Without either, ops that read such an
+        input are judged only when the run shows it used the representative ones.
         """
-        roles = {"etrecord": etrecord, "etdump": etdump, "debug_buffer": debug_buffer}
+        roles = {"etrecord": etrecord, "etdump": etdump, "debug_buffer": debug_buffer, "step_inputs": step_inputs}
         with ExitStack() as stack:
             files = {}
             for role, path in roles.items():

@@ -128,7 +128,8 @@ def create_run(session: Session, project: int, model_name: str, labels: Mapping[
             return None
     run = db.Run(project_id=project, model_id=model.id, labels=dict(labels), etrecord_sha256=files["etrecord"],
                  etdump_sha256=files["etdump"], debug_buffer_sha256=files.get("debug_buffer"),
-                 inputs_are_representative=inputs_are_representative, status=Status.QUEUED, created=db.now())
+                 step_inputs_sha256=files.get("step_inputs"), inputs_are_representative=inputs_are_representative,
+                 status=Status.QUEUED, created=db.now())
     session.add(run)
     session.flush()
     session.add_all(db.RunLabel(run_id=run.id, key=k, value=v) for k, v in labels.items())
@@ -141,7 +142,8 @@ def create_run(session: Session, project: int, model_name: str, labels: Mapping[
 def referenced_blobs(session: Session) -> set[str]:
     """Every store hash a run or a job refers to (what the orphan collector keeps)."""
     keep: set[str] = set()
-    for column in (db.Run.etrecord_sha256, db.Run.etdump_sha256, db.Run.debug_buffer_sha256, db.Run.analysis_sha256,
+    for column in (db.Run.etrecord_sha256, db.Run.etdump_sha256, db.Run.debug_buffer_sha256, db.Run.step_inputs_sha256,
+                   db.Run.analysis_sha256,
                    db.Run.report_sha256, db.Job.result_sha256):
         keep.update(d for d in session.execute(select(column).where(column.is_not(None)).distinct()).scalars() if d)
     return keep

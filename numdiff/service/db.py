@@ -92,6 +92,8 @@ class Run(Base):
     #: The uploader said the run used the ETRecord's representative inputs (the culprit stage then
     #: judges the ops reading graph inputs the runtime did not log on them; migration 0005).
     inputs_are_representative: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: The run's own inputs (a ``torch.save`` list of each run's input tuple), judged on by the culprit stage.
+    step_inputs_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     analysis_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)

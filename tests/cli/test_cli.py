@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from numdiff.cli import build_parser, main
 from numdiff.cli._exit import BAD_INPUT, USAGE
@@ -173,3 +174,20 @@ def test_analyze_can_declare_the_run_used_the_representative_inputs(tmp_path: Pa
     declared = _json.loads((tmp_path / "declared.json").read_text())["culprits"]
     assert doubt["inputs_in_doubt"] == ["x"] and doubt["inputs_note"]
     assert declared["inputs_in_doubt"] == [] and declared["inputs_note"] is None
+
+
+def test_analyze_fails_on_step_inputs_that_are_not_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A wrong file the user gave is an error (exit 3, naming it), not an analysis whose culprits are "not available"."""
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    files = ["--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
+             "--debug-buffer", str(d / "debug_buffer.bin")]
+    torch.save({"x": torch.ones(2)}, tmp_path / "dict.pt")
+    for wrong, says in [(d / "etdump.etdp", "is not a torch.save zip archive"),
+                        (tmp_path / "dict.pt", "hold no list of input tuples"),
+                        (tmp_path / "missing.pt", "cannot read the step inputs")]:
+        code = main(["analyze", *files, "--step-inputs", str(wrong), "-o", str(tmp_path / "a.json")])
+        err = capsys.readouterr().err
+        assert code == 3 and str(wrong) in err and says in err, (wrong, err)
+        assert not (tmp_path / "a.json").exists()

@@ -82,8 +82,9 @@ def test_step_inputs_as_a_list_and_bad_step_inputs(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="steps.pt"):
         load_step_inputs(str(bad))
     torch.save({"x": torch.zeros(1)}, tmp_path / "dict.pt")
-    with pytest.raises(UsageError, match="not dict"):
-        load_step_inputs(str(tmp_path / "dict.pt"))
+    with pytest.raises(InputError, match=r"the step inputs '.*dict\.pt' hold no list of input tuples.*not dict\n"
+                                         r"Write it with torch\.save\(\[inputs_of_run_0"):
+        load_step_inputs(str(tmp_path / "dict.pt"))  # the file is wrong, not an argument
 
 
 def test_cli_and_saved_analysis(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

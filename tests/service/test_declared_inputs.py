@@ -1,4 +1,5 @@
-"""A device lab can say over the service what ``numdiff analyze --inputs-are-representative`` says.
+"""A device lab can say over the service which graph inputs a run used, as ``numdiff analyze
+--inputs-are-representative`` and ``--step-inputs`` do.
 
 A run whose ops reading the graph input ``x`` are all unrelated to their replays may have used
 other inputs than the ETRecord's representative ones (``culprit_near_inputs``): its culprit stage
@@ -9,14 +10,16 @@ compare gates their layers.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from numdiff.cli import main
-from numdiff.client import Client
+from numdiff.client import Client, ServiceInputError
 from tests.culprits.helpers import folder
 from tests.service._server import Server, sign_in
 
@@ -80,3 +83,33 @@ def test_the_upload_field_says_yes_or_no(sqlite_server: Server, value: str, stat
         assert "say true or false" in r.json()["detail"] and "'maybe'" in r.json()["detail"]
     else:
         assert r.json()["inputs_are_representative"] is declared
+
+
+def test_a_run_uploaded_with_its_own_inputs_is_judged_on_them(sqlite_server: Server, tmp_path: Path) -> None:
+    server = sqlite_server
+    token = server.token("own-inputs")
+    inputs = folder("culprit_near_inputs") / "run_inputs.pt"
+    with Client(server.url, token) as client:
+        runs = [client.wait(client.submit("near", *_files(), {"n": str(i)}, step_inputs=inputs)["id"])
+                for i in range(2)]
+        assert [r["status"] for r in runs] == ["done", "done"], [r.get("reason") for r in runs]
+        assert runs[0]["artifacts"]["step_inputs"] == hashlib.sha256(inputs.read_bytes()).hexdigest()
+        assert runs[0]["inputs_are_representative"] is False
+        culprits = client.analysis(runs[0]["id"])["culprits"]
+        assert culprits["inputs_in_doubt"] == [] and culprits["inputs_note"] is None
+        assert not any(r["is_culprit"] for r in culprits["rows"]) and not culprits["not_judged"]
+        assert culprits["decode"] is None  # one run on its own inputs: no decode view
+        gated = client.compare(runs[1]["id"], runs[0]["id"])
+        assert gated["passed"] is True and gated["diff"]["error_not_compared"] is None
+
+        # a file that is not a list of input tuples fails the run, naming the upload (not where it is stored)
+        (tmp_path / "inputs.pt").write_bytes(b"PK\x03\x04 not really a torch.save archive")
+        wrong = client.wait(client.submit("near", *_files(), step_inputs=tmp_path / "inputs.pt")["id"])
+        assert wrong["status"] == "failed" and wrong["reason"].startswith("bad input: "), wrong["reason"]
+        assert "<step_inputs>" in wrong["reason"] and str(server.data) not in wrong["reason"], wrong["reason"]
+
+        with pytest.raises(ServiceInputError, match="give one of them"):
+            client.submit("near", *_files(), step_inputs=inputs, inputs_are_representative=True)
+
+    page = httpx.get(f"{server.url}/ui/runs/{runs[0]['id']}", cookies=sign_in(server.url, token), timeout=30)
+    assert page.status_code == 200 and 'id="step-inputs"' in page.text and runs[0]["artifacts"]["step_inputs"] in page.text

@@ -64,7 +64,7 @@ def test_orphan_blobs_are_collected_at_start_up_after_a_grace_period(tmp_path: P
             token = auth.create_token(s, "p")
             project = auth.project_for_token(s, token)
             assert project is not None
-            used = {k: store.put_bytes(k.encode() * 100) for k in ("etrecord", "etdump")}
+            used = {k: store.put_bytes(k.encode() * 100) for k in ("etrecord", "etdump", "debug_buffer", "step_inputs")}
             crud.create_run(s, project.id, "m", {}, used)
     finally:
         engine.dispose()

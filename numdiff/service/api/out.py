@@ -30,7 +30,7 @@ def run_out(session: Session, run: db.Run) -> schemas.RunOut:
                           jobs=[schemas.JobOut(kind=j.kind, status=j.status, attempts=j.attempts, elapsed_ms=j.elapsed_ms,
                                                reason=j.reason) for j in jobs],
                           artifacts={"etrecord": run.etrecord_sha256, "etdump": run.etdump_sha256,
-                                     "debug_buffer": run.debug_buffer_sha256},
+                                     "debug_buffer": run.debug_buffer_sha256, "step_inputs": run.step_inputs_sha256},
                           inputs_are_representative=run.inputs_are_representative)
 
 

@@ -151,6 +151,7 @@ def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out
     The runner keeps the run's ``Inspector`` and stage results between jobs, so the stages of a
     run that one worker runs back to back open its files once.
     """
+    named = {**paths, "step_inputs": (options or {}).get("step_inputs")}  # the uploads a reason may name
     try:
         from numdiff.errors import InternalError, NumdiffError
 
@@ -159,12 +160,12 @@ def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out
         except InternalError as e:
             _last.clear()
             _log(kind, out, f"internal error: {e}\n{traceback.format_exc()}")
-            (out / "reason.txt").write_text(public_reason(f"internal error in numdiff: {e}", paths))
+            (out / "reason.txt").write_text(public_reason(f"internal error in numdiff: {e}", named))
             return INTERNAL
         except NumdiffError as e:
             _last.clear()
             _log(kind, out, f"bad input: {e}")
-            (out / "reason.txt").write_text(public_reason(f"bad input: {e}", paths))
+            (out / "reason.txt").write_text(public_reason(f"bad input: {e}", named))
             return BAD_INPUT
     except MemoryError:
         _last.clear()
@@ -175,7 +176,7 @@ def analyse(kind: str, paths: dict[str, str | None], labels: dict[str, str], out
         _last.clear()
         _log(kind, out, traceback.format_exc())
         (out / "reason.txt").write_text(public_reason(f"internal error in numdiff: {type(e).__name__}: {e} "
-                                                      "(the details are in the server's log)", paths))
+                                                      "(the details are in the server's log)", named))
         return INTERNAL
     return OK
 

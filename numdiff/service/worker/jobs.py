@@ -44,8 +44,11 @@ from numdiff.service.worker.wake import POLLERS, Waker, wake_all
 __all__ = ["Worker", "claim", "culprit_options", "main"]
 
 
-def culprit_options(run: db.Run) -> dict[str, Any]:
-    """The ``find_culprits`` keyword arguments the run's upload declared (``inputs_are_representative``)."""
+def culprit_options(run: db.Run, store: Store) -> dict[str, Any]:
+    """The ``find_culprits`` keyword arguments the run's upload gave: its own inputs (``step_inputs``, the
+    stored file), or its word that it used the ETRecord's representative ones."""
+    if run.step_inputs_sha256 is not None:
+        return {"step_inputs": str(store.path(run.step_inputs_sha256))}
     return {"inputs_are_representative": True} if run.inputs_are_representative else {}
 
 
@@ -197,7 +200,7 @@ class Worker:
         labels = {str(k): str(v) for k, v in (run.labels or {}).items()}
         labels.setdefault("model", model.name)
         parts = self._stored_parts(run.id) if job.stage > 0 else {}
-        options = culprit_options(run)
+        options = culprit_options(run, self.store)
         out = self.store.temp_dir(f"job{job_id}-")
         started = time.monotonic()
         try:

@@ -26,7 +26,7 @@ __all__ = ["labels_from", "router"]
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
-FILE_FIELDS = {"etrecord", "etdump", "debug_buffer"}
+FILE_FIELDS = {"etrecord", "etdump", "debug_buffer", "step_inputs"}
 _UPLOAD_SCHEMA = {"requestBody": {"content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["model", "etrecord", "etdump"],
     "properties": {"model": {"type": "string"},
@@ -34,6 +34,11 @@ _UPLOAD_SCHEMA = {"requestBody": {"content": {"multipart/form-data": {"schema": 
                    "etrecord": {"type": "string", "format": "binary"},
                    "etdump": {"type": "string", "format": "binary"},
                    "debug_buffer": {"type": "string", "format": "binary"},
+                   "step_inputs": {
+                       "type": "string", "format": "binary",
+                       "description": "the inputs the run used: a torch.save file of a list with each run's input "
+                                      "tuple (read weights-only by the worker); the culprit stage judges the run on "
+                                      "them"},
                    "inputs_are_representative": {
                        "type": "boolean", "default": False,
                        "description": "the run used the ETRecord's representative inputs (true/false): the culprit "
@@ -116,6 +121,9 @@ async def upload_run(request: Request, project: ProjectDep, service: ServiceDep)
     try:  # the whole form is checked before anything is committed: a rejected form leaves no blob
         model_name, labels = _run_fields(form)
         representative = _declared(form, "inputs_are_representative")
+        if representative and "step_inputs" in form.files:
+            raise HTTPException(422, "the form gives the run's own inputs (step_inputs) and says it used the "
+                                     "ETRecord's representative ones (inputs_are_representative): give one of them")
         with _full_store_is_507():
             files = await run_in_threadpool(form.commit)
     except BaseException:
