@@ -7,13 +7,16 @@ a manifest you trust); no file is opened to check it, so an error never quotes a
 missing artifact file is *not* a manifest error: the run is recorded as failed with that reason and
 the batch goes on. A CSV is read as a stream, row by row; a manifest holds at most :data:`MAX_RUNS` runs.
 
-* **CSV**: a header with ``run``, ``etdump``, ``etrecord``, ``debug_buffer`` and any label columns
-  (``device``, ``build``, ``input_set`` ...). Empty ``etrecord``/``debug_buffer`` cells mean "none".
+* **CSV**: a header with ``run``, ``etdump``, ``etrecord``, ``debug_buffer``, optionally ``step_inputs``
+  (the inputs the run used: a ``torch.save`` list of its input tuples, on which its culprits are
+  judged), and any label columns (``device``, ``build``, ``input_set`` ...). Empty
+  ``etrecord``/``debug_buffer``/``step_inputs`` cells mean "none".
 * **JSON / YAML**: a list of objects (or ``{"runs": [...]}``) with the same keys; label values go
   either as extra keys or under ``labels``. YAML anchors and aliases are refused (they let a small
   file expand without bound).
 * **Directory**: every folder holding ``etdump.etdp`` (or exactly one ``*.etdp``) is a run named by its
-  path; ``debug_buffer.bin`` beside it, and ``etrecord.bin`` beside it or in the nearest parent folder;
+  path; ``debug_buffer.bin`` and ``step_inputs.pt`` beside it, and ``etrecord.bin`` beside it or in the
+  nearest parent folder;
   ``key=value`` folder names become labels (``device=pixel8/build=1234/run-7/etdump.etdp``).
 
 A malformed manifest raises :class:`ManifestError` naming the file, the row and the column.
@@ -35,11 +38,11 @@ from numdiff.errors import InputError
 
 __all__ = ["ARTIFACT_COLUMNS", "RESERVED_COLUMNS", "ManifestError", "RunSpec", "check_artifacts", "load_manifest"]
 
-ARTIFACT_COLUMNS = ("etdump", "etrecord", "debug_buffer")
+ARTIFACT_COLUMNS = ("etdump", "etrecord", "debug_buffer", "step_inputs")
 #: Names a label may not take: the tables' own columns.
 RESERVED_COLUMNS = frozenset({
     "run", *ARTIFACT_COLUMNS, "labels", "status", "error", "error_type", "reused", "key", "analysis", "seconds", "cpu_seconds", "worker_peak_rss_mib",
-    "events", "gap_rows", "culprits", "gap_unavailable", "worst_snr_db", "execute_p50_ms", "row", "op", "aot_ops",
+    "events", "gap_rows", "culprits", "inputs_in_doubt", "gap_unavailable", "worst_snr_db", "execute_p50_ms", "row", "op", "aot_ops",
     "runtime_ops", "aot_debug_handle", "snr_db", "mse", "l1", "max_abs_error", "matched", "match", "noise_floor_db",
     "below_floor", "verdict", "is_culprit", "local_snr_db", "amplification", "module", "source_line",
     "latency_p10_ms", "latency_p50_ms", "latency_p90_ms", "latency_avg_ms", "latency_min_ms", "latency_max_ms",
@@ -70,6 +73,8 @@ class RunSpec(BaseModel):
     etdump: str
     etrecord: str | None = None
     debug_buffer: str | None = None
+    #: The inputs the run used (``torch.save`` list of input tuples): its culprits are judged on them.
+    step_inputs: str | None = None
     labels: dict[str, str] = {}
 
 
@@ -267,6 +272,7 @@ def _from_directory(name: str, allow_outside: bool) -> list[RunSpec]:
         row: dict[str, Any] = {"run": rel.as_posix() if rel.parts else root.name, "etdump": str(here / dumps[0]),
                                "etrecord": record,
                                "debug_buffer": str(here / "debug_buffer.bin") if "debug_buffer.bin" in files else None,
+                               "step_inputs": str(here / "step_inputs.pt") if "step_inputs.pt" in files else None,
                                **labels}
         rows.append((where, row))
     if not rows:
@@ -361,7 +367,7 @@ def _validate(name: str, rows: Iterable[_Row], allow_outside: bool, base: str | 
         paths = {c: None if cells.get(c) is None else folder.resolve(where, c, str(cells[c])) for c in ARTIFACT_COLUMNS}
         labels = {c: v for c, v in cells.items() if c not in ("run", *ARTIFACT_COLUMNS) and v is not None}
         specs.append(RunSpec(run=run, etdump=str(paths["etdump"]), etrecord=paths["etrecord"],
-                             debug_buffer=paths["debug_buffer"], labels=labels))
+                             debug_buffer=paths["debug_buffer"], step_inputs=paths["step_inputs"], labels=labels))
     if not specs:
         raise ManifestError(name, "", "lists no run", "Add one row per run: run,etdump,etrecord,debug_buffer,...")
     return specs

@@ -43,6 +43,8 @@ class Task:
     debug_buffer: str | None
     labels: dict[str, str]
     analyses: tuple[str, ...]
+    #: ``find_culprits`` options: the run's own inputs (``step_inputs``) or ``inputs_are_representative``.
+    culprit_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,8 @@ def _analyse(task: Task) -> Analysis:
     paths = {"etdump": task.etdump, "etrecord": task.etrecord, "debug_buffer": debug_buffer}
     analysis = Analysis.from_inspector(inspector, task.labels, gap="gap" in task.analyses,
                                        culprits="culprits" in task.analyses,
-                                       artifact_paths={k: v for k, v in paths.items() if v is not None})
+                                       artifact_paths={k: v for k, v in paths.items() if v is not None},
+                                       culprit_options=task.culprit_options)
     asked = "numdiff batch --analyses " + ",".join(task.analyses)
     if "gap" not in task.analyses:
         return analysis.model_copy(update={
@@ -153,16 +156,36 @@ class _Hasher:
         return self._seen[ident]
 
 
-def run_key(spec: RunSpec, analyses: Sequence[str], hasher: Callable[[str], str]) -> str:
+def _used_artifacts(spec: RunSpec, analyses: Sequence[str]) -> list[tuple[str, str]]:
+    """``(role, path)`` of the files the asked analyses read (the debug buffer for the gap, the step
+    inputs for culprits)."""
+    return [(role, path) for role, path in
+            (("etdump", spec.etdump), ("etrecord", spec.etrecord),
+             ("debug_buffer", spec.debug_buffer if "gap" in analyses else None),
+             ("step_inputs", spec.step_inputs if "culprits" in analyses else None)) if path is not None]
+
+
+def culprit_options(spec: RunSpec, analyses: Sequence[str], inputs_are_representative: bool) -> dict[str, Any]:
+    """The run's ``find_culprits`` options: its own inputs when the manifest gives them, else the batch's
+    word that every run used the ETRecord's representative inputs."""
+    if "culprits" not in analyses:
+        return {}
+    if spec.step_inputs is not None:
+        return {"step_inputs": spec.step_inputs}
+    return {"inputs_are_representative": True} if inputs_are_representative else {}
+
+
+def run_key(spec: RunSpec, analyses: Sequence[str], hasher: Callable[[str], str],
+            inputs_are_representative: bool = False) -> str:
     """The key of a run's saved analysis (raises ``OSError`` when an artifact cannot be read)."""
     from numdiff import __version__
     from numdiff.analysis.records import FORMAT_VERSION
 
-    arts = {role: hasher(path) for role, path in
-            (("etdump", spec.etdump), ("etrecord", spec.etrecord),
-             ("debug_buffer", spec.debug_buffer if "gap" in analyses else None)) if path is not None}
+    arts = {role: hasher(path) for role, path in _used_artifacts(spec, analyses)}
+    declared = "inputs_are_representative" in culprit_options(spec, analyses, inputs_are_representative)
     blob = json.dumps({"artifacts": arts, "analyses": sorted(analyses), "labels": spec.labels,
-                       "numdiff": __version__, "format": FORMAT_VERSION}, sort_keys=True)
+                       "numdiff": __version__, "format": FORMAT_VERSION}
+                      | ({"inputs_are_representative": True} if declared else {}), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -189,8 +212,11 @@ Progress = Callable[[str, int, int], None]
 
 def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, backend: str = "pool",
               workers: int | None = None, address: str | None = None, analyses: Sequence[str] = ANALYSES,
-              progress: Progress | None = None) -> BatchResult:
+              progress: Progress | None = None, inputs_are_representative: bool = False) -> BatchResult:
     """Analyse every run not already analysed in ``out_dir``, then write the fleet tables there.
+
+    ``inputs_are_representative``: every run without its own ``step_inputs`` used the ETRecord's
+    representative inputs (``numdiff batch --inputs-are-representative``).
 
     Raises:
         UsageError: Bad backend/workers/address, or a missing optional package (``pyarrow``, ``ray``).
@@ -212,7 +238,7 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
 
     def record(spec: RunSpec, status: str, **fields: object) -> None:
         base = {"run": spec.run, **spec.labels, "etdump": spec.etdump, "etrecord": spec.etrecord,
-                "debug_buffer": spec.debug_buffer, "status": status, "reused": False}
+                "debug_buffer": spec.debug_buffer, "step_inputs": spec.step_inputs, "status": status, "reused": False}
         rows[spec.run] = {**base, **fields}
         if status != "ok":
             ops.put(spec.run, [])
@@ -222,16 +248,14 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
         for n, spec in enumerate(specs):
             if progress is not None and n % 50 == 0:
                 progress("hashing the artifacts", n, total)
-            missing = [(role, path) for role, path in (("etdump", spec.etdump), ("etrecord", spec.etrecord),
-                                                       ("debug_buffer", spec.debug_buffer if "gap" in analyses else None))
-                       if path is not None and not os.path.isfile(path)]
+            missing = [(role, path) for role, path in _used_artifacts(spec, analyses) if not os.path.isfile(path)]
             if missing:
                 role, path = missing[0]
                 record(spec, "failed", error=f"{role} file {path!r} does not exist (fix the path in the manifest, "
                        "or add the file)", error_type="FileNotFoundError")
                 continue
             try:
-                key = run_key(spec, analyses, hasher)
+                key = run_key(spec, analyses, hasher, inputs_are_representative)
             except OSError as e:
                 record(spec, "failed", error=f"{e.filename}: {e.strerror or e} (fix the manifest's path, or the file)",
                        error_type="FileNotFoundError" if isinstance(e, FileNotFoundError) else "OSError")
@@ -246,7 +270,8 @@ def run_batch(specs: Sequence[RunSpec], out_dir: str | os.PathLike[str], *, back
                     record(spec, "ok", reused=True, key=key, analysis=os.path.relpath(saved, out), **run_fields)
                     ops.put(spec.run, _labelled(spec, op_rows))
                     continue
-            todo.append(Task(spec.run, key, spec.etdump, spec.etrecord, spec.debug_buffer, dict(spec.labels), analyses))
+            todo.append(Task(spec.run, key, spec.etdump, spec.etrecord, spec.debug_buffer, dict(spec.labels), analyses,
+                             culprit_options(spec, analyses, inputs_are_representative)))
 
         done = total - len(todo)
         for task, result in run_tasks(analyse_task, todo, backend=backend, workers=workers, address=address):

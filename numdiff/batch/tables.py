@@ -50,7 +50,8 @@ def _is_wrapper(name: str) -> bool:
 RUNS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("status", "string"), ("error", "string"), ("error_type", "string"), ("reused", "bool"), ("key", "string"),
     ("analysis", "string"), ("seconds", "float64"), ("cpu_seconds", "float64"), ("worker_peak_rss_mib", "float64"), ("etdump", "string"), ("etrecord", "string"),
-    ("debug_buffer", "string"), ("events", "int64"), ("gap_rows", "int64"), ("culprits", "int64"),
+    ("debug_buffer", "string"), ("step_inputs", "string"), ("events", "int64"), ("gap_rows", "int64"),
+    ("culprits", "int64"), ("inputs_in_doubt", "string"),
     ("gap_unavailable", "string"), ("worst_snr_db", "float64"), ("execute_p50_ms", "float64"),
 )
 #: (column, arrow type name) of ``ops.parquet`` after ``run`` and the labels.
@@ -118,6 +119,8 @@ def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "events": sum(len(b.events) for b in analysis.profile.blocks),
         "gap_rows": None if analysis.gap is None else len(ops),
         "culprits": sum(1 for c in analysis.culprits.rows if c.is_culprit) if analysis.culprits.available else None,
+        # graph inputs the run may not have taken from the ETRecord (ops reading them not judged)
+        "inputs_in_doubt": ", ".join(analysis.culprits.inputs_in_doubt) or None if analysis.culprits.available else None,
         "gap_unavailable": analysis.gap_unavailable,
         "worst_snr_db": _worst(snrs, lowest=True),
         "execute_p50_ms": None if not execute or factor is None else float(execute[0].p50 or 0.0) * factor,

@@ -47,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "only for a manifest you trust")
     parser.add_argument("--analyses", default="profile,gap,culprits", metavar="LIST",
                         help="what to compute per run: profile[,gap[,culprits]] (default: all three)")
+    parser.add_argument("--inputs-are-representative", action="store_true",
+                        help="every run without its own step_inputs (manifest column, or step_inputs.pt beside its "
+                        "ETDump) used the ETRecord's representative inputs: judge the ops that read a graph input "
+                        "the runtime did not log on them (as numdiff analyze --inputs-are-representative)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     bar = ProgressLine()
     try:
         result = run_batch(specs, args.output, backend=args.backend, workers=args.workers, address=args.address,
-                           analyses=analyses, progress=bar)
+                           analyses=analyses, progress=bar, inputs_are_representative=args.inputs_are_representative)
     finally:
         bar.close()
     analysed = result.ok - result.reused

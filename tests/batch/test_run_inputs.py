@@ -1,0 +1,59 @@
+"""numdiff batch told which graph inputs each run used: a ``step_inputs`` column (or ``step_inputs.pt``
+beside the ETDump), or ``--inputs-are-representative`` for the whole batch (``culprit_near_inputs``:
+the ops reading the graph input ``x`` are all unrelated to their replays on the representative inputs)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numdiff.batch import load_manifest, run_batch
+from numdiff.cli import main
+from tests.culprits.helpers import folder
+
+
+def _layout(root: Path) -> Path:
+    """A directory manifest: run ``own`` with its step_inputs.pt, run ``plain`` without."""
+    src = folder("culprit_near_inputs")
+    for run in ("own", "plain"):
+        (root / run).mkdir(parents=True)
+        for name in ("etrecord.bin", "etdump.etdp", "debug_buffer.bin"):
+            shutil.copy(src / name, root / run / name)
+    shutil.copy(src / "run_inputs.pt", root / "own" / "step_inputs.pt")
+    return root
+
+
+def test_runs_are_judged_on_their_own_inputs_or_the_declared_ones(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    specs = load_manifest(_layout(tmp_path / "fleet"))
+    assert {s.run: s.step_inputs is not None for s in specs} == {"own": True, "plain": False}
+    result = run_batch(specs, tmp_path / "out", backend="pool", workers=1)
+    assert (result.ok, result.failed) == (2, 0)
+    runs = pd.read_parquet(tmp_path / "out" / "runs.parquet").set_index("run")
+    assert runs.loc["own", "step_inputs"].endswith("own/step_inputs.pt")
+    assert pd.isna(runs.loc["own", "inputs_in_doubt"]) and runs.loc["plain", "inputs_in_doubt"] == "x"
+
+    # declared for the batch: the run without its own inputs is judged on the representative ones, analysed
+    # again (its saved analysis is keyed by the declaration); the run with its own inputs is reused as it was
+    code = main(["batch", str(tmp_path / "fleet"), "-o", str(tmp_path / "out"), "--workers", "1",
+                 "--inputs-are-representative"])
+    assert code == 0 and "2 runs: 1 analysed, 1 already done, 0 failed" in capsys.readouterr().err
+    runs = pd.read_parquet(tmp_path / "out" / "runs.parquet").set_index("run")
+    assert runs["inputs_in_doubt"].isna().all() and bool(runs.loc["own", "reused"])
+
+
+def test_a_csv_manifest_names_the_step_inputs_and_a_missing_one_fails_its_run(tmp_path: Path) -> None:
+    _layout(tmp_path)
+    (tmp_path / "runs.csv").write_text("run,etdump,etrecord,debug_buffer,step_inputs,device\n"
+                                       "a,own/etdump.etdp,own/etrecord.bin,own/debug_buffer.bin,own/step_inputs.pt,p8\n"
+                                       "b,own/etdump.etdp,own/etrecord.bin,own/debug_buffer.bin,nowhere.pt,p9\n")
+    specs = load_manifest(tmp_path / "runs.csv")
+    assert [s.labels for s in specs] == [{"device": "p8"}, {"device": "p9"}]  # step_inputs is no label
+    result = run_batch(specs, tmp_path / "out", backend="pool", workers=1)
+    runs = pd.read_parquet(tmp_path / "out" / "runs.parquet").set_index("run")
+    assert (result.ok, result.failed) == (1, 1) and runs.loc["a", "culprits"] == 0
+    assert runs.loc["b", "error_type"] == "FileNotFoundError"
+    assert runs.loc["b", "error"].startswith("step_inputs file ") and "nowhere.pt' does not exist" in runs.loc["b", "error"]
