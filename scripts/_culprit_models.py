@@ -166,6 +166,20 @@ class MobileBlocks(nn.Module):
         return self.blocks(torch.nn.functional.relu6(self.stem(x)))
 
 
+class TokenMeanHead(nn.Module):
+    """Linear stem, mean over the tokens, linear head (ResMLP's and ViT's pooling): XNNPACK's int8 mean of 8
+    tokens keeps its input's grid, so an eighth of its values land exactly on half-steps, which it rounds
+    its own way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(6, 12)
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.stem(x).mean(dim=1))
+
+
 class SplitMLP(nn.Module):
     """Two XNNPACK partitions: cumsum is not delegated."""
 
@@ -337,4 +351,7 @@ SPECS: list[CulpritSpec] = [
     CulpritSpec("culprit_clean_int8_depthwise", "clean PT2E int8 MobileBlocks (depthwise convs, relu6, residual "
                 "adds) with XnnpackPartitioner (twin = model): XNNPACK adds each bias as int32",
                 MobileBlocks, nothing, (), (1, 3, 24, 24), lowering="quant_xnnpack"),
+    CulpritSpec("culprit_clean_int8_mean_ties", "clean PT2E int8 TokenMeanHead (linear, mean over 8 tokens, linear) "
+                "with XnnpackPartitioner (twin = model): XNNPACK's int8 mean rounds values on half-steps its own way",
+                TokenMeanHead, nothing, (), (4, 8, 6), lowering="quant_xnnpack"),
 ]

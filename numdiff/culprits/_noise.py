@@ -14,7 +14,10 @@ A row's *local error* (replay on the runtime's inputs vs the runtime's output) i
 * dynamic quantization adds what the replay cannot reproduce: inside an XNNPACK delegate (replayed on
   XNNPACK's own grid) the bound of a one-step flip, element by element where one can show
   (``Noise.bound``); elsewhere (the graph's per-tensor grid) the rounding it carries, on every
-  element (``Noise.carried``).
+  element (``Noise.carried``);
+* a static requantization one of XNNPACK's own int8 kernels computes in fixed point (an int8 add or
+  mean, see :func:`numdiff.culprits._xnnpack.fixed_point_rounding`) adds the same per-element bound
+  for the elements it computed within float error of a tie (``Noise.bound``).
 
 The verdict compares the noise units with :class:`Thresholds` (documented defaults, overridable
 per op type): ``ok`` (at most ``ok``), ``expected-noise`` (at most ``expected``), ``suspicious``
@@ -259,11 +262,13 @@ class Noise:
             :func:`numdiff.culprits._rounding.carried`), or, where the replay computes the runtime's
             own grid (XNNPACK, :mod:`numdiff.culprits._qd8`), from the elements that lay within
             float error of a rounding tie; 0 when it has none.
-        dynamic: How the row's dynamic quantizations were replayed ("" when it has none).
+        dynamic: How the row's dynamic quantizations were replayed, and how many elements of its
+            requantizations XNNPACK computes in fixed point lay near a tie ("" when it has neither).
         bound: Per element (the output's shape), how far the device's value may lie from the replay's
-            because an emulated dynamic quantization inside the row may round an element that lay
-            within float error of a tie onto the neighbouring step (see
-            :func:`numdiff.culprits._qd8.flips`); None when no element may.
+            because an emulated dynamic quantization, or a requantization XNNPACK computes in fixed
+            point, inside the row may round an element that lay within float error of a tie onto the
+            neighbouring step (see :func:`numdiff.culprits._qd8.flips` and
+            :func:`numdiff.culprits._rounding.requantize_flips`); None when no element may.
         graph_grid: Whether a dynamic quantization inside the row was replayed on the graph's grid (not
             as the device computes it): its noise is the first-order :attr:`carried` model.
         compounded: Whether the row carries the one-step flips of requantizations XNNPACK computes its

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 
 from numdiff.culprits._noise import COPYING_OPS
-from numdiff.culprits._rounding import tie_tolerance
+from numdiff.culprits._rounding import tie_distance, tie_tolerance
 
 __all__ = ["NO_BOUND", "QMAX", "QMIN", "Qd8", "flips", "propagate", "qd8_params", "qd8_quantize"]
 
@@ -144,8 +144,7 @@ def flips(quantized: Qd8, sigma: float, allowance: float,
         relative = 2 * moved.amax(dim=_row_dims(quantized), keepdim=True) * inv / float(QMAX - QMIN)
         reach = reach + moved * inv + steps.abs() * relative
         zero_reach = zero_reach + float(-QMIN) * relative
-    margin = 0.5 - (steps - torch.round(steps)).abs()
-    near = margin <= reach
+    near = tie_distance(steps) <= reach
     raw = quantized.zero_raw.double()
     zero_near = 0.5 - (raw - torch.round(raw)).abs() <= zero_reach
     at_end = (quantized.q == QMIN) | (quantized.q == QMAX)
@@ -261,6 +260,14 @@ def propagate(kind: str, target: Callable[..., object], args: tuple[object, ...]
         if one is not None and two is None and isinstance(b, (int, float)) and b != 0:
             return _shaped(one.double() / abs(float(b)), result)
         return NO_BOUND
+    if kind in ("softmax", "_softmax", "log_softmax", "_log_softmax"):
+        # x_i moved by at most d_i, every x_j of its row by at most D: y_i's ratio to the replay's lies within
+        # exp(+-(d_i + D)), so softmax moves by y_i (exp(d_i + D) - 1), log_softmax by d_i + D.
+        dim = b if isinstance(b, int) else kwargs.get("dim", -1)
+        if one is None or others or not isinstance(dim, int) or not isinstance(result, torch.Tensor):
+            return NO_BOUND
+        reach = one.double() + one.double().amax(dim=dim, keepdim=True)
+        return _shaped(reach if "log" in kind else result.double().abs() * torch.expm1(reach), result)
     if kind in _LIPSCHITZ or kind == "leaky_relu":
         if one is None or others:
             return NO_BOUND

@@ -14,9 +14,9 @@ Inside an XNNPACK delegate, a statically quantized convolution or fully connecte
 on its int32 accumulator's grid (:func:`~numdiff.culprits._xnnpack.integer_bias`), and a dynamic
 quantization (``choose_qparams → quantize → dequantize`` feeding a linear or a convolution) is
 replayed on XNNPACK's own per-row grid (:mod:`numdiff.culprits._qd8`), not the graph's per-tensor
-one; the elements such a rounding may flip are carried per element to the row's noise
-(``Noise.bound``). Every other dynamic quantization keeps the graph's grid and its first-order
-rounding noise (``Noise.carried``); the row's noise says which.
+one; the elements it, or an int8 kernel's requantization (see ``fixed_point_rounding``), may flip are
+carried per element to the row's noise (``Noise.bound``). Every other dynamic quantization keeps the
+graph's grid and its first-order rounding noise (``Noise.carried``); the row's noise says which.
 
 Values live only as long as torch.fx's interpreter keeps them (``garbage_collect_values``).
 """
@@ -34,10 +34,10 @@ from torch.fx import Interpreter
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
 from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
-from numdiff.culprits._xnnpack import (COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain, fused_clamp,
-                                       integer_bias)
+from numdiff.culprits._xnnpack import (COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain,
+                                       fixed_point_rounding, fused_clamp, integer_bias)
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
-from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, tie_margin
+from numdiff.culprits._rounding import TieMargin, carried, dynamic_rounding, own_way_nsr, requantize_flips, tie_margin
 from numdiff.errors import CaptureError, NumdiffError
 
 __all__ = ["ReplayInterpreter", "graph_args", "quant_noise"]
@@ -138,10 +138,11 @@ class ReplayInterpreter(Interpreter):
         self._tie_allowance = tie_allowance
         #: Quantize ops replayed as XNNPACK quantizes, with what they computed.
         self._qd8: dict[str, Qd8] = {}
-        #: Per unpaired value, the dynamic quantizations behind it since the last paired values:
-        #: ``(emulated as XNNPACK does, on the graph's grid)``.
-        self._dyn: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
-        #: Emulated quantizations' elements that may round the other way (see _qd8.flips).
+        #: Per unpaired value, the quantizations behind it since the last paired values: ``(dynamic ones
+        #: emulated as XNNPACK does, dynamic ones on the graph's grid, static requantizations XNNPACK computes
+        #: its own way with elements within float error of a tie)``.
+        self._dyn: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
+        #: Quantizations' elements that may round the other way (see _flip_bound).
         self._flips: dict[str, int] = {}
         #: choose_qparams ops and the getitems of their outputs (the graph's dynamic grids).
         self._grids: set[str] = set()
@@ -255,7 +256,7 @@ class ReplayInterpreter(Interpreter):
                 self._rounded.add(n.name)
             if noise:
                 self._carried[n.name] = noise
-            if dyn[0] or dyn[1]:
+            if any(dyn):
                 self._dyn[n.name] = dyn
             if bound is not None:
                 self._bounds[n.name] = bound
@@ -308,19 +309,22 @@ class ReplayInterpreter(Interpreter):
     def _bound(self, n: torch.fx.Node, kind: str, args: tuple[object, ...], kwargs: Mapping[str, object],
                result: object) -> tuple[object, dict[str, float]]:
         """``(n's per-element flip bound or None, the inputs' bounds given up as scalar noise)``."""
-        if n.name in self._qd8:  # an emulated rounding: its flips, bounded per element for its dequantize
-            source = n.args[0] if n.args else None
-            before = self._bounds.get(source.name) if isinstance(source, torch.fx.Node) else None
-            count, flipped = self._flip_bound(n, before if isinstance(before, torch.Tensor) else None)
+        source = n.args[0] if n.args else None
+        before = held if isinstance(held := self._bounds.get(getattr(source, "name", "")), torch.Tensor) else None
+        static = kind == "quantize_per_tensor" and len(n.args) > 1 and isinstance(n.args[1], float) \
+            and isinstance(args[0], torch.Tensor)
+        if n.name in self._qd8 or static:  # a rounding the device may do otherwise near a tie: bounded per element
+            count, flipped = self._flip_bound(n, args, before)
             self._flips[n.name] = count
             return flipped, {}
         if kind.startswith("choose_qparams") or (n.args and isinstance(n.args[0], torch.fx.Node)
                                                  and n.args[0].name in self._grids):
             self._grids.add(n.name)
             return None, {}  # the graph's grid: unused where emulated, else covered by the rounding model
-        if kind == "dequantize_per_tensor" and n.args and isinstance(n.args[0], torch.fx.Node) \
-                and n.args[0].name in self._qd8:
-            return self._bounds.get(n.args[0].name), {}
+        if kind == "dequantize_per_tensor" and isinstance(source, torch.fx.Node) and source.name in self._qd8:
+            return self._bounds.get(source.name), {}
+        if kind == "dequantize_per_tensor" and before is not None and len(n.args) > 1 and isinstance(n.args[1], float):
+            return before * n.args[1], {}  # a static quantize's bound is in its steps
         held = [self._arg_bound(a) for a in n.args]
         if not any(b is not None for b in held):
             return None, {}
@@ -361,24 +365,32 @@ class ReplayInterpreter(Interpreter):
             return value.to(out_dtype) if isinstance(out_dtype, torch.dtype) else value
         return None
 
-    def _dynamic_kinds(self, n: torch.fx.Node) -> tuple[frozenset[str], frozenset[str]]:
-        """``(emulated, on the graph's grid)``: the dynamic quantizations behind ``n``'s value."""
-        none: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
-        emulated: frozenset[str] = frozenset().union(*(self._dyn.get(a.name, none)[0] for a in n.all_input_nodes))
-        graph_grid: frozenset[str] = frozenset().union(*(self._dyn.get(a.name, none)[1] for a in n.all_input_nodes))
+    def _dynamic_kinds(self, n: torch.fx.Node) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """``(emulated, on the graph's grid, own way)``: the dynamic quantizations behind ``n``'s value, and
+        the static requantizations XNNPACK computes its own way with elements near a tie (see _flip_bound)."""
+        none: tuple[frozenset[str], ...] = (frozenset(), frozenset(), frozenset())
+        emulated, graph_grid, own_way = (frozenset[str]().union(*(self._dyn.get(a.name, none)[i] for a in n.all_input_nodes))
+                                         for i in range(3))
         if n.name in self._qd8:
             emulated |= {n.name}
         elif n.name in self._dynamic:
             graph_grid |= {n.name}
-        return emulated, graph_grid
+        elif n.name in self._requantized and self._flips.get(n.name):
+            own_way |= {n.name}
+        return emulated, graph_grid, own_way
 
-    def _describe_dynamic(self, emulated: frozenset[str], graph_grid: frozenset[str]) -> str:
-        """What the row's noise model says about its dynamic quantization ("" when it has none)."""
+    def _describe_dynamic(self, emulated: frozenset[str], graph_grid: frozenset[str], own_way: frozenset[str]) -> str:
+        """What the row's noise model says about its dynamic and own-way quantizations ("" when it has none)."""
         parts = []
         if emulated:
             near = sum(self._flips.get(q, 0) for q in emulated)
             parts.append(f"{len(emulated)} dynamic quantization(s) replayed as XNNPACK computes them"
                          + (f", {near} element(s) within float error of a rounding tie" if near else ""))
+        if own_way:
+            near = sum(self._flips.get(q, 0) for q in own_way)
+            parts.append(f"{len(own_way)} requantization(s) XNNPACK computes its own way (an int8 add, mean or "
+                         f"activation) with {near} element(s) within float error, or an earlier flip's reach, of a "
+                         "rounding tie, which it may round the other way: bounded per element")
         if graph_grid:
             why = "not inside an XNNPACK delegate" if not self._xnnpack.intersection(graph_grid) else \
                 "not a choose_qparams → quantize → dequantize chain feeding only linears or convolutions"
@@ -397,7 +409,7 @@ class ReplayInterpreter(Interpreter):
             depth += 1
         source = n.args[0] if n.args else None
         if kind in _QUANTIZE and n.name in self._xnnpack and n.name not in self._paired \
-                and not (len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node)) and computed_own_way(n):
+                and not (len(n.args) > 1 and isinstance(n.args[1], torch.fx.Node)) and computed_own_way(n) is not None:
             self._requantized.add(n.name)
         if n.name in self._qd8 and self._flips.get(n.name, 0) and n.name not in self._paired:
             self._requantized.add(n.name)  # emulated, but elements within float error of a tie may flip
@@ -420,11 +432,21 @@ class ReplayInterpreter(Interpreter):
                        if isinstance(a, torch.fx.Node) else 0.0 for a in n.args)
         return carried(kind, args, sigmas)
 
-    def _flip_bound(self, quantize: torch.fx.Node, before: torch.Tensor | None) -> tuple[int, torch.Tensor | None]:
-        """``(elements, per-element bound)`` of the steps an emulated quantization may land away from the
-        replay's: none when its input is a value the runtime logged (or a graph input); else those
-        within the float error of the computation since the last paired values (``eps * sqrt(K) *
-        max|x|``), or the bound earlier flips left on them (``before``), of a tie."""
+    def _flip_bound(self, quantize: torch.fx.Node, args: tuple[object, ...],
+                    before: torch.Tensor | None) -> tuple[int, torch.Tensor | None]:
+        """``(elements, per-element bound)`` of the steps a quantization may land away from the replay's:
+        those within the bound earlier flips left on them (``before``) of a tie, and, where the device rounds
+        a value computed since the last paired values its own way, those within the float error of that
+        computation (``eps * sqrt(K) * max|x|``) of a tie: an emulated dynamic quantization (K since the
+        last paired values), or a static requantization XNNPACK computes in fixed point (K of the op that
+        computed it, see :func:`fixed_point_rounding`: its inputs are on grids, the same on both sides)."""
+        if quantize.name not in self._qd8:  # a static per-tensor quantize (see _bound)
+            x = cast(torch.Tensor, args[0])
+            op = fixed_point_rounding(quantize) if quantize.name in self._xnnpack and quantize.name not in self._paired else None
+            length = None if op is None or op.name not in self._reduction or not x.numel() else \
+                self._reduction[op.name] - max((self._reduction.get(a.name, 0) for a in op.all_input_nodes), default=0)
+            sigma = 0.0 if length is None else _EPS32 * math.sqrt(max(1, length)) * float(x.detach().abs().max())
+            return requantize_flips(x, cast(float, quantize.args[1]), sigma, self._tie_allowance, before)
         value = quantize.args[0] if quantize.args else None
         if not isinstance(value, torch.fx.Node) or value.name not in self._reduction:
             return 0, None  # the runtime's own value (or a graph input): quantized bit for bit as the device does

@@ -24,7 +24,8 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie", "own_way_nsr", "tie_margin",
+__all__ = ["MIN_OFF_TIE", "OFF_TIE_SHARE", "TieMargin", "carried", "dynamic_rounding", "judged_off", "off_tie",
+           "own_way_nsr", "requantize_flips", "tie_distance", "tie_margin",
            "tie_tolerance"]
 
 T = TypeVar("T", float, torch.Tensor)
@@ -58,13 +59,49 @@ class TieMargin:
         return tie_tolerance(self.sigma, allowance)
 
 
-def tie_tolerance(sigma: T, allowance: float) -> T:
+def tie_tolerance(sigma: T, allowance: float, floor: float = _FLOOR) -> T:
     """How far from a tie, in steps, a value with floating-point noise ``sigma`` (in steps; a float
-    or a tensor of them) may have been for an ``allowance`` in noise units: never below float32's
-    representation floor on an 8-bit grid."""
+    or a tensor of them) may have been for an ``allowance`` in noise units: never below ``floor`` (by
+    default far above float32's representation error on an 8-bit grid: see :data:`_FLOOR`)."""
     if isinstance(sigma, torch.Tensor):
-        return torch.clamp(sigma * allowance, min=_FLOOR)
-    return max(_FLOOR, allowance * float(sigma))
+        return torch.clamp(sigma * allowance, min=floor)
+    return max(floor, allowance * float(sigma))
+
+
+def tie_distance(steps: torch.Tensor) -> torch.Tensor:
+    """Per element, how far a value ``steps`` (in steps of its grid, before rounding) lies from the nearest
+    rounding tie: 0.5 on a grid point, 0 half-way between two. A kernel whose value may lie ``reach``
+    steps from the replay's rounds it onto another step only where this is at most ``reach``."""
+    return 0.5 - (steps - torch.round(steps)).abs()
+
+
+def requantize_flips(value: torch.Tensor, scale: float, sigma: float, allowance: float,
+                     bound: torch.Tensor | None = None) -> tuple[int, torch.Tensor | None]:
+    """``(elements that may land on another step than the replay's, per element how many steps each may
+    move)`` when a static per-tensor quantize of ``scale`` rounds ``value``; ``(0, None)`` when none may.
+
+    ``sigma`` is the floating-point error of ``value`` in its own units: 0 where the device computes it as
+    the replay does and rounds exactly (a convolution's or linear's requantization on XNNPACK), else what a
+    kernel that computes it its own way may differ by (an int8 add or mean in fixed point; ``allowance`` such
+    errors, see :func:`tie_tolerance`). ``bound`` (per element, the value's units) is how far earlier flips
+    may have moved it (see :func:`numdiff.culprits._qd8.propagate`). The quantize's bound is in its integer
+    steps (a dequantize multiplies it by its scale), as :func:`numdiff.culprits._qd8.flips` bounds a dynamic one.
+    """
+    if (sigma <= 0 and bound is None) or not value.is_floating_point() or not scale > 0 or value.numel() == 0:
+        return 0, None
+    steps = value.detach().double() / scale
+    # No floor: the value's own float error bounds where it may lie, and every element this excuses widens the
+    # bound of everything computed from it (the generous floor suits the rounding check, which accuses).
+    reach = torch.full_like(steps, tie_tolerance(sigma / scale, allowance, floor=0.0) if sigma > 0 else 0.0)
+    if bound is not None and bound.shape == steps.shape:
+        reach = reach + bound.double() / scale
+    margin = tie_distance(steps)
+    near = (margin <= reach) & (reach > 0)  # with no reach, the device rounds the replay's own value
+    count = int(near.sum())
+    if not count:
+        return 0, None
+    # On a grid fixed in the graph, two values ``reach`` steps apart round apart by the ties between them.
+    return count, torch.where(near, torch.floor(reach - margin) + 1, 0.0)
 
 
 def tie_margin(value: object, scale: object, reduction: int) -> TieMargin | None:
@@ -84,7 +121,7 @@ def tie_margin(value: object, scale: object, reduction: int) -> TieMargin | None
     # float32 holds a value on an 8-bit grid to 2**-17 steps, far inside the tolerance's floor
     steps = value.detach().float() / float(scale)
     steps = torch.nan_to_num(steps, nan=0.0, posinf=0.0, neginf=0.0)
-    margin = 0.5 - (steps - torch.round(steps)).abs()
+    margin = tie_distance(steps)
     peak = float(steps.abs().max())
     eps = torch.finfo(value.dtype).eps
     return TieMargin(margin, eps * math.sqrt(max(1, reduction)) * peak)

@@ -4,7 +4,8 @@
   run-time scale and zero point, so that :mod:`numdiff.culprits._qd8` can replay them.
 * Its static requantizations (:func:`computed_own_way`): exact after a convolution or a fully
   connected layer, its own fixed-point arithmetic after an int8 add, mean or activation, whose
-  one-step flips compound over :data:`COMPOUNDING_DEPTH` weighted layers.
+  one-step flips compound over :data:`COMPOUNDING_DEPTH` weighted layers; which of them its own int8
+  kernels round near a tie (:func:`fixed_point_rounding`).
 * The bias of a statically quantized convolution or fully connected layer (:func:`integer_bias`):
   XNNPACK adds it as an int32 on the accumulator's grid, where the graph adds it in float.
 * A clamp left between two requantizations (:func:`fused_clamp`): XNNPACK fuses it into the layer.
@@ -19,8 +20,8 @@ import torch
 
 from numdiff.culprits._noise import op_type
 
-__all__ = ["COMPOUNDING_DEPTH", "WEIGHTED_OPS", "computed_own_way", "dynamic_chain", "dynamic_rows", "fused_clamp",
-           "integer_bias"]
+__all__ = ["COMPOUNDING_DEPTH", "INT8_KERNELS", "WEIGHTED_OPS", "computed_own_way", "dynamic_chain", "dynamic_rows",
+           "fixed_point_rounding", "fused_clamp", "integer_bias"]
 
 _ANY_QUANTIZE = frozenset({"quantize_per_tensor", "quantize_per_channel", "quantize_per_token"})
 _ANY_DEQUANTIZE = frozenset({"dequantize_per_tensor", "dequantize_per_channel", "dequantize_per_token"})
@@ -111,18 +112,36 @@ def dynamic_chain(n: torch.fx.Node, value_of: Callable[[torch.fx.Node], object] 
     return rows.pop() if len(rows) == 1 else False
 
 
-def computed_own_way(quantize: torch.fx.Node) -> bool:
-    """Whether the value a quantize rounds was last computed by an op XNNPACK computes its own way
-    (looking back through clamps and data movement: an add before a relu)."""
+def computed_own_way(quantize: torch.fx.Node) -> torch.fx.Node | None:
+    """The op that last computed the value a quantize rounds when XNNPACK computes it its own way
+    (looking back through clamps and data movement: an add before a relu), else None."""
     source = quantize.args[0] if quantize.args else None
     for _ in range(64):
         if not isinstance(source, torch.fx.Node) or source.op != "call_function":
-            return False
+            return None
         kind = op_type(source.target)
         if kind not in _MOVES:
-            return kind not in WEIGHTED_OPS and kind not in _ANY_QUANTIZE and kind not in _ANY_DEQUANTIZE
+            own = kind not in WEIGHTED_OPS and kind not in _ANY_QUANTIZE and kind not in _ANY_DEQUANTIZE
+            return source if own else None
         source = source.args[0] if source.args else None
-    return False
+    return None
+
+
+#: Ops ExecuTorch's XNNPACK partitioner runs on int8 values with XNNPACK's own int8 kernels (its static
+#: quantization configs, ExecuTorch 1.5.1), other than weighted layers and data movement: they compute and
+#: requantize in fixed point, and round a value at or within their arithmetic's error of a tie their own way
+#: (the held-out ResMLP's int8 mean of 8 tokens lands exactly on half-steps; XNNPACK rounded both such
+#: elements up, the replay's float32 mean rounded one down and the other to even). Every other op computed
+#: its own way (a GELU, a sigmoid, a bilinear upsample) runs in float32 between XNNPACK's conversions, which
+#: round ``x * (1 / scale)`` half to even and add the zero point, as the graph's quantize does.
+INT8_KERNELS = frozenset({"add", "sub", "mul", "mean", "elu"})
+
+
+def fixed_point_rounding(quantize: torch.fx.Node) -> torch.fx.Node | None:
+    """The op whose value ``quantize`` rounds when XNNPACK computes and requantizes it with one of its own
+    int8 kernels (:data:`INT8_KERNELS`, looking back through clamps and data movement), else None."""
+    op = computed_own_way(quantize)
+    return op if op is not None and op_type(op.target) in INT8_KERNELS else None
 
 
 #: Clamps XNNPACK fuses into the convolution or fully connected layer before them (its output bounds).

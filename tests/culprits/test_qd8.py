@@ -117,7 +117,7 @@ def test_bounds_follow_only_the_elements_a_flip_reaches() -> None:
     other = out.clone()
     cat = propagate("cat", torch.ops.aten.cat.default, ([out, other],), {}, [[linear, None]], torch.cat([out, other]))
     assert isinstance(cat, torch.Tensor) and cat.shape == (6, 2) and float(cat[3:].abs().sum()) == 0.0
-    assert propagate("softmax", torch.ops.aten._softmax.default, (out, -1, False), {}, [linear], out) is NO_BOUND
+    assert propagate("exp", torch.ops.aten.exp.default, (out,), {}, [linear], out) is NO_BOUND  # no rule: first order
     assert propagate("relu", torch.ops.aten.relu.default, (out,), {}, [None], out) is None
 
 
@@ -234,3 +234,20 @@ def test_flips_compounded_over_many_layers_are_carried_as_a_power_ratio_not_boun
     replay, deep = _replay(_deep_dynamic_graph(6), x, xnnpack=True)
     assert deep.compounded and deep.bound is None and deep.carried > 0 and "weighted layers deep" in deep.dynamic
     assert deep.carried < 0.5 * float(replay.pow(2).mean().sqrt())  # a ratio of the value, not a worst case
+
+
+def test_a_softmax_bounds_only_the_rows_a_flip_reaches_by_the_ratio_it_may_change() -> None:
+    """A flip's bound reaching a softmax (int8 attention logits) was carried as rounding noise on every element:
+    a 1% scale change planted before a Llama-style attention's softmax read as noise (default zoo)."""
+    x = torch.tensor([[0.0, 1.0, 2.0], [0.5, 0.5, 0.5]])
+    y = torch.softmax(x, -1)
+    bound = torch.tensor([[0.0, 0.1, 0.0], [0.0, 0.0, 0.0]])
+    out = propagate("_softmax", torch.ops.aten._softmax.default, (x, -1, False), {}, [bound, None, None], y)
+    assert isinstance(out, torch.Tensor) and float(out[1].abs().max()) == 0.0  # the other row: untouched
+    # y_i's ratio to the replay's lies within exp(+-(d_i + D)), D the row's largest bound
+    assert out[0].tolist() == pytest.approx([float(y[0, 0]) * math.expm1(0.1), float(y[0, 1]) * math.expm1(0.2),
+                                             float(y[0, 2]) * math.expm1(0.1)])
+    moved = torch.softmax(x + torch.tensor([[0.0, 0.1, 0.0], [0.0, 0.0, 0.0]]), -1)
+    assert bool(((moved - y).abs() <= out + 1e-7).all())
+    logs = propagate("log_softmax", torch.ops.aten.log_softmax.int, (x, -1), {}, [bound, None], torch.log_softmax(x, -1))
+    assert isinstance(logs, torch.Tensor) and logs[0].tolist() == pytest.approx([0.1, 0.2, 0.1])
