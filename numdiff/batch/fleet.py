@@ -6,6 +6,11 @@ computes something different (``suspicious`` or ``broken``); when culprit locali
 when its SNR is below the report's noise floor instead. Per op × group: runs, runs diverging,
 median and worst SNR, median latency p50. The HTML report uses the run report's styles and draws
 heat maps of op × group (share of runs diverging, annotated with the median SNR; latency p50).
+
+A run that may have used other graph inputs than the ETRecord's representative ones (``runs.parquet``'s
+``inputs_in_doubt``) keeps its culprit verdicts, which replay each op on the device's own values, but
+its SNRs compare the device with a reference run on other inputs: they are left out of the medians
+(and so of the outlier rule), counted per group in :attr:`FleetSummary.runs_in_doubt` and said.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import html
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -54,6 +59,19 @@ class FleetSummary:
     runs_ok: dict[str, int]
     runs_failed: dict[str, int]
     failures: list[tuple[str, str, str]]  # (run, group, error)
+    #: Per group, the ok runs whose SNRs are left out (they may have used other graph inputs).
+    runs_in_doubt: dict[str, int] = field(default_factory=dict)
+
+    def in_doubt_note(self) -> str | None:
+        """The line that says which runs' SNRs were left out, else None."""
+        n = sum(self.runs_in_doubt.values())
+        if not n:
+            return None
+        where = ", ".join(f"{g}: {k}" for g, k in self.runs_in_doubt.items() if k)
+        return (f"{n} run(s) may have used other graph inputs than the ETRecord's representative ones ({where}; "
+                "runs.parquet's inputs_in_doubt): their SNRs compare the device with a reference run on other "
+                "inputs and are left out of the medians; give the runs' own inputs (manifest column step_inputs) "
+                "or --inputs-are-representative to numdiff batch")
 
 
 def load_tables(out_dir: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -102,6 +120,9 @@ def summarize(runs: pd.DataFrame, ops: pd.DataFrame, by: str = "device") -> Flee
     ok = runs[runs["status"] == "ok"].groupby("_group").size().to_dict()
     failed = runs[runs["status"] != "ok"].groupby("_group").size().to_dict()
     failures = [(str(r["run"]), str(r["_group"]), str(r["error"])) for _, r in runs[runs["status"] != "ok"].iterrows()]
+    doubt = runs["inputs_in_doubt"].notna() if "inputs_in_doubt" in runs.columns else pd.Series(False, index=runs.index)
+    doubted = runs[(runs["status"] == "ok") & doubt]
+    in_doubt = doubted.groupby("_group").size().to_dict()
     cells: dict[tuple[str, str], Cell] = {}
     order: list[str] = []
     if len(ops):
@@ -110,7 +131,8 @@ def summarize(runs: pd.DataFrame, ops: pd.DataFrame, by: str = "device") -> Flee
         below = ops["below_floor"].astype("boolean").fillna(False)
         ops = ops.assign(_div=verdict.isin(DIVERGING_VERDICTS).where(verdict.notna(), below).astype(bool))
         order = ops.groupby("aot_ops", sort=False)["row"].median().sort_values(kind="stable").index.tolist()
-        ops = ops.assign(_snr=pd.to_numeric(ops["snr_db"], errors="coerce"))  # +inf: identical outputs
+        snr = pd.to_numeric(ops["snr_db"], errors="coerce")  # +inf: identical outputs
+        ops = ops.assign(_snr=snr.where(~ops["run"].isin(set(doubted["run"]))))  # NaN: left out of the medians
         for (op, group), g in ops.groupby(["aot_ops", "_group"], sort=False):
             snr = g["_snr"].dropna()
             cells[(str(op), str(group))] = Cell(
@@ -119,7 +141,8 @@ def summarize(runs: pd.DataFrame, ops: pd.DataFrame, by: str = "device") -> Flee
                 latency_p50_ms=_num(g["latency_p50_ms"].median()))
     return FleetSummary(by=by, ops=[str(o) for o in order], groups=[str(g) for g in groups], cells=cells,
                         runs_ok={str(k): int(v) for k, v in ok.items()},
-                        runs_failed={str(k): int(v) for k, v in failed.items()}, failures=failures)
+                        runs_failed={str(k): int(v) for k, v in failed.items()}, failures=failures,
+                        runs_in_doubt={str(k): int(v) for k, v in in_doubt.items()})
 
 
 def _run_columns() -> frozenset[str]:
@@ -146,7 +169,7 @@ def text_summary(s: FleetSummary) -> str:
     from tabulate import tabulate
 
     runs = [f"{s.runs_ok.get(g, 0)} ok" + (f", {s.runs_failed[g]} failed" if s.runs_failed.get(g) else "")
-            for g in s.groups]
+            + (f", {s.runs_in_doubt[g]} other inputs?" if s.runs_in_doubt.get(g) else "") for g in s.groups]
     head = ["op", *s.groups]
     div = [[op, *(_div_cell(s.cells.get((op, g))) for g in s.groups)] for op in s.ops]
     lat = [[op, *(_latency(c.latency_p50_ms) if (c := s.cells.get((op, g))) else "-" for g in s.groups)] for op in s.ops]
@@ -155,6 +178,8 @@ def text_summary(s: FleetSummary) -> str:
              tabulate(div, headers=head, tablefmt="simple", disable_numparse=True), "",
              f"latency p50 ms (median over runs), per op × {s.by}:",
              tabulate(lat, headers=head, tablefmt="simple", disable_numparse=True)]
+    if (note := s.in_doubt_note()) is not None:
+        lines[2:2] = ["", note]
     lines += _device_by_device(s)
     diverging = [(op, g, c) for op in s.ops for g in s.groups if (c := s.cells.get((op, g))) and c.diverging]
     if diverging:

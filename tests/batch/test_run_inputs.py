@@ -57,3 +57,24 @@ def test_a_csv_manifest_names_the_step_inputs_and_a_missing_one_fails_its_run(tm
     assert (result.ok, result.failed) == (1, 1) and runs.loc["a", "culprits"] == 0
     assert runs.loc["b", "error_type"] == "FileNotFoundError"
     assert runs.loc["b", "error"].startswith("step_inputs file ") and "nowhere.pt' does not exist" in runs.loc["b", "error"]
+
+
+def test_the_fleet_summary_leaves_out_the_snrs_of_runs_on_other_inputs(tmp_path: Path) -> None:
+    """Two devices: one's run is judged on its own inputs, the other's may have used other inputs. Its SNRs
+    (device against a reference on other inputs) say nothing about the device: left out, and said."""
+    from numdiff.batch.fleet import load_tables, render_fleet_html, summarize, text_summary
+
+    root = _layout(tmp_path / "fleet")
+    (root / "own").rename(root / "device=p8")
+    (root / "plain").rename(root / "device=p9")
+    run_batch(load_manifest(root), tmp_path / "out", backend="pool", workers=1)
+    summary = summarize(*load_tables(tmp_path / "out"))
+    assert summary.runs_in_doubt == {"p9": 1} and summary.runs_ok == {"p8": 1, "p9": 1}
+    assert all(c.snr_median_db is None for (_op, g), c in summary.cells.items() if g == "p9")
+    assert any(c.snr_median_db is not None for (_op, g), c in summary.cells.items() if g == "p8")
+    text = text_summary(summary)
+    assert "1 ok, 1 other inputs?" in text and "  none: no device stands alone on any op" in text
+    assert ("1 run(s) may have used other graph inputs than the ETRecord's representative ones (p9: 1; "
+            "runs.parquet's inputs_in_doubt)") in text
+    page = render_fleet_html(summary)
+    assert 'id="inputs-in-doubt"' in page and "step_inputs" in page
