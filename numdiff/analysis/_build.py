@@ -106,9 +106,16 @@ def profile_part(inspector: Inspector, artifact_paths: Mapping[str, object]) -> 
                        program=program_signature(inspector.etrecord))
 
 
-def gap_part(inspector: Inspector, etdump_path: object = None, progress: Progress | None = None) -> GapPart:
-    """The numerical gap with every metric, or the reason it is not available (no debug buffer ...)."""
-    gap, unavailable = gap_section(inspector, etdump_path, progress)
+def gap_part(inspector: Inspector, etdump_path: object = None, progress: Progress | None = None,
+             options: Mapping[str, Any] | None = None) -> GapPart:
+    """The numerical gap with every metric, or the reason it is not available (no debug buffer ...).
+
+    With the run's own inputs among ``options`` (``step_inputs``, as for the culprit stage), the
+    reference graph runs on the first run's inputs, not the ETRecord's representative ones: the
+    gap then compares the device with the model on what the device computed.
+    """
+    steps = _read_given_files({"step_inputs": (options or {}).get("step_inputs")}).get("step_inputs")
+    gap, unavailable = gap_section(inspector, etdump_path, progress, steps[0] if steps else None)
     return GapPart(gap=gap, gap_unavailable=unavailable)
 
 
@@ -134,12 +141,13 @@ def build_parts(inspector: Inspector, artifact_paths: Mapping[str, object], prog
     if not gap:
         gap_result = GapPart(gap=None, gap_unavailable=NOT_ASKED)
         return profile, gap_result, CulpritSection(available=False, reason=NOT_ASKED)
-    gap_result = gap_part(inspector, artifact_paths.get("etdump"), progress)
+    options = _read_given_files(culprit_options or {})  # each file the user gave read once, for both stages
+    gap_result = gap_part(inspector, artifact_paths.get("etdump"), progress, options)
     if not culprits:
         return profile, gap_result, CulpritSection(available=False, reason=NOT_ASKED)
     if gap_result.gap is not None:
         _step(progress, "finding culprits", 0, 1)
-    return profile, gap_result, culprit_part(inspector, gap_result, culprit_options)
+    return profile, gap_result, culprit_part(inspector, gap_result, options)
 
 
 def _innermost_module(hierarchy: Mapping[str, Any]) -> str | None:
@@ -195,10 +203,12 @@ def profile_summary(blocks: Sequence[EventBlock]) -> ProfileSummary:
 
 # --- gap ----------------------------------------------------------------------------------------
 
-def gap_section(inspector: Inspector, etdump_path: object,
-                 progress: Progress | None = None) -> tuple[GapSection | None, str | None]:
+def gap_section(inspector: Inspector, etdump_path: object, progress: Progress | None = None,
+                own_inputs: tuple[object, ...] | None = None) -> tuple[GapSection | None, str | None]:
     """The gap under every metric; a program of several methods has each method's rows in turn,
-    each on its own graph and inputs (:mod:`numdiff.gap.methods`), tagged with the method."""
+    each on its own graph and inputs (:mod:`numdiff.gap.methods`), tagged with the method.
+    ``own_inputs``: the (first) run's inputs, on which a one-method program's reference graph runs
+    instead of the ETRecord's representative inputs (the section's notes say so)."""
     from numdiff.gap import gather
     from numdiff.gap.methods import compared_note, gather_methods, graph_names, nothing_compared, plan_methods
 
@@ -216,7 +226,10 @@ def gap_section(inspector: Inspector, etdump_path: object,
             events = [ev for block in inspector.event_blocks for ev in block.events]
             parts: Iterator[tuple[MethodPlan | None, GapInputs]] = iter(
                 [(None, gather(etrecord, events, reference_graph=None, disable_debug_handle_validation=False,
-                               etdump_path=path))])
+                               etdump_path=path, inputs=own_inputs))])
+            if own_inputs is not None:
+                notes.append("the reference graph ran on the run's own inputs (step_inputs), not the ETRecord's "
+                             "representative inputs")
         else:
             parts = gather_methods(etrecord, plans, None, False, path, method_notes)
         graph_name = ""
@@ -339,7 +352,7 @@ def _read_given_files(options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` with the files the user named in them (step inputs, float program) read now, so that
     a wrong one fails the analysis with its own error instead of leaving culprits "not available"."""
     given = dict(options)
-    if isinstance(given.get("step_inputs"), (str, os.PathLike)):
+    if given.get("step_inputs") is not None:
         from numdiff.culprits.decode import load_step_inputs
 
         given["step_inputs"] = load_step_inputs(given["step_inputs"])

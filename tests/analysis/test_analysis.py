@@ -196,3 +196,21 @@ def test_from_inspector_matches_from_files(example_analysis: Analysis) -> None:
                                 artifact_paths={"etdump": f.etdump, "etrecord": f.etrecord, "debug_buffer": f.debug_buffer})
     strip = {"created_utc"}
     assert a.model_dump_json(exclude=strip) == example_analysis.model_dump_json(exclude=strip)
+
+
+def test_the_run_s_own_inputs_are_the_gap_s_reference_inputs_too() -> None:
+    """culprit_near_inputs ran on other inputs than the representative ones: against a reference on those,
+    every layer looks ~38 dB off; on the run's own inputs (step_inputs) the device is within float noise."""
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    files = (d / "etdump.etdp", d / "etrecord.bin", d / "debug_buffer.bin")
+    plain = Analysis.from_files(*files)
+    own = Analysis.from_files(*files, culprit_options={"step_inputs": d / "run_inputs.pt"})
+    assert plain.gap is not None and own.gap is not None
+    assert [r.aot_ops for r in plain.gap.rows] == [r.aot_ops for r in own.gap.rows]
+    assert max(min(r.snr) for r in plain.gap.rows) < 45 < 130 < min(min(r.snr) for r in own.gap.rows)
+    assert own.gap.notes[0] == ("the reference graph ran on the run's own inputs (step_inputs), not the ETRecord's "
+                                "representative inputs")
+    assert not any("own inputs" in n for n in plain.gap.notes)
+    assert plain.culprits.inputs_in_doubt == ["x"] and own.culprits.inputs_in_doubt == []

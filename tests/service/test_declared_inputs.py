@@ -99,6 +99,9 @@ def test_a_run_uploaded_with_its_own_inputs_is_judged_on_them(sqlite_server: Ser
         assert culprits["inputs_in_doubt"] == [] and culprits["inputs_note"] is None
         assert not any(r["is_culprit"] for r in culprits["rows"]) and not culprits["not_judged"]
         assert culprits["decode"] is None  # one run on its own inputs: no decode view
+        gap = client.analysis(runs[0]["id"])["gap"]  # the gap stage's reference ran on them too
+        assert gap["notes"][0].startswith("the reference graph ran on the run's own inputs")
+        assert min(min(r["snr"]) for r in gap["rows"]) > 130  # within float noise, where other inputs gave ~38 dB
         gated = client.compare(runs[1]["id"], runs[0]["id"])
         assert gated["passed"] is True and gated["diff"]["error_not_compared"] is None
 

@@ -117,7 +117,8 @@ def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], o
               options: Mapping[str, Any] | None = None) -> None:
     """Run one stage: ``result.json`` into ``out`` (``report``: ``analysis.json`` and ``report.html``).
 
-    ``options`` are the run's ``find_culprits`` keyword arguments (the declarations its upload made).
+    ``options`` are the run's ``find_culprits`` keyword arguments (the declarations its upload made);
+    its own inputs (``step_inputs``) are the gap stage's too.
     """
     from numdiff.analysis.records import CulpritSection
     from numdiff.analysis.stages import GapPart, ProfilePart, assemble, culprit_part, dump_part, gap_part, profile_part
@@ -126,7 +127,7 @@ def run_stage(kind: str, paths: dict[str, str | None], labels: dict[str, str], o
     if kind == "profile":
         result: Any = profile_part(_inspector(paths, cache), {k: v for k, v in paths.items() if v is not None})
     elif kind == "gap":
-        result = gap_part(_inspector(paths, cache), paths["etdump"])
+        result = gap_part(_inspector(paths, cache), paths["etdump"], options=options)
     elif kind == "culprits":
         result = culprit_part(_inspector(paths, cache), _part(GapPart, "gap", parts, cache), options)
     elif kind == "report":
