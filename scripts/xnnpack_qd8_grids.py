@@ -17,7 +17,10 @@ Findings (x86 with AVX512-VNNI, ExecuTorch 1.5.1; largest |emulated - runtime|):
     1x1 padded                             per image 2e-07   per pixel 0.02
     3x3                                    per image 4e-07   per pixel 0.02
     3x3 grouped (3 groups)                 per image 4e-07   per pixel 0.01
+    3x3, two images (ranges 1 and 5)       per image 3e-06   per tensor 0.06
     ShuffleNet body (2 units, 1 delegate)  per image 1e-07   per pixel 0.005
+
+(A Conv1d is not quantized dynamically: every grid gives the same output.)
 
 XNNPACK's profile names the grouped and 3x3 ones ``Convolution (NHWC, QDU8, F32, QC8W) IGEMM``: the
 input converted to uint8 (``Convert (NC, F32, QDU8)``: the int8 parameters, zero point + 128; the
@@ -48,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _zoo_models as zm  # noqa: E402
 import make_zoo as mz  # noqa: E402
 
-PER_IMAGE, PER_PIXEL = (1, 2, 3), (1,)
+PER_IMAGE, PER_PIXEL, PER_TENSOR = (1, 2, 3), (1,), (0, 1, 2, 3)
 
 
 def _xnnpack_qd8(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
@@ -98,7 +101,8 @@ class _ShuffleBody(nn.Module):
         return self.m.unit(self.m.down(F.relu(self.m.stem(x))))
 
 
-def _compare(name: str, model: nn.Module, x: torch.Tensor, calibration: list[torch.Tensor]) -> None:
+def _compare(name: str, model: nn.Module, x: torch.Tensor, calibration: list[torch.Tensor],
+             grids: tuple[tuple[str, tuple[int, ...]], ...] = (("per image", PER_IMAGE), ("per pixel", PER_PIXEL))) -> None:
     from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
 
     def converted() -> torch.fx.GraphModule:
@@ -107,7 +111,7 @@ def _compare(name: str, model: nn.Module, x: torch.Tensor, calibration: list[tor
     lowered = mz._lower_graph(converted(), (x,), "int8dyn_xnnpack")  # the program outlives the module reading it
     got = _load_for_executorch_from_buffer(lowered.buffer).run_method("forward", (x,))[0]
     parts = []
-    for grid, dims in (("per image", PER_IMAGE), ("per pixel", PER_PIXEL)):
+    for grid, dims in grids:
         off = (_emulated(converted(), dims)(x) - got).abs().max()
         parts.append(f"{grid} {float(off):<8.1g}")
     print(f"{name:38s} " + "  ".join(parts), flush=True)
@@ -124,6 +128,9 @@ def main() -> int:
                         ("1x1 stride 2", _Conv(1, stride=2)), ("1x1 padded", _Conv(1, padding=1)),
                         ("3x3", _Conv(3, padding=1)), ("3x3 grouped (3 groups)", _Conv(3, padding=1, groups=3))):
         _compare(name, model, x, calibration)
+    two = torch.randn(2, 12, 6, 6) * torch.tensor([1.0, 5.0]).view(2, 1, 1, 1)  # two images of different ranges
+    _compare("3x3, two images (ranges 1 and 5)", _Conv(3, padding=1), two, [torch.randn(2, 12, 6, 6)],
+             (("per image", PER_IMAGE), ("per tensor", PER_TENSOR)))
     arch = zm.arch("shufflenet_unit")
     torch.manual_seed(mz._seed(arch.name))
     model = arch.make().eval()
