@@ -299,12 +299,48 @@ class CulpritSpec:
     plant: Callable[[nn.Module], None]
     planted: tuple[str, ...]
     input_shape: tuple[int, ...]
-    lowering: str = "portable"  # portable | xnnpack | quant_portable | quant_xnnpack
+    #: portable | xnnpack | quant_portable | quant_xnnpack | quantdyn_xnnpack (dynamic activations,
+    #: per-channel weights)
+    lowering: str = "portable"
     scale_factor: float | None = None  # quant: multiply the planted quantize node's scale
     #: The run's input is the representative one plus Gaussian noise of this relative RMS (0: the same):
     #: a device that decodes or resizes its input slightly differently. Saved as run_inputs.pt.
     run_noise: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _ShuffleUnit(nn.Module):
+    """ShuffleNet v1's unit: grouped 1x1 + relu, channel shuffle, depthwise 3x3, grouped 1x1; stride 2
+    concatenates an average-pooled shortcut, stride 1 adds the input."""
+
+    def __init__(self, c: int, stride: int, groups: int = 3) -> None:
+        super().__init__()
+        self.stride, self.groups = stride, groups
+        self.gconv1 = nn.Conv2d(c, c, 1, groups=groups)
+        self.dw = nn.Conv2d(c, c, 3, stride, 1, groups=c)
+        self.gconv2 = nn.Conv2d(c, c, 1, groups=groups)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.gconv1(x))
+        n, c, h, w = y.shape
+        y = y.view(n, self.groups, c // self.groups, h, w).transpose(1, 2).reshape(n, c, h, w)
+        y = self.gconv2(self.dw(y))
+        if self.stride == 2:
+            return torch.relu(torch.cat([torch.nn.functional.avg_pool2d(x, 3, 2, 1), y], dim=1))
+        return torch.relu(x + y)
+
+
+class ShuffleBlocks(nn.Module):
+    """A small ShuffleNet: 3x3 stem + relu, a stride-2 and a stride-1 unit (three groups)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 12, 3, padding=1)
+        self.down = _ShuffleUnit(12, 2)
+        self.unit = _ShuffleUnit(24, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.unit(self.down(torch.relu(self.stem(x))))
 
 
 SPECS: list[CulpritSpec] = [
@@ -354,4 +390,8 @@ SPECS: list[CulpritSpec] = [
     CulpritSpec("culprit_clean_int8_mean_ties", "clean PT2E int8 TokenMeanHead (linear, mean over 8 tokens, linear) "
                 "with XnnpackPartitioner (twin = model): XNNPACK's int8 mean rounds values on half-steps its own way",
                 TokenMeanHead, nothing, (), (4, 8, 6), lowering="quant_xnnpack"),
+    CulpritSpec("culprit_clean_int8dyn_grouped", "clean PT2E dynamic int8 ShuffleBlocks (grouped 1x1 convs after "
+                "depthwise convs, channel shuffle) with XnnpackPartitioner (twin = model): XNNPACK quantizes a "
+                "grouped 1x1 convolution's input per image", ShuffleBlocks, nothing, (), (1, 3, 12, 12),
+                lowering="quantdyn_xnnpack"),
 ]

@@ -80,12 +80,23 @@ def _scale_planted_quantize(gm: torch.fx.GraphModule, module: str, factor: float
     raise RuntimeError(f"no quantize node after {module} in the converted module")
 
 
+def _dynamic_quantizer() -> Any:
+    """Dynamic int8 activations (quantized at run time), per-channel int8 weights (as scripts/make_zoo.py's int8dyn)."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+
+
 def _lower_quant(model: torch.nn.Module, example: rt.Inputs, spec: cm.CulpritSpec, twin: bool) -> rt.Lowered:
     import executorch.kernels.quantized  # noqa: F401
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    prepared = prepare_pt2e(torch.export.export(model, example).module(), _xnnpack_quantizer())
+    prepared = prepare_pt2e(torch.export.export(model, example).module(),
+                            _dynamic_quantizer() if spec.lowering == "quantdyn_xnnpack" else _xnnpack_quantizer())
     for inp in _calibration(example):
         prepared(*inp)
     converted = convert_pt2e(prepared)
@@ -93,7 +104,7 @@ def _lower_quant(model: torch.nn.Module, example: rt.Inputs, spec: cm.CulpritSpe
         module = next(p.split(":", 1)[1] for p in spec.planted if p.startswith("quant:"))
         _scale_planted_quantize(converted, module, spec.scale_factor)
     partitioners: list[Any] = []
-    if spec.lowering == "quant_xnnpack":
+    if spec.lowering in ("quant_xnnpack", "quantdyn_xnnpack"):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
         partitioners = [XnnpackPartitioner()]

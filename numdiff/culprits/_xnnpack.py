@@ -58,6 +58,12 @@ def _ints(value: object, count: int, default: int) -> tuple[int, ...]:
     return (int(cast(SupportsInt, value)),) * count if isinstance(value, int) else (default,) * count
 
 
+def _argument(node: torch.fx.Node, index: int, name: str) -> object:
+    """``node``'s argument at position ``index`` of its op's schema, passed positionally or by ``name``
+    (None when neither)."""
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name)
+
+
 def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
     """Which elements XNNPACK quantizes with one scale and zero point for ``consumer`` (a linear or a
     convolution reading a dynamically quantized input): ``-1`` every row of the last dimension (a
@@ -70,18 +76,21 @@ def dynamic_rows(consumer: torch.fx.Node, weight: object = None) -> int | None:
         return None
     if kind not in _CONVS:
         return -1
-    args = list(consumer.args) + [None] * 9
     if not isinstance(weight, torch.Tensor):
-        node = consumer.args[1] if len(consumer.args) > 1 else None
+        node = _argument(consumer, 1, "weight")
         weight = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     shape = weight if isinstance(weight, torch.Tensor) else None
     if shape is None or shape.dim() < 3:
         return None
     spatial = shape.dim() - 2
-    if kind == "convolution":  # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-        stride, padding, transposed, groups = args[3], args[4], args[6], args[8]
-    else:  # conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
-        stride, padding, transposed, groups = args[3], args[4], False, args[6]
+    # convolution: (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+    # conv1d/2d/3d: (input, weight, bias, stride, padding, dilation, groups). Each positional or by name
+    # (a deserialized ETRecord's graph passes what follows the weight by name).
+    stride, padding = _argument(consumer, 3, "stride"), _argument(consumer, 4, "padding")
+    if kind == "convolution":
+        transposed, groups = bool(_argument(consumer, 6, "transposed")), _argument(consumer, 8, "groups")
+    else:
+        transposed, groups = False, _argument(consumer, 6, "groups")
     groups = 1 if groups is None else int(cast(SupportsInt, groups))
     pointwise = all(k == 1 for k in shape.shape[2:]) and not transposed and groups == 1 \
         and all(v == 1 for v in _ints(stride, spatial, 1)) and not isinstance(padding, str) \
@@ -105,10 +114,10 @@ def dynamic_chain(n: torch.fx.Node, value_of: Callable[[torch.fx.Node], object] 
     if not users or any(op_type(u.target) != "dequantize_per_tensor" or not u.users for u in users):
         return False
     consumers = [c for u in users for c in u.users]
-    if not all(c.args and c.args[0] in users and op_type(c.target) in _DYNAMIC_CONSUMERS for c in consumers):
+    if not all(_argument(c, 0, "input") in users and op_type(c.target) in _DYNAMIC_CONSUMERS for c in consumers):
         return False
-    rows = {dynamic_rows(c, value_of(c.args[1]) if len(c.args) > 1 and isinstance(c.args[1], torch.fx.Node) else None)
-            for c in consumers}
+    weights = [_argument(c, 1, "weight") for c in consumers]
+    rows = {dynamic_rows(c, value_of(w) if isinstance(w, torch.fx.Node) else None) for c, w in zip(consumers, weights)}
     return rows.pop() if len(rows) == 1 else False
 
 

@@ -15,6 +15,8 @@ from numdiff.culprits._noise import Noise
 from numdiff.culprits._qd8 import NO_BOUND, flips, propagate, qd8_params, qd8_quantize
 from numdiff.culprits._replay import ReplayInterpreter
 from numdiff.culprits._xnnpack import dynamic_chain, dynamic_rows
+from numdiff.schema.etrecord import parse_etrecord
+from tests.culprits.helpers import folder, inspector
 
 
 def test_the_range_includes_zero_and_the_zero_point_comes_from_the_end_with_less_error() -> None:
@@ -70,11 +72,12 @@ def test_which_elements_share_a_grid() -> None:
     assert per_pixel.dequantize()[0, :, 1, 1].tolist() == pytest.approx([-3.0 - 3 / 255, 3.0 - 3 / 255])
 
 
-def _conv(weight: torch.Tensor, **kwargs: Any) -> torch.fx.Node:
+def _conv(weight: torch.Tensor, target: Any = torch.ops.aten.conv2d.default, **kwargs: Any) -> torch.fx.Node:
+    """A convolution reading ``x`` with ``weight``: ``args`` after the bias positionally, ``named`` by name."""
     graph = torch.fx.Graph()
     x, w = graph.placeholder("x"), graph.placeholder("w")
     w.meta["val"] = weight
-    return graph.call_function(torch.ops.aten.conv2d.default, (x, w, None, *kwargs.get("args", ())))
+    return graph.call_function(target, (x, w, None, *kwargs.get("args", ())), kwargs.get("named", {}))
 
 
 def test_pointwise_convolutions_quantize_per_pixel_other_convolutions_per_image() -> None:
@@ -86,6 +89,44 @@ def test_pointwise_convolutions_quantize_per_pixel_other_convolutions_per_image(
     assert dynamic_rows(_conv(torch.zeros(1, 1, 1, 1))) is None  # one channel in and out: not the FC path
     # the weight's value when the graph holds no record of it
     assert dynamic_rows(_conv(torch.zeros(8, 3, 3, 3)), torch.zeros(8, 3, 1, 1)) == 1
+
+
+def test_convolution_arguments_passed_by_name_count_as_positional_ones() -> None:
+    """A deserialized ETRecord's graph passes what follows the weight by name (conv2d(x, w, bias=b,
+    stride=..., groups=3)): read positionally only, every grouped, strided or padded 1x1 convolution was
+    taken for a pointwise one and replayed on a grid per pixel (ShuffleNet's grouped 1x1 convolutions on
+    int8dyn XNNPACK: 50 dB from the runtime, a false culprit on a run near its inputs)."""
+    weight = torch.zeros(12, 4, 1, 1)
+    assert dynamic_rows(_conv(weight, named={"stride": [1, 1], "padding": [0, 0], "groups": 3})) is None
+    assert dynamic_rows(_conv(torch.zeros(8, 3, 1, 1), named={"stride": [2, 2]})) is None
+    assert dynamic_rows(_conv(torch.zeros(8, 3, 1, 1), named={"padding": [1, 1]})) is None
+    assert dynamic_rows(_conv(torch.zeros(8, 3, 1, 1), named={"stride": [1, 1], "padding": [0, 0], "groups": 1})) == 1
+    # aten.convolution: (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    convolution = torch.ops.aten.convolution.default
+    assert dynamic_rows(_conv(weight, convolution, args=([1, 1], [0, 0], [1, 1], False, [0, 0], 3))) is None
+    assert dynamic_rows(_conv(weight, convolution, args=([1, 1], [0, 0], [1, 1], False, [0, 0]),
+                              named={"groups": 3})) is None
+    assert dynamic_rows(_conv(torch.zeros(8, 3, 1, 1), convolution,
+                              args=([1, 1], [0, 0], [1, 1], False, [0, 0], 1))) == 1
+
+
+def test_a_clean_grouped_pointwise_delegate_matches_its_replay_to_float_rounding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """culprit_clean_int8dyn_grouped (scripts/make_culprit_fixtures.py): two ShuffleNet units on dynamic
+    int8 XNNPACK, one delegate with two dynamic quantizations, each feeding a grouped 1x1 convolution
+    (three groups) that XNNPACK runs as a QDU8 IGEMM on one grid per image. Its ETRecord's graph passes
+    ``groups`` by name; on a grid per pixel the replay was 53 dB from the runtime."""
+    program = parse_etrecord(folder("culprit_clean_int8dyn_grouped") / "etrecord.bin").exported_program
+    assert program is not None
+    grouped = [n for n in program.graph.nodes if n.op == "call_function" and "conv2d" in str(n.target)
+               and n.kwargs.get("groups") == 3]
+    assert len(grouped) == 4 and all(len(n.args) == 2 for n in grouped)
+    row = inspector("culprit_clean_int8dyn_grouped").find_culprits("SNR").rows[-1]
+    assert row.delegate is not None and row.verdict.value == "ok" and not row.is_culprit
+    assert "2 dynamic quantization(s) replayed as XNNPACK computes them" in row.noise
+    assert row.local_gap > 130  # float32 rounding: XNNPACK's int32 sums and fused multiply-add against float32 convs
+    monkeypatch.setattr("numdiff.culprits._xnnpack.dynamic_rows", lambda consumer, weight=None: 1)
+    row = inspector("culprit_clean_int8dyn_grouped").find_culprits("SNR").rows[-1]
+    assert 40 < row.local_gap < 60  # one grid per pixel: most elements a step away somewhere
 
 
 def test_a_flip_is_possible_only_near_a_tie_and_only_for_computed_values() -> None:
