@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff.report.gap_table import render_gap_table, worst_rows
 
 if TYPE_CHECKING:
@@ -153,8 +154,7 @@ def assert_no_culprits(
             lines.append(str(report.first_nonfinite))
     if unjudged:
         lines.append(f"{len(unjudged)} op(s) not judged: they read graph inputs the runtime did not log, and their "
-                     "replays on the representative inputs say the run may have used other inputs (pass the run's "
-                     "inputs with step_inputs=, or inputs_are_representative=True if the run used them):")
+                     f"replays on the representative inputs say the run may have used other inputs ({INPUTS_HINT}):")
         lines += [f"- {r.title}; module {r.module_path or '?'}; {r.source_line or 'no source line'}"
                   for r in unjudged]
     if lines:

@@ -232,6 +232,9 @@ def gap_section(inspector: Inspector, etdump_path: object, progress: Progress | 
                              "representative inputs")
         else:
             parts = gather_methods(etrecord, plans, None, False, path, method_notes)
+            if own_inputs is not None:
+                notes.append("the run's own inputs (step_inputs) were not used: a program of several methods runs "
+                             "each method on the ETRecord's representative inputs for it")
         graph_name = ""
         for plan, inputs in parts:
             before, graph_name = len(rows), inputs.graph_name
@@ -247,7 +250,8 @@ def gap_section(inspector: Inspector, etdump_path: object, progress: Progress | 
         return None, " — ".join(str(e).splitlines())
     used = {k: v for k, v in MATCH_EXPLANATIONS.items() if k in counts}
     return GapSection(graph_name=graph_names(graphs) if graphs else graph_name, rows=rows,
-                      notes=method_notes + notes, match_counts=counts, match_explanation=used), None
+                      notes=method_notes + notes, match_counts=counts, match_explanation=used,
+                      reference_inputs="own" if own_inputs is not None and plans is None else "representative"), None
 
 
 def _gap_rows(inputs: GapInputs, method: str | None, rows: list[GapRowModel], counts: dict[str, int],

@@ -40,6 +40,7 @@ from collections.abc import Callable, KeysView
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, is_wrapper
 from numdiff._core.time_units import unit_factor
 from numdiff.analysis.models import Analysis
@@ -48,7 +49,7 @@ from numdiff.analysis.signature import same_program
 from numdiff.errors import MismatchedArtifactsError
 
 __all__ = ["CATEGORIES", "DiffReport", "DifferentProgramsError", "GateThresholds", "OpDelta", "categorize",
-           "check_same_program", "diff_analyses", "inputs_doubt", "program_note"]
+           "check_same_program", "diff_analyses", "inputs_doubt", "program_note", "reference_inputs_note"]
 
 #: Op categories and the words that put an op in them. Names are split into lower-case words
 #: ("aten.native_layer_norm.default" -> native, layer, norm, default; XNNPACK's "Fully Connected
@@ -150,9 +151,21 @@ def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
     what = f"error of method(s) {', '.join(sorted(methods))}" if methods else "error"
     return (f"{what} not compared: {which} may not be the ETRecord's representative inputs (no op that reads them "
             "agrees with its replay on those, or those ops are badly wrong), so the gaps compare the device with a "
-            "reference run on other inputs; if the run did use the representative inputs, analyse it again with "
-            "--inputs-are-representative (numdiff analyze, or numdiff submit for a service; its first ops are then "
-            "judged), else with the run's own inputs (numdiff analyze --step-inputs)")
+            "reference run on other inputs; analyse (or submit) it again saying which inputs it used: " + INPUTS_HINT)
+
+
+_REFERENCE_INPUTS = {"own": "the run's own inputs (step_inputs)", "representative": "the ETRecord's representative inputs"}
+
+
+def reference_inputs_note(base: Analysis, new: Analysis) -> str | None:
+    """The line saying the two gaps' reference runs took different inputs, else None. Each gap is then its
+    device's distance from the model on the inputs named, so they compare only if those declarations are
+    true (a run said to use the representative inputs that did not is wrong at every layer)."""
+    if base.gap is None or new.gap is None or base.gap.reference_inputs == new.gap.reference_inputs:
+        return None
+    return (f"the base's gap ran the reference graph on {_REFERENCE_INPUTS[base.gap.reference_inputs]}, the new's "
+            f"on {_REFERENCE_INPUTS[new.gap.reference_inputs]}: each layer's error is its device's distance from "
+            "the model on the inputs named, which holds only if the run did use them")
 
 
 def _clear_of_doubt(rows: dict[str, GapRowModel], methods: frozenset[str]) -> dict[str, GapRowModel]:
@@ -316,6 +329,8 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     if unchecked is not None:
         warnings.warn(unchecked, stacklevel=2)
         notes.append(unchecked)
+    if (note := reference_inputs_note(base, new)) is not None:
+        notes.append(note)
     b_scale, n_scale = _us_per_unit(base), _us_per_unit(new)
     if b_scale is None or n_scale is None:
         units = f"base in {base.profile.time_unit}, new in {new.profile.time_unit}"

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff._core.events import DELEGATE_CALL, EXECUTE, OPERATOR_CALL, is_runtime_step
 from numdiff._core.time_units import TimeScale, seconds_per_unit, time_scale_factor
 from numdiff.errors import InputError, MismatchedArtifactsError, NumdiffError
@@ -237,8 +238,7 @@ def _belong_together(inspector: Inspector) -> list[Finding]:
             "representative inputs: no op that reads them agrees with its replay on those (or those ops are badly "
             "wrong), so the gap compares the device with a reference run on other inputs and numdiff diff does not "
             "gate this run's layers",
-            "pass the run's own inputs (numdiff culprits/analyze --step-inputs), or --inputs-are-representative if "
-            "the run used the representative ones"))
+            INPUTS_HINT))
     return found
 
 

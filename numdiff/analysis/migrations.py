@@ -50,8 +50,23 @@ def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "format_version": 4}
 
 
+#: The gap note numdiff's version-4 code wrote when the reference graph ran on the run's own inputs.
+_OWN_INPUTS_NOTE = "the reference graph ran on the run's own inputs"
+
+
+def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 5 adds ``gap.reference_inputs`` (``"own"`` when the reference graph ran on the run's own
+    inputs, else ``"representative"``). A version-4 file says it only in a gap note: read from there."""
+    gap = data.get("gap")
+    if isinstance(gap, dict):
+        notes = gap.get("notes")
+        own = isinstance(notes, list) and any(isinstance(n, str) and n.startswith(_OWN_INPUTS_NOTE) for n in notes)
+        data = {**data, "gap": {**gap, "reference_inputs": "own" if own else "representative"}}
+    return {**data, "format_version": 5}
+
+
 #: ``{v: function turning a version-v object into a version v+1 object}``.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def migrate(data: dict[str, Any], path: str | None = None,

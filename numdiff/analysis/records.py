@@ -43,7 +43,7 @@ __all__ = [
 
 #: Version of the file layout this numdiff writes. Older versions are migrated on load
 #: (``numdiff.analysis.migrations.MIGRATIONS``); newer ones are refused.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 class _Model(BaseModel):
@@ -167,6 +167,9 @@ class GapSection(_Model):
     notes: list[str] = Field(default_factory=list)
     match_counts: dict[str, int] = Field(default_factory=dict)
     match_explanation: dict[str, str] = Field(default_factory=dict)
+    reference_inputs: Literal["representative", "own"] = Field(default="representative", description=(
+        "what the reference graph ran on: the ETRecord's representative inputs, or the run's own inputs "
+        "(step_inputs, the first run's)"))
 
 
 class CulpritRow(_Model):

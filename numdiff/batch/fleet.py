@@ -23,6 +23,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -70,8 +71,7 @@ class FleetSummary:
         where = ", ".join(f"{g}: {k}" for g, k in self.runs_in_doubt.items() if k)
         return (f"{n} run(s) may have used other graph inputs than the ETRecord's representative ones ({where}; "
                 "runs.parquet's inputs_in_doubt): their SNRs compare the device with a reference run on other "
-                "inputs and are left out of the medians; give the runs' own inputs (manifest column step_inputs) "
-                "or --inputs-are-representative to numdiff batch")
+                "inputs and are left out of the medians: " + INPUTS_HINT)
 
 
 def load_tables(out_dir: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

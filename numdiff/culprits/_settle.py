@@ -10,6 +10,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff.culprits._checks import UNRELATED
 from numdiff.culprits._input_fit import fit_input
 from numdiff.culprits._noise import Verdict
@@ -115,8 +116,7 @@ def settle_inputs(scorer: Scorer) -> tuple[list[str], set[int]]:
                    f"error {rel:.3g}) while no op that reads them agrees with its replay: either the run used "
                    "other inputs than the representative ones, or this op is badly wrong")
         note = (f"not judged: this op reads graph input(s) {', '.join(unconfirmed)}, which the runtime did not log, "
-                f"and {why}. Pass the run's own inputs (step_inputs=[inputs], CLI --step-inputs), or "
-                "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
+                f"and {why}: {INPUTS_HINT}")
         scorer.rows[index - scorer.first_index] = replace(judged, verdict=Verdict.NOT_JUDGED, is_culprit=False,
                                                       note="; ".join(n for n in (note, judged.note) if n))
     if doubtful:

@@ -135,8 +135,10 @@ def find_culprits(
         plans = plan_methods(etrecord, blocks, method_notes)
         if plans is not None:
             _refuse_views(plans, {"the quantization view (float_program=, CLI --float-program)": float_program,
-                                  "decode steps (decode_steps=/step_inputs=, CLI --decode-steps/--step-inputs)":
-                                      decode_steps or step_inputs, "taps (taps=, CLI --taps)": taps or tap_outputs})
+                                  "decode steps (decode_steps=, CLI --decode-steps)": decode_steps,
+                                  "the run's own inputs (step_inputs=, CLI --step-inputs; declare "
+                                  "inputs_are_representative=True instead if it used the representative ones)":
+                                      step_inputs, "taps (taps=, CLI --taps)": taps or tap_outputs})
             return _every_method(etrecord, events, plans, method_notes, comparator, reference_graph, thresholds,
                                  disable_debug_handle_validation, etdump_path, release, debug_buffer_path,
                                  inputs_are_representative)

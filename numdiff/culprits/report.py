@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff._core.names import delegate_call, row_title
 from numdiff._core.types import DebugHandle
 from numdiff.culprits._noise import Verdict
@@ -181,8 +182,7 @@ def inputs_in_doubt_note(names: Sequence[str]) -> str:
     return (f"graph input(s) {', '.join(names)}: no op that reads them agrees with its replay on the ETRecord's "
             "representative inputs (one is unrelated to it, several disagree, or a slightly different input explains "
             "it), so this run may have used other "
-            "inputs; those ops are not judged. Pass the run's own inputs (step_inputs=, CLI --step-inputs), or "
-            "inputs_are_representative=True (CLI --inputs-are-representative) if it used the representative ones")
+            "inputs; those ops are not judged: " + INPUTS_HINT)
 
 
 def inputs_assumed_note(names: Sequence[str]) -> str:

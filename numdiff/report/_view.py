@@ -88,6 +88,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
             "artifacts": [a.model_dump(mode="json") for a in analysis.artifacts],
             "time_unit": analysis.profile.time_unit,
             "graph": None if analysis.gap is None else analysis.gap.graph_name,
+            "reference_inputs": None if analysis.gap is None else analysis.gap.reference_inputs,
             "gap_unavailable": analysis.gap_unavailable,
             "culprits_available": analysis.culprits.available, "culprits_reason": analysis.culprits.reason,
             "culprits_headline": analysis.culprits.headline,

@@ -125,6 +125,19 @@ def test_committed_v3_file_still_loads() -> None:
     assert a.culprits.inputs_in_doubt == [] and a.culprits.inputs_note is None
 
 
+def test_committed_v4_file_still_loads() -> None:
+    """Written by numdiff's version-4 code (before gap.reference_inputs); a version-4 gap made on the run's
+    own inputs said so only in a note, from which the migration reads it."""
+    raw = json.loads((DATA / "analysis_v4.json").read_text())
+    assert raw["format_version"] == 4 and "reference_inputs" not in raw["gap"]
+    a = Analysis.load(DATA / "analysis_v4.json")
+    assert a.format_version == FORMAT_VERSION and a.gap is not None and a.gap.reference_inputs == "representative"
+    assert a.culprits.inputs_in_doubt == ["x"]
+    raw["gap"]["notes"].insert(0, "the reference graph ran on the run's own inputs (step_inputs), not the ETRecord's "
+                                  "representative inputs")
+    assert migrate(raw)["gap"]["reference_inputs"] == "own"
+
+
 def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     from numdiff.analysis import migrations
 
@@ -210,6 +223,7 @@ def test_the_run_s_own_inputs_are_the_gap_s_reference_inputs_too() -> None:
     assert plain.gap is not None and own.gap is not None
     assert [r.aot_ops for r in plain.gap.rows] == [r.aot_ops for r in own.gap.rows]
     assert max(min(r.snr) for r in plain.gap.rows) < 45 < 130 < min(min(r.snr) for r in own.gap.rows)
+    assert (plain.gap.reference_inputs, own.gap.reference_inputs) == ("representative", "own")
     assert own.gap.notes[0] == ("the reference graph ran on the run's own inputs (step_inputs), not the ETRecord's "
                                 "representative inputs")
     assert not any("own inputs" in n for n in plain.gap.notes)

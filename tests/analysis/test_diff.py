@@ -241,3 +241,20 @@ def test_in_a_program_of_several_methods_only_the_doubted_methods_layers_are_lef
     assert report.error_not_compared is not None and report.error_not_compared.startswith(
         "error of method(s) decode not compared: the new run's graph input(s) x (method decode)")
     assert not report and report.coverage_failures == []
+
+
+def test_gaps_on_different_reference_inputs_are_compared_with_a_note() -> None:
+    """A run analysed on its own inputs against one declared to have used the representative ones: each gap
+    is its device's distance from the model on the inputs named; the diff says which, as a note."""
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    files = (d / "etdump.etdp", d / "etrecord.bin", d / "debug_buffer.bin")
+    own = Analysis.from_files(*files, culprit_options={"step_inputs": d / "run_inputs.pt"})
+    declared = Analysis.from_files(*files, culprit_options={"inputs_are_representative": True})
+    report = diff_analyses(own, declared)
+    assert ("the base's gap ran the reference graph on the run's own inputs (step_inputs), the new's on the "
+            "ETRecord's representative inputs: each layer's error is its device's distance from the model on the "
+            "inputs named, which holds only if the run did use them") in report.notes
+    assert report.notes[-1] in render_diff(report)
+    assert not any("reference graph" in n for n in diff_analyses(own, own).notes)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff.cli import main
 from numdiff.testing import assert_no_culprits
 from tests.culprits.helpers import folder, inspector
@@ -40,7 +41,7 @@ def test_ops_reading_the_input_all_badly_wrong_are_not_judged_unless_the_run_use
         assert judged[node].verdict.value == "not-judged"
         assert judged[node].note.startswith("not judged: this op reads graph input(s) x, which the runtime did not log, "
                                             "and its output is unrelated to its replay")
-        assert "inputs_are_representative=True (CLI --inputs-are-representative)" in judged[node].note
+        assert INPUTS_HINT in judged[node].note  # the one wording every tool uses
     assert any("this run may have used other inputs" in n for n in rep.notes) and rep.inputs_in_doubt == ("x",)
     with pytest.raises(AssertionError, match=r"2 op\(s\) not judged: they read graph inputs"):
         assert_no_culprits(inspector("culprit_two"))

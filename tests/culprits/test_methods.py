@@ -128,7 +128,9 @@ def test_a_method_with_no_fitting_inputs_is_said_never_a_crash() -> None:
 
 @pytest.mark.parametrize(("options", "what"), [
     ({"float_program": FOLDER / "etrecord.bin"}, "the quantization view (float_program=, CLI --float-program)"),
-    ({"decode_steps": True}, "decode steps (decode_steps=/step_inputs=, CLI --decode-steps/--step-inputs)"),
+    ({"decode_steps": True}, "decode steps (decode_steps=, CLI --decode-steps)"),
+    ({"step_inputs": [()]}, "the run's own inputs (step_inputs=, CLI --step-inputs; declare "
+                            "inputs_are_representative=True instead if it used the representative ones)"),
     ({"taps": FOLDER / "taps.json", "tap_outputs": []}, "taps (taps=, CLI --taps)"),
 ])
 def test_views_of_one_method_say_so(options: dict[str, object], what: str) -> None:
@@ -185,7 +187,7 @@ def test_cli_json_and_csv_rows_name_their_method(capsys: pytest.CaptureFixture[s
 def test_cli_view_on_several_methods_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*ARGS, "--decode-steps"]) == 2
     err = capsys.readouterr().err
-    assert "decode steps (decode_steps=/step_inputs=, CLI --decode-steps/--step-inputs): supported on a program " \
+    assert "decode steps (decode_steps=, CLI --decode-steps): supported on a program " \
            "of one method only" in err and "Leave that option out to compare every method" in err
 
 

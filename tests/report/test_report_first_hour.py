@@ -113,6 +113,27 @@ def test_a_run_on_other_inputs_says_so_under_the_headline(driver: Any, tmp_path:
     driver.save_screenshot(str(OUTPUT / "first-hour-other-inputs.png"))
 
 
+def test_a_run_judged_on_its_own_inputs_says_what_its_gap_compares(driver: Any, tmp_path: Path) -> None:
+    """The same run analysed with its own inputs (step_inputs): every layer is within float noise, and the
+    first screen says the figures are against the model on those inputs, not the representative ones."""
+    from numdiff.report import Analysis
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    analysis = Analysis.from_files(d / "etdump.etdp", str(d / "etrecord.bin"), d / "debug_buffer.bin",
+                                   culprit_options={"step_inputs": d / "run_inputs.pt"})
+    assert analysis.gap is not None and analysis.gap.reference_inputs == "own"
+    page = tmp_path / "report.html"
+    write_html(analysis, page)
+    driver.get(page.as_uri())
+    stats = driver.execute_script("return [...document.querySelectorAll('#summary-numbers > div')].map("
+                                  "d => [d.querySelector('.muted').textContent, d.querySelector('.big').textContent])")
+    labels = dict(stats)
+    assert labels["below the noise floor (against the model on the run's own inputs)"] == "0", stats
+    assert float(labels["lowest SNR (dB) (against the model on the run's own inputs)"]) > 130
+    assert not driver.find_elements("id", "inputs-note")
+
+
 def test_a_delegate_rows_runtime_ops_are_counted_not_listed(driver: Any, tmp_path: Path) -> None:
     """The real-size Llama's first row held 646 runtime ops, one per line: a cell 30 lines tall."""
     analysis = synthetic_analysis(n=8)

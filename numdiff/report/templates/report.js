@@ -46,7 +46,8 @@
     nums.append(stat("numerical gap", "not available", "warn"), el("p", { class: "muted" }, META.gap_unavailable));
   } else {
     const below = ROWS.filter(belowFloor).length;
-    const against = inputsInDoubt ? " (against the reference run on the ETRecord's inputs)" : "";
+    const against = inputsInDoubt ? " (against the reference run on the ETRecord's inputs)"
+      : META.reference_inputs === "own" ? " (against the model on the run's own inputs)" : "";
     nums.append(stat("layers compared (" + META.graph + ")", ROWS.length),
       stat("below the noise floor" + against, below, below && !inputsInDoubt ? "bad" : inputsInDoubt ? "" : "ok"),
       stat("lowest SNR (dB)" + against, worstFirst.length ? fmt(worstFirst[0].snr) : "—", below && !inputsInDoubt ? "bad" : ""));
