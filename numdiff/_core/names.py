@@ -62,14 +62,14 @@ def abbreviated(items: Sequence[str], noun: str) -> str:
     return ", ".join(items)
 
 
-def quantity(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1 (nouns that take an "s").
+def quantity(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (``noun`` + "s" unless ``plural`` is given).
 
     Example:
-        >>> quantity(1, "step"), quantity(12, "step")
-        ('1 step', '12 steps')
+        >>> quantity(1, "step"), quantity(12, "step"), quantity(2, "entry", "entries")
+        ('1 step', '12 steps', '2 entries')
     """
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def counted(items: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.names import group_modules, lookup_order
 from numdiff.analysis.signature import program_signature
 from numdiff.errors import (InternalError, MismatchedArtifactsError, MissingDataError, MissingDependencyError, NumdiffError,
@@ -114,7 +115,7 @@ def gap_part(inspector: Inspector, etdump_path: object = None, progress: Progres
     reference graph runs on the first run's inputs, not the ETRecord's representative ones: the
     gap then compares the device with the model on what the device computed.
     """
-    steps = _read_given_files({"step_inputs": (options or {}).get("step_inputs")}).get("step_inputs")
+    steps = _read_given_files({"step_inputs": (options or {}).get("step_inputs")}, inspector.etrecord).get("step_inputs")
     gap, unavailable = gap_section(inspector, etdump_path, progress, steps[0] if steps else None)
     return GapPart(gap=gap, gap_unavailable=unavailable)
 
@@ -141,7 +142,7 @@ def build_parts(inspector: Inspector, artifact_paths: Mapping[str, object], prog
     if not gap:
         gap_result = GapPart(gap=None, gap_unavailable=NOT_ASKED)
         return profile, gap_result, CulpritSection(available=False, reason=NOT_ASKED)
-    options = _read_given_files(culprit_options or {})  # each file the user gave read once, for both stages
+    options = _read_given_files(culprit_options or {}, inspector.etrecord)  # each file the user gave read once
     gap_result = gap_part(inspector, artifact_paths.get("etdump"), progress, options)
     if not culprits:
         return profile, gap_result, CulpritSection(available=False, reason=NOT_ASKED)
@@ -352,14 +353,15 @@ def _value_stats(aot: object, runtime: object) -> tuple[TensorStats | None, Tens
 
 # --- culprits (issue 9; optional) ---------------------------------------------------------------
 
-def _read_given_files(options: Mapping[str, Any]) -> dict[str, Any]:
+def _read_given_files(options: Mapping[str, Any], etrecord: ETRecordLike | None) -> dict[str, Any]:
     """``options`` with the files the user named in them (step inputs, float program) read now, so that
-    a wrong one fails the analysis with its own error instead of leaving culprits "not available"."""
+    a wrong one fails the analysis with its own error (naming it) instead of leaving culprits "not
+    available" or failing inside the reference graph."""
     given = dict(options)
     if given.get("step_inputs") is not None:
         from numdiff.culprits.decode import load_step_inputs
 
-        given["step_inputs"] = load_step_inputs(given["step_inputs"])
+        given["step_inputs"] = load_step_inputs(given["step_inputs"], etrecord)
     if isinstance(given.get("float_program"), (str, os.PathLike)):
         from numdiff.culprits.quant_view import load_float_program
 
@@ -374,7 +376,7 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
         importlib.import_module("numdiff.culprits")
     except ImportError as e:
         return CulpritSection(available=False, reason=f"not available: {e}")
-    options = _read_given_files(options)  # a wrong file the user gave is an error, not "not available"
+    options = _read_given_files(options, inspector.etrecord)  # a wrong file the user gave is an error
     try:
         report = inspector.find_culprits(**options)
         frame = report.to_dataframe()

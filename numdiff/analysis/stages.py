@@ -25,13 +25,13 @@ from pydantic import BaseModel, ValidationError
 from numdiff.analysis._build import NOT_ASKED, Progress, build_parts, culprit_part, gap_part, profile_part
 from numdiff.analysis.models import Analysis
 from numdiff.analysis.records import CulpritSection, GapPart, ProfilePart
-from numdiff.errors import AnalysisFileError
+from numdiff.errors import AnalysisFileError, UsageError
 
 if TYPE_CHECKING:
     from numdiff.inspector import Inspector
 
 __all__ = ["NOT_ASKED", "STAGES", "GapPart", "ProfilePart", "assemble", "build_analysis", "build_parts",
-           "culprit_part", "dump_part", "gap_part", "load_part", "profile_part"]
+           "culprit_part", "dump_part", "gap_part", "input_options", "load_part", "profile_part"]
 
 #: The stages in the order they run; each needs the ones before it (``report`` needs them all).
 STAGES = ("profile", "gap", "culprits", "report")
@@ -49,6 +49,22 @@ def build_analysis(inspector: Inspector, labels: Mapping[str, str], artifact_pat
     """Every stage in one call (the same as :meth:`Analysis.from_inspector`)."""
     return Analysis.from_inspector(inspector, labels, artifact_paths=artifact_paths, progress=progress,
                                    culprit_options=culprit_options)
+
+
+def input_options(step_inputs: object = None, inputs_are_representative: bool = False) -> dict[str, Any]:
+    """The stages' options that say which graph inputs a run used: its own (``step_inputs``, a list or
+    a file; the gap and culprit stages run on them) or the ETRecord's representative ones (declared).
+
+    Raises:
+        UsageError: Both given: a run used one or the other.
+    """
+    if step_inputs is not None and inputs_are_representative:
+        raise UsageError("the run's own inputs (step_inputs, --step-inputs) and inputs_are_representative "
+                         "(--inputs-are-representative) are both given\nGive the inputs the run used, or say it used "
+                         "the ETRecord's representative ones: one of them.")
+    if step_inputs is not None:
+        return {"step_inputs": step_inputs}
+    return {"inputs_are_representative": True} if inputs_are_representative else {}
 
 
 def dump_part(part: BaseModel) -> str:

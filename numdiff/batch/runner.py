@@ -157,22 +157,22 @@ class _Hasher:
 
 
 def _used_artifacts(spec: RunSpec, analyses: Sequence[str]) -> list[tuple[str, str]]:
-    """``(role, path)`` of the files the asked analyses read (the debug buffer for the gap, the step
-    inputs for culprits)."""
+    """``(role, path)`` of the files the asked analyses read (the debug buffer and the step inputs for the
+    gap and culprits)."""
     return [(role, path) for role, path in
             (("etdump", spec.etdump), ("etrecord", spec.etrecord),
              ("debug_buffer", spec.debug_buffer if "gap" in analyses else None),
-             ("step_inputs", spec.step_inputs if "culprits" in analyses else None)) if path is not None]
+             ("step_inputs", spec.step_inputs if "gap" in analyses else None)) if path is not None]
 
 
 def culprit_options(spec: RunSpec, analyses: Sequence[str], inputs_are_representative: bool) -> dict[str, Any]:
-    """The run's ``find_culprits`` options: its own inputs when the manifest gives them, else the batch's
-    word that every run used the ETRecord's representative inputs."""
-    if "culprits" not in analyses:
+    """The run's stage options: its own inputs when the manifest gives them (the gap's reference runs on
+    them too), else the batch's word that every run without them used the representative inputs."""
+    if "gap" not in analyses:
         return {}
-    if spec.step_inputs is not None:
-        return {"step_inputs": spec.step_inputs}
-    return {"inputs_are_representative": True} if inputs_are_representative else {}
+    from numdiff.analysis.stages import input_options
+
+    return input_options(spec.step_inputs, inputs_are_representative and spec.step_inputs is None)
 
 
 def run_key(spec: RunSpec, analyses: Sequence[str], hasher: Callable[[str], str],

@@ -97,9 +97,9 @@ def add_deeper_arguments(parser: argparse.ArgumentParser) -> None:
 
 def deeper_options(args: argparse.Namespace) -> dict[str, Any]:
     """``find_culprits`` keyword arguments for the options of :func:`add_deeper_arguments`."""
-    options: dict[str, Any] = {}
-    if args.inputs_are_representative:
-        options.update(inputs_are_representative=True)
+    from numdiff.analysis.stages import input_options
+
+    options = input_options(args.step_inputs, args.inputs_are_representative)
     if args.float_program is not None:
         options.update(float_program=args.float_program, target_snr_db=args.target_snr)
     elif args.target_snr is not None:
@@ -108,8 +108,6 @@ def deeper_options(args: argparse.Namespace) -> dict[str, Any]:
         options.update(taps=args.taps, tap_outputs=args.tap_outputs)
     if args.decode_steps:
         options.update(decode_steps=True)
-    if args.step_inputs is not None:
-        options.update(step_inputs=args.step_inputs)
     return options
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch
+
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.names import quantity
 from numdiff.culprits.report import CulpritReport
@@ -144,12 +146,16 @@ def _fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.4g}"
 
 
-def load_step_inputs(step_inputs: StepInputs) -> list[tuple[object, ...]]:
+def load_step_inputs(step_inputs: StepInputs, etrecord: ETRecordLike | None = None) -> list[tuple[object, ...]]:
     """Step inputs as a list of tuples, from a list or a ``torch.save`` file (weights only).
 
+    With ``etrecord``, each tuple is checked against its representative inputs (see
+    :func:`check_step_inputs`).
+
     Raises:
-        UsageError: Not a list of input sequences.
-        InputError: The file cannot be read safely, or holds something else than such a list.
+        UsageError: Not a list of input sequences, or (given as a list) not fitting the graph.
+        InputError: The file cannot be read safely, holds something else than such a list, or its
+            inputs do not fit the graph.
     """
     path = None
     if isinstance(step_inputs, (str, os.PathLike)):
@@ -170,7 +176,42 @@ def load_step_inputs(step_inputs: StepInputs) -> list[tuple[object, ...]]:
             raise UsageError(f"step_inputs {what}")
         raise InputError(f"the step inputs {path!r} hold no list of input tuples: the file's object {what}\n"
                          "Write it with torch.save([inputs_of_run_0, inputs_of_run_1, ...]), each a tuple.")
-    return [tuple(s) for s in step_inputs]
+    steps = [tuple(s) for s in step_inputs]
+    if etrecord is not None:
+        check_step_inputs(steps, etrecord, "step_inputs" if path is None else f"the step inputs {path!r}",
+                          UsageError if path is None else InputError)
+    return steps
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
+
+
+def check_step_inputs(steps: Sequence[tuple[object, ...]], etrecord: ETRecordLike, source: str,
+                      error: type[InputError] | type[UsageError] = InputError) -> None:
+    """Each run's inputs against the ETRecord's representative inputs: as many, and each tensor of the
+    same dtype and number of dimensions (sizes may differ: a dimension may be dynamic), so that inputs
+    meant for another model fail here, naming ``source``, rather than deep inside the reference graph.
+    Nothing is checked when the ETRecord holds no representative inputs."""
+    representative = getattr(etrecord, "_representative_inputs", None)
+    if not representative or not isinstance(representative[0], (list, tuple)):
+        return
+    want = tuple(representative[0])
+    for run, inputs in enumerate(steps):
+        problem = None
+        if len(inputs) != len(want):
+            problem = f"{quantity(len(inputs), 'input')} are given where the graph takes {len(want)}"
+        else:
+            for i, (got, ref) in enumerate(zip(inputs, want)):
+                if isinstance(ref, torch.Tensor) and not (isinstance(got, torch.Tensor) and got.dtype == ref.dtype
+                                                          and got.dim() == ref.dim()):
+                    problem = f"input {i} is {_describe(got)} where the graph takes {_describe(ref)}"
+                    break
+        if problem is not None:
+            raise error(f"{source}: in run {run}, {problem} (as the ETRecord's representative inputs show)\n"
+                        "Give the inputs this model's method was called with, one tuple per run, in run order.")
 
 
 def decode_view(runs: int, step_inputs: list[tuple[object, ...]] | None,

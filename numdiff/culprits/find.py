@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
+from numdiff._core.names import quantity
 from numdiff.align import (
     AlignmentReport,
     EventLike,
@@ -165,10 +166,11 @@ def find_culprits(
     if step_inputs is not None:
         from numdiff.culprits.decode import load_step_inputs
 
-        steps = load_step_inputs(step_inputs)
+        steps = load_step_inputs(step_inputs, etrecord)
         if len(steps) != run_count(events):
-            raise UsageError(f"step_inputs has {len(steps)} entries but the ETDump holds {run_count(events)} runs "
-                             "of the method\nPass one input tuple per run, in run order (prefill included).")
+            raise UsageError(f"step_inputs has {quantity(len(steps), 'entry', 'entries')} but the "
+                             f"ETDump holds {quantity(run_count(events), 'run')} of the method\nPass one input tuple "
+                             "per run, in run order (prefill included).")
 
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,

@@ -26,8 +26,8 @@ def headline(report: CulpritReport) -> str:
     """
     culprits = report.culprits
     scope = " in step 0" if report.decode is not None else ""
-    head = (f"find_culprits ({report.metric} on {report.graph_name}): {_count(len(report.rows), 'row')}, "
-            f"{_count(len(culprits), 'culprit')}{scope}")
+    head = (f"find_culprits ({report.metric} on {report.graph_name}): {quantity(len(report.rows), 'row')}, "
+            f"{quantity(len(culprits), 'culprit')}{scope}")
     if culprits:
         head += ": " + ", ".join(_name(r) for r in culprits[:3]) + (f" and {len(culprits) - 3} more"
                                                                    if len(culprits) > 3 else "")
@@ -37,7 +37,7 @@ def headline(report: CulpritReport) -> str:
                           (Verdict.NOT_JUDGED, "not judged (inputs not logged)")):
         n = verdicts.count(verdict)
         if n:
-            facts.append(f"{_count(n, 'row')} {what}")
+            facts.append(f"{quantity(n, 'row')} {what}")
     if report.inputs_assumed:
         facts.append(f"assuming the run's {', '.join(report.inputs_assumed)} = the representative one(s)")
     if report.first_nonfinite is not None:
@@ -89,10 +89,6 @@ def methods_of(report: CulpritReport) -> list[str]:
 
 def in_method(row: CulpritRow) -> str:
     return "" if row.method is None else f" in method {row.method}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _name(row: CulpritRow) -> str:

@@ -78,3 +78,16 @@ def test_the_fleet_summary_leaves_out_the_snrs_of_runs_on_other_inputs(tmp_path:
             "runs.parquet's inputs_in_doubt)") in text
     page = render_fleet_html(summary)
     assert 'id="inputs-in-doubt"' in page and "step_inputs" in page
+
+
+def test_a_gap_only_batch_runs_the_reference_on_the_run_s_own_inputs(tmp_path: Path) -> None:
+    from numdiff.report import Analysis
+
+    specs = load_manifest(_layout(tmp_path / "fleet"))
+    result = run_batch(specs, tmp_path / "out", backend="pool", workers=1, analyses=("profile", "gap"))
+    assert (result.ok, result.failed) == (2, 0)
+    runs = pd.read_parquet(tmp_path / "out" / "runs.parquet").set_index("run")
+    gaps = {run: Analysis.load(tmp_path / "out" / runs.loc[run, "analysis"]).gap for run in ("own", "plain")}
+    assert {run: g.reference_inputs for run, g in gaps.items() if g is not None} == {"own": "own",
+                                                                                      "plain": "representative"}
+    assert runs.loc["own", "worst_snr_db"] > 130 > 45 > runs.loc["plain", "worst_snr_db"]

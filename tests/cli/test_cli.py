@@ -184,10 +184,26 @@ def test_analyze_fails_on_step_inputs_that_are_not_inputs(tmp_path: Path, capsys
     files = ["--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
              "--debug-buffer", str(d / "debug_buffer.bin")]
     torch.save({"x": torch.ones(2)}, tmp_path / "dict.pt")
+    torch.save([(torch.ones(3),)], tmp_path / "rank.pt")
+    torch.save([(torch.ones(2, 4, 16), torch.ones(1))], tmp_path / "two.pt")
     for wrong, says in [(d / "etdump.etdp", "is not a torch.save zip archive"),
                         (tmp_path / "dict.pt", "hold no list of input tuples"),
+                        (tmp_path / "rank.pt", "in run 0, input 0 is a torch.float32 tensor of shape (3,) where the "
+                                               "graph takes a torch.float32 tensor of shape (2, 4, 16)"),
+                        (tmp_path / "two.pt", "in run 0, 2 inputs are given where the graph takes 1"),
                         (tmp_path / "missing.pt", "cannot read the step inputs")]:
         code = main(["analyze", *files, "--step-inputs", str(wrong), "-o", str(tmp_path / "a.json")])
         err = capsys.readouterr().err
         assert code == 3 and str(wrong) in err and says in err, (wrong, err)
         assert not (tmp_path / "a.json").exists()
+
+
+def test_analyze_refuses_both_ways_of_saying_which_inputs_a_run_used(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_near_inputs")
+    code = main(["analyze", "--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
+                 "--step-inputs", str(d / "run_inputs.pt"), "--inputs-are-representative", "-o", str(tmp_path / "a.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "are both given" in err and "one of them" in err and not (tmp_path / "a.json").exists()

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from numdiff._core.advice import INPUTS_HINT
 from numdiff.cli import main
 from numdiff.client import Client, ServiceInputError
 from tests.culprits.helpers import folder
@@ -50,7 +51,7 @@ def test_a_declared_run_is_judged_on_the_representative_inputs(sqlite_server: Se
         why = not_gated["diff"]["error_not_compared"]
         assert not_gated["passed"] is False and not_gated["regressions"] == 0
         assert why.startswith("error not compared: the base run's graph input(s) x and the new run's graph input(s) x")
-        assert "numdiff submit" in why  # the hint names the way to declare it here
+        assert why.endswith(INPUTS_HINT) and "submit" in INPUTS_HINT  # the hint names the way to say it here too
         assert gated["passed"] is True and gated["diff"]["error_not_compared"] is None, gated
         def compared(report: dict[str, Any]) -> list[str]:
             return [op["key"] for op in report["diff"]["ops"] if op["kind"] == "error"]

@@ -33,7 +33,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, CursorResult, Result, and_, case, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
-from numdiff.analysis.stages import STAGES
+from numdiff.analysis.stages import STAGES, input_options
 from numdiff.service import db
 from numdiff.service.status import Status
 from numdiff.service.settings import Settings
@@ -45,11 +45,10 @@ __all__ = ["Worker", "claim", "culprit_options", "main"]
 
 
 def culprit_options(run: db.Run, store: Store) -> dict[str, Any]:
-    """The ``find_culprits`` keyword arguments the run's upload gave: its own inputs (``step_inputs``, the
-    stored file), or its word that it used the ETRecord's representative ones."""
-    if run.step_inputs_sha256 is not None:
-        return {"step_inputs": str(store.path(run.step_inputs_sha256))}
-    return {"inputs_are_representative": True} if run.inputs_are_representative else {}
+    """The stages' options the run's upload gave: its own inputs (``step_inputs``, the stored file), or its
+    word that it used the ETRecord's representative ones (the upload refuses both)."""
+    return input_options(None if run.step_inputs_sha256 is None else str(store.path(run.step_inputs_sha256)),
+                         run.inputs_are_representative)
 
 
 def _rowcount(result: Result[Any]) -> int:
