@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 from numdiff._core.advice import INPUTS_HINT
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, is_wrapper
 from numdiff._core.time_units import unit_factor
+from numdiff.analysis.doubt import doubted_methods
 from numdiff.analysis.models import Analysis
 from numdiff.analysis.records import EventStats, GapRowModel
 from numdiff.analysis.signature import same_program
@@ -127,23 +128,11 @@ def check_same_program(base: Analysis, new: Analysis) -> str | None:
     return program_note(base, new)
 
 
-def _doubted_methods(base: Analysis, new: Analysis) -> frozenset[str] | None:
-    """The methods whose layers are left out because either run may have used other inputs: empty for
-    every layer (a program of one method, or a doubting analysis that names none); None when neither
-    run is in doubt."""
-    doubting = [a.culprits for a in (base, new) if a.culprits.inputs_in_doubt]
-    if not doubting:
-        return None
-    if any(not c.methods_in_doubt for c in doubting):
-        return frozenset()
-    return frozenset(m for c in doubting for m in c.methods_in_doubt)
-
-
 def inputs_doubt(base: Analysis, new: Analysis) -> str | None:
     """Why (some of) the error rows cannot be compared when either run may have used other graph inputs
     than the ETRecord's representative ones (``culprits.inputs_in_doubt``), else None. Such a run's gaps
     compare the device with a reference run on other inputs: an op's regression drowns in that difference."""
-    methods = _doubted_methods(base, new)
+    methods = doubted_methods((base, new))
     if methods is None:
         return None
     which = " and ".join(f"the {side} run's graph input(s) {', '.join(a.culprits.inputs_in_doubt)}"
@@ -339,7 +328,7 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     ops: list[OpDelta] = []
     base_rows = _keyed(base.gap.rows if base.gap else [], _row_key)
     new_rows = _keyed(new.gap.rows if new.gap else [], _row_key)
-    doubt, doubted = inputs_doubt(base, new), _doubted_methods(base, new)
+    doubt, doubted = inputs_doubt(base, new), doubted_methods((base, new))
     if doubted is not None:  # the rows of the methods in doubt (every row in a program of one method) are not compared
         base_rows, new_rows = _clear_of_doubt(base_rows, doubted), _clear_of_doubt(new_rows, doubted)
     compared_rows = base_rows.keys() & new_rows.keys()

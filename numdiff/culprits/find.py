@@ -168,9 +168,8 @@ def find_culprits(
 
         steps = load_step_inputs(step_inputs, etrecord)
         if len(steps) != run_count(events):
-            raise UsageError(f"step_inputs has {quantity(len(steps), 'entry', 'entries')} but the "
-                             f"ETDump holds {quantity(run_count(events), 'run')} of the method\nPass one input tuple "
-                             "per run, in run order (prefill included).")
+            raise UsageError(f"step_inputs has {quantity(len(steps), 'entry', 'entries')} but the ETDump holds "
+                             f"{quantity(run_count(events), 'run')} of the method\nPass one input tuple per run, in run order.")
 
     def analyse(view: list[EventLike]) -> CulpritReport:
         return _analyse(etrecord, view, comparator, reference_graph, thresholds, disable_debug_handle_validation,

@@ -71,15 +71,20 @@ class RunSummary:
     culprits: int
     culprits_available: bool
     worst_snr: float | None
+    """Over the gap rows that compare the device with the model on its inputs (None when none does)."""
     latency: float | None
     time_unit: str
+    inputs_in_doubt: bool = False
+    """The run may have used other graph inputs: its SNRs in doubt are left out of ``worst_snr``."""
 
 
 def run_summary(analysis: Analysis) -> RunSummary:
     """The verdict of ``analysis`` at a glance."""
     found = [c for c in analysis.culprits.rows if c.is_culprit]
-    snrs = [s for r in (analysis.gap.rows if analysis.gap is not None else []) for s in [lowest_snr(r.snr)]
-            if s is not None]
+    from numdiff.analysis.doubt import rows_clear_of_doubt
+
+    snrs = [s for r in rows_clear_of_doubt(analysis) for s in [lowest_snr(r.snr)] if s is not None]
     return RunSummary(culprit=found[0].title or "(unnamed op)" if found else None, culprits=len(found),
                       culprits_available=analysis.culprits.available, worst_snr=min(snrs) if snrs else None,
-                      latency=total_p50(analysis), time_unit=analysis.profile.time_unit)
+                      latency=total_p50(analysis), time_unit=analysis.profile.time_unit,
+                      inputs_in_doubt=bool(analysis.culprits.inputs_in_doubt))

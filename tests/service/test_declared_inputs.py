@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,25 @@ def test_a_declared_run_is_judged_on_the_representative_inputs(sqlite_server: Se
 
         assert compared(not_gated) == [] and {"add", "layer_norm", "linear"} <= set(compared(gated))
 
+        mixed = [client.wait(client.submit("mixed", *_files(), {"dev": dev}, inputs_are_representative=declare)["id"])
+                 for dev, declare in (("a", False), ("b", True))]
+        assert [r["status"] for r in mixed] == ["done", "done"]
+
     cookies = sign_in(server.url, token)
     pages = [httpx.get(f"{server.url}/ui/runs/{r['id']}", cookies=cookies, timeout=30) for r in (doubt[0], declared[0])]
     assert [p.status_code for p in pages] == [200, 200]
     assert 'id="inputs-declared"' not in pages[0].text and 'id="inputs-declared"' in pages[1].text
+
+    # the run lists and the compare page leave out the SNRs of a run in doubt, and say so
+    model = httpx.get(f"{server.url}/ui/models/near", cookies=cookies, timeout=30).text
+    rows = {int(m.group(1)): m.group(2) for m in re.finditer(r'<tr data-run="(\d+)">(.*?)</tr>', model, re.S)}
+    assert all("other inputs?" in rows[r["id"]] for r in doubt)
+    assert not any("other inputs?" in rows[r["id"]] for r in declared)
+    compare = httpx.get(f"{server.url}/ui/models/mixed/compare", params={"by": "dev"}, cookies=cookies, timeout=30)
+    assert compare.status_code == 200 and 'id="inputs-in-doubt"' in compare.text
+    cells = re.findall(r"<tr><td>layer_norm</td>(.*?)</tr>", compare.text, re.S)[0]
+    snrs = re.findall(r'<td class="num [^"]*"[^>]*>([^<]*)</td>', cells)
+    assert snrs[0] == "—" and float(snrs[1]) > 30, snrs  # dev a: left out; dev b: its layer's SNR
 
     etrecord, etdump, debug_buffer = _files()
     code = main(["submit", "--server", server.url, "--token", token, "--model", "near", "--etrecord", str(etrecord),

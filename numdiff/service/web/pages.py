@@ -35,6 +35,7 @@ from numdiff.service.api.out import program_check
 from numdiff.service.auth import SESSION_MAX_AGE_S, end_session, start_session
 from numdiff.service.schemas import MAX_ID
 from numdiff.service.status import Status
+from numdiff.analysis.doubt import rows_clear_of_doubt
 from numdiff.report.verdicts import CULPRIT, INHERITED, cause, lowest_snr, total_p50
 from numdiff.service.web.render import STYLESHEET, page
 from numdiff.service.web.summary import run_rows
@@ -261,11 +262,15 @@ def comparepage(name: str, model: PageModel, project: SignedIn, session: Session
     order: list[str] = []
     totals: dict[str, float | None] = {}
     unit = ""
+    doubted: list[str] = []  # columns whose runs may have used other inputs (their SNRs left out)
     for value, run in columns:
         analysis = load_analysis(store, run)
         totals[value] = total_p50(analysis)
         unit = analysis.profile.time_unit
         judged = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
+        clear = {id(r) for r in rows_clear_of_doubt(analysis)}
+        if analysis.culprits.inputs_in_doubt:
+            doubted.append(value)
         seen: dict[str, int] = {}
         for row in (analysis.gap.rows if analysis.gap else []):
             base = ops_title(row.aot_ops) or "(no reference op)"  # a delegate's 300 ops: one short line
@@ -274,7 +279,7 @@ def comparepage(name: str, model: PageModel, project: SignedIn, session: Session
             if key not in table:
                 table[key] = {}
                 order.append(key)
-            table[key][value] = lowest_snr(row.snr)
+            table[key][value] = lowest_snr(row.snr) if id(row) in clear else None
             said = cause(row, judged.get(tuple(row.aot_ops)))
             if said is not None:
                 causes.setdefault(key, {})[value] = said
@@ -287,7 +292,7 @@ def comparepage(name: str, model: PageModel, project: SignedIn, session: Session
               else None for k in order}
     return page("compare.html", title=f"{name}: compare by {by}", model=model, by=by, columns=columns,
                 order=order, table=table, worst=worst, spread=spread, totals=totals, unit=unit, fmt=_fmt_snr,
-                causes=causes, CULPRIT=CULPRIT, INHERITED=INHERITED, outliers=outlier,
+                causes=causes, CULPRIT=CULPRIT, INHERITED=INHERITED, outliers=outlier, doubted=doubted,
                 crumbs=[_home(session, project), (f"model {name}", f"/ui/models/{quote(name, safe='')}"),
                         (f"compare by {by}", "")])
 
