@@ -162,15 +162,32 @@ def _module_of(node: torch.fx.Node) -> str:
     return str(last[0] if isinstance(last, (tuple, list)) else last)
 
 
+def _qparam_scales(gm: torch.fx.GraphModule) -> tuple[set[str], set[str]]:
+    """``(scale, zero point)`` get_attr targets of the graph's (de)quantize nodes: a per-channel weight's
+    quantization parameters, never a weight or a bias to perturb as one."""
+    scales: set[str] = set()
+    points: set[str] = set()
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and "quantize" in str(n.target):
+            for arg, into in zip(n.args[1:3], (scales, points)):
+                if isinstance(arg, torch.fx.Node) and arg.op == "get_attr":
+                    into.add(str(arg.target))
+    return scales, points
+
+
 def _graph_sites(gm: torch.fx.GraphModule, kind: str) -> list[str]:
-    """int8 twins: get_attr targets (weights/biases) or quantize nodes (scales) of the converted graph."""
+    """int8 twins: get_attr targets (weights/biases; per-channel weight scales) or quantize nodes (static
+    scales) of the converted graph."""
+    scales, points = _qparam_scales(gm)
     if kind == "scale":
-        return [n.name for n in gm.graph.nodes if n.op == "call_function"
-                and "quantize_per_tensor" in str(n.target) and "dequantize" not in str(n.target)
-                and isinstance(n.args[0], torch.fx.Node) and n.args[0].op != "placeholder"]
+        static = [n.name for n in gm.graph.nodes if n.op == "call_function"
+                  and "quantize_per_tensor" in str(n.target) and "dequantize" not in str(n.target)
+                  and isinstance(n.args[0], torch.fx.Node) and n.args[0].op != "placeholder"
+                  and isinstance(n.args[1], (int, float))]  # a scale fixed in the graph, not computed at run time
+        return static or sorted(scales)  # dynamic quantization: only its weights' scales are fixed
     out = []
     for n in gm.graph.nodes:
-        if n.op != "get_attr":
+        if n.op != "get_attr" or str(n.target) in scales or str(n.target) in points:
             continue
         t = getattr(gm, str(n.target), None)
         if not isinstance(t, torch.Tensor) or t.numel() < 2:
@@ -183,6 +200,9 @@ def _graph_sites(gm: torch.fx.GraphModule, kind: str) -> list[str]:
 
 
 def _plant_graph(gm: torch.fx.GraphModule, kind: str, site: str, rel: float, gen: torch.Generator) -> None:
+    if kind == "scale" and isinstance(getattr(gm, site, None), torch.Tensor):  # a per-channel weight's scales
+        setattr(gm, site, getattr(gm, site) * (1 + rel))  # stays positive, as XNNPACK requires
+        return
     if kind == "scale":
         node = next(n for n in gm.graph.nodes if n.name == site)
         args = list(node.args)
@@ -429,8 +449,8 @@ def build_case(arch_name: str, backend: str, out_root: str, twins: int,
     results.append(other_input)
     results.append(near_input)
     rng = random.Random(_seed(arch.name, backend, "plants"))
-    # dynamic quantization computes its scales at run time: no scale to plant
-    kinds = ["weight", "bias"] + (["scale"] if backend in ("int8_portable", "int8_xnnpack") else [])
+    # dynamic quantization computes its activations' scales at run time: its "scale" is a weight's
+    kinds = ["weight", "bias"] + (["scale"] if backend.startswith("int8") else [])
     if not backend.startswith("int8"):
         kinds += ["constant"] * bool(arch.constants) + ["bound"] * bool(arch.bounds)
     for k in range(twins):
