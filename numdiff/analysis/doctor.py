@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from numdiff._core.advice import INPUTS_HINT
 from numdiff._core.events import DELEGATE_CALL, EXECUTE, OPERATOR_CALL, is_runtime_step
@@ -58,8 +58,10 @@ def _op_events(blocks: Sequence[EventBlock]) -> list[Event]:
     return [e for b in blocks for e in b.events if not is_runtime_step(e.name) and e.name != OPERATOR_CALL]
 
 
-def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool) -> list[Finding]:
-    """Checks on an opened Inspector (the files already passed numdiff's structural checks)."""
+def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool,
+             inputs: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Checks on an opened Inspector (the files already passed numdiff's structural checks). ``inputs``:
+    which graph inputs the run used (:func:`numdiff.analysis.stages.input_options`), for the replay check."""
     out: list[Finding] = []
     blocks = inspector.event_blocks
     ops = _op_events(blocks)
@@ -106,7 +108,7 @@ def diagnose(inspector: Inspector, *, has_debug_buffer: bool, has_etrecord: bool
                            f"{len(logged)} of {len(top)} runtime ops logged their outputs ({share:.0%})",
                            "" if share >= 0.9 else _HOW_TO_LOG))
     if has_debug_buffer and has_etrecord and logged:
-        out += _belong_together(inspector)
+        out += _belong_together(inspector, inputs or {})
     inside = [e for e in ops if e.is_delegated_op]
     if inside:
         out.append(Finding("ok", "inside delegates", f"{len(inside)} delegate-internal events are timed; their tensors "
@@ -215,7 +217,7 @@ def _timing(timed: Sequence[Event], source: TimeScale, target: TimeScale) -> Fin
 _BELONG = "files belong together"
 
 
-def _belong_together(inspector: Inspector) -> list[Finding]:
+def _belong_together(inspector: Inspector, inputs: Mapping[str, Any]) -> list[Finding]:
     """The culprit finder's check that the logged values come from the program the ETRecord describes:
     every op is replayed on the runtime's logged inputs, and (nearly) every op disagreeing with its
     own replay from the first op on means another model's or another run's debug buffer or ETDump.
@@ -223,7 +225,7 @@ def _belong_together(inspector: Inspector) -> list[Finding]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = inspector.find_culprits("SNR")
+            report = inspector.find_culprits("SNR", **inputs)
     except MismatchedArtifactsError as e:
         lines = str(e).splitlines()
         return [Finding("fail", _BELONG, lines[0], " ".join(lines[1:]), bad_input=True)]
@@ -243,15 +245,23 @@ def _belong_together(inspector: Inspector) -> list[Finding]:
 
 
 def diagnose_files(etdump: str | os.PathLike[str], etrecord: str | os.PathLike[str] | None = None,
-                   debug_buffer: str | os.PathLike[str] | None = None) -> list[Finding]:
-    """Open the files and run :func:`diagnose`; a file numdiff refuses is a ``fail`` finding."""
+                   debug_buffer: str | os.PathLike[str] | None = None,
+                   inputs: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Open the files and run :func:`diagnose`; a file numdiff refuses (the run's step inputs too) is a
+    ``fail`` finding."""
     from numdiff.inspector import Inspector
 
+    inputs = dict(inputs or {})
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug_buffer)
+            if inputs.get("step_inputs") is not None and inspector.etrecord is not None:
+                from numdiff.culprits.decode import load_step_inputs
+
+                inputs["step_inputs"] = load_step_inputs(inputs["step_inputs"], inspector.etrecord)
     except InputError as e:
         lines = str(e).splitlines()
         return [Finding("fail", type(e).__name__, lines[0], " ".join(lines[1:]), bad_input=True)]
-    return diagnose(inspector, has_debug_buffer=debug_buffer is not None, has_etrecord=etrecord is not None)
+    return diagnose(inspector, has_debug_buffer=debug_buffer is not None, has_etrecord=etrecord is not None,
+                    inputs=inputs)

@@ -27,6 +27,11 @@ _INDENT = " " * 6  # under the check's name, past "WARN  "
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_artifacts(parser)
+    inputs = parser.add_argument_group("the run's inputs").add_mutually_exclusive_group()
+    inputs.add_argument("--step-inputs", default=None, metavar="PATH",
+                        help="torch.save file of a list with each run's input tuple: the replay check runs on them")
+    inputs.add_argument("--inputs-are-representative", action="store_true",
+                        help="the run used the ETRecord's representative inputs")
     add_width(parser.add_argument_group("output"), "the lines", "longer ones wrap, indented under their check")
 
 
@@ -42,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(textwrap.wrap(printable(text, newlines=False), width, initial_indent=first,
                                        subsequent_indent=_INDENT, break_on_hyphens=False, break_long_words=False)))
 
-    findings = diagnose_files(args.etdump, args.etrecord, args.debug_buffer)
+    from numdiff.analysis.stages import input_options
+
+    findings = diagnose_files(args.etdump, args.etrecord, args.debug_buffer,
+                              input_options(args.step_inputs, args.inputs_are_representative))
     for f in findings:
         say(f"{f.level.upper():4}  ", f"{f.check}: {f.detail}")
         if f.fix:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from numdiff.cli import main
 from numdiff.cli._exit import BAD_INPUT
@@ -101,6 +102,20 @@ def test_a_run_that_may_have_used_other_inputs_is_warned_about() -> None:
     assert inputs.level == "warn" and inputs.detail.startswith("graph input(s) x may not be the ETRecord's "
                                                                "representative inputs")
     assert "--step-inputs" in inputs.fix and "--inputs-are-representative" in inputs.fix
+
+
+def test_the_run_s_own_inputs_clear_the_warning_and_a_wrong_file_fails(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    near = FIXTURES / "culprit_near_inputs"
+    files = ["--etdump", str(near / "etdump.etdp"), "--etrecord", str(near / "etrecord.bin"),
+             "--debug-buffer", str(near / "debug_buffer.bin")]
+    assert main(["doctor", *files, "--step-inputs", str(near / "run_inputs.pt")]) == 0
+    out = capsys.readouterr().out
+    assert "OK    files belong together" in out and "run's inputs" not in out
+    torch.save([(torch.ones(3),)], tmp_path / "wrong.pt")
+    assert main(["doctor", *files, "--step-inputs", str(tmp_path / "wrong.pt"), "--width", "400"]) == 3
+    out = capsys.readouterr().out
+    assert "FAIL  InputError: the step inputs" in out and "wrong.pt" in out and "in run 0, input 0 is" in out
 
 
 # Timing: a duration of zero is explained by the clock that timed it, or it is suspicious; the finding says which.
