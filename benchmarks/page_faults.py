@@ -1,0 +1,259 @@
+"""What fresh memory costs on this machine, and whether faulting it in bulk makes the gap faster.
+
+Dev measurement for issue 21 item 2 (not part of ``run.py``; numdiff does not use any of this: a
+prefault inside numdiff was tried and not kept, for the figures below)::
+
+    .venv/bin/python benchmarks/page_faults.py micro [--repeat 7] [--mib 320]
+    .venv/bin/python benchmarks/page_faults.py gap [--repeat 8] [--case-dir DIR] [--prefault-mib 420]
+
+``micro``: cost per 4 KiB page of private anonymous memory (one process, variants interleaved,
+each on a fresh mapping): first write to each page (one fault per page), ``MADV_POPULATE_WRITE``
+over the range, ``mmap(MAP_POPULATE)``, ``MADV_HUGEPAGE`` then first writes (2 MiB pages; the
+line says whether the kernel gave them), and rewriting memory that is already faulted in.
+
+``gap``: ``Inspector()`` + ``calculate_numeric_gap("SNR")`` on ``run.py``'s gap case, one intra-op
+thread, each run in a fresh process with torch imported before the timer, interleaved:
+
+* ``plain``: as numdiff runs it;
+* ``populated``: first grows the main malloc heap by ``--prefault-mib`` in 64 KiB blocks (below
+  glibc's smallest mmap threshold, so they come from the brk heap), faults the span in with one
+  ``MADV_POPULATE_WRITE``, allocates a small fence block above it and frees the blocks: the
+  coalesced free chunk stays in the heap (the fence keeps it off the top, so nothing is trimmed),
+  and the graph's output tensors are then carved from pages already faulted in. No malloc
+  parameter is changed. The time of the prefault is inside the timer.
+* ``grown``: the same without the populate (the heap layout alone).
+
+Each line gives the min and median of wall and CPU seconds, minor faults and peak RSS, and the
+load average during the runs (the machine is shared: compare modes of the same run only).
+
+Measured on the 2-CPU dev VM (2026-11-28, never quiet: load 1.1-8): ``micro`` at load 1.1-1.6,
+320 MiB, median per 4 KiB page: first write 2.22 us, ``MADV_POPULATE_WRITE`` 1.63 us,
+``MAP_POPULATE`` 1.66 us, rewrite of faulted memory 0.62 us; 2 MiB pages 0.63 us when the kernel
+has them free, 4.5-19 us when it must compact first (2 of 5 and 4 of 5 runs in two samples).
+``perf``: clear_page is 44 % of a populate and 47 % of a fault-by-fault touch, the trap itself
+~6 %: bulk faulting saves the trap, not the per-page work. The gap with a prefault sized from the
+runtime's tensors built into numdiff (a trial branch, run.py's harness, load 1.5-2.7): -4 % to -9 %
+end to end, 0 % in one 3-run sample; the prefault itself costs ~1.45 us per page. Not kept: the
+large-artifact gap stays near 4.3-4.5x the reference at one thread either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import mmap
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PAGE = 4096
+HUGE = 2 << 20
+MADV_POPULATE_WRITE = 23  # Linux >= 5.14
+MAP_POPULATE = 0x8000
+PRIVATE = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS  # Python's default for -1 is MAP_SHARED (shmem)
+
+
+def _anon_huge_kib() -> int:
+    with open("/proc/self/smaps_rollup") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages"))
+
+
+def micro(mib: int, repeat: int) -> None:
+    import numpy as np
+
+    size = mib << 20
+
+    def touch(m: mmap.mmap, start: int = 0) -> None:
+        a = np.frombuffer(m, dtype=np.uint8)
+        a[start::PAGE] = 1
+        del a
+
+    def first_write() -> tuple[float, str]:
+        m = mmap.mmap(-1, size, flags=PRIVATE)
+        t = time.perf_counter()
+        touch(m)
+        d = time.perf_counter() - t
+        m.close()
+        return d, ""
+
+    def populate_write() -> tuple[float, str]:
+        m = mmap.mmap(-1, size, flags=PRIVATE)
+        t = time.perf_counter()
+        m.madvise(MADV_POPULATE_WRITE)
+        d = time.perf_counter() - t
+        m.close()
+        return d, ""
+
+    def map_populate() -> tuple[float, str]:
+        t = time.perf_counter()
+        m = mmap.mmap(-1, size, flags=PRIVATE | MAP_POPULATE)
+        d = time.perf_counter() - t
+        m.close()
+        return d, ""
+
+    def thp_first_write() -> tuple[float, str]:
+        m = mmap.mmap(-1, size + HUGE, flags=PRIVATE)
+        t = time.perf_counter()
+        m.madvise(mmap.MADV_HUGEPAGE)
+        touch(m)
+        d = time.perf_counter() - t
+        got = _anon_huge_kib() >> 10
+        m.close()
+        return d, f"{got} MiB in 2 MiB pages"
+
+    def rewrite_faulted() -> tuple[float, str]:
+        m = mmap.mmap(-1, size, flags=PRIVATE)
+        m.madvise(MADV_POPULATE_WRITE)
+        a = np.frombuffer(m, dtype=np.uint8)
+        t = time.perf_counter()
+        a[:] = 1  # every byte, as an op writing its output does
+        d = time.perf_counter() - t
+        del a
+        m.close()
+        return d, ""
+
+    def first_write_every_byte() -> tuple[float, str]:
+        m = mmap.mmap(-1, size, flags=PRIVATE)
+        a = np.frombuffer(m, dtype=np.uint8)
+        t = time.perf_counter()
+        a[:] = 1
+        d = time.perf_counter() - t
+        del a
+        m.close()
+        return d, ""
+
+    variants = [first_write, populate_write, map_populate, thp_first_write, rewrite_faulted, first_write_every_byte]
+    times: dict[str, list[float]] = {v.__name__: [] for v in variants}
+    notes: dict[str, list[str]] = {v.__name__: [] for v in variants}
+    for _ in range(repeat):
+        for v in variants:
+            d, note = v()
+            times[v.__name__].append(d)
+            notes[v.__name__].append(note)
+    pages = size // PAGE
+    print(f"{mib} MiB of private anonymous memory, {repeat} runs each, interleaved")
+    for name, ts in times.items():
+        med, low = statistics.median(ts), min(ts)
+        extra = f"  ({', '.join(sorted(set(notes[name])))})" if any(notes[name]) else ""
+        print(f"  {name:24s} median {med * 1e3:7.1f} ms = {med / pages * 1e6:5.2f} us/page   min {low / pages * 1e6:5.2f}"
+              f"   runs ms {[round(x * 1e3) for x in ts]}{extra}")
+    print(f"  load average {os.getloadavg()}")
+
+
+# --- the gap, plain and with the heap faulted in ahead -----------------------------------------
+
+_CHILD = r'''
+import ctypes, os, resource, sys, time
+import torch
+from numdiff.inspector import Inspector
+case, mode, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def prefault(total, populate):
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    block = 64 << 10
+    blocks = [libc.malloc(block) for _ in range(total // block)]
+    lo, hi = min(blocks), max(blocks) + block
+    if populate:
+        start, end = (lo + 4095) & ~4095, hi & ~4095
+        if libc.madvise(start, end - start, 23) != 0:
+            raise OSError(ctypes.get_errno(), "madvise(MADV_POPULATE_WRITE)")
+    fence = libc.malloc(block)
+    while fence < hi:  # a block from a free chunk below: take another until one is above the span
+        blocks.append(fence)
+        fence = libc.malloc(block)
+    for b in blocks:
+        libc.free(b)
+    return fence
+
+def usage():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_minflt
+
+c0, f0 = usage()
+t0 = time.perf_counter()
+if mode != "plain":
+    fence = prefault(mib << 20, populate=mode == "populated")
+inspector = Inspector(etdump_path=f"{case}/etdump.etdp", etrecord=f"{case}/etrecord.bin",
+                      debug_buffer_path=f"{case}/debug_buffer.bin")
+frame = inspector.calculate_numeric_gap("SNR")
+t1 = time.perf_counter()
+c1, f1 = usage()
+gaps = [float(g[0]) for g in frame["gap"]]
+print("@@", t1 - t0, c1 - c0, f1 - f0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
+      os.getloadavg()[0], hash(tuple(gaps)))
+'''
+
+
+def _default_case() -> Path:
+    root = Path(os.environ.get("NUMDIFF_BENCH_CACHE", Path.home() / ".cache" / "numdiff-bench"))
+    found = sorted(root.glob("artifacts-*/gap/debug_buffer.bin"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise SystemExit(f"no gap case under {root}: run benchmarks/run.py once")
+    return found[-1].parent
+
+
+def _warm(case: Path) -> None:
+    for path in sorted(case.iterdir()):
+        with open(path, "rb", buffering=0) as f:
+            while f.read(8 << 20):
+                pass
+
+
+def gap(case: Path, repeat: int, mib: int, modes: list[str]) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    repo = Path(__file__).resolve().parent.parent
+    runs: dict[str, list[tuple[float, ...]]] = {m: [] for m in modes}
+    answers: dict[str, set[str]] = {m: set() for m in modes}
+    for _ in range(repeat):
+        for mode in modes:
+            _warm(case)
+            done = subprocess.run([sys.executable, "-c", _CHILD, str(case), mode, str(mib)], env=env, cwd=repo,
+                                  capture_output=True, text=True, check=False)
+            line = next((ln for ln in done.stdout.splitlines() if ln.startswith("@@ ")), None)
+            if line is None:
+                raise SystemExit(f"{mode} failed: {done.stderr.strip()[-500:]}")
+            *numbers, answer = line.split()[1:]
+            runs[mode].append(tuple(float(x) for x in numbers))
+            answers[mode].add(answer)
+    loads = [r[4] for rs in runs.values() for r in rs]
+    print(f"gap case {case}, one intra-op thread, {repeat} fresh processes per mode, interleaved; "
+          f"prefault {mib} MiB")
+    for mode, rs in runs.items():
+        wall, cpu = [r[0] for r in rs], [r[1] for r in rs]
+        print(f"  {mode:10s} wall min {min(wall):.3f} med {statistics.median(wall):.3f} s | cpu min {min(cpu):.3f} "
+              f"med {statistics.median(cpu):.3f} s | minor faults {int(statistics.median(r[2] for r in rs))} | "
+              f"peak RSS {int(max(r[3] for r in rs))} MiB | wall runs {[round(w, 3) for w in wall]}")
+    same = len(set().union(*answers.values())) == 1
+    print(f"  gap values {'identical in every run' if same else 'DIFFER between runs'}; "
+          f"load average during the runs: min {min(loads):.2f} median {statistics.median(loads):.2f} max {max(loads):.2f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    m = sub.add_parser("micro")
+    m.add_argument("--repeat", type=int, default=7)
+    m.add_argument("--mib", type=int, default=320)
+    g = sub.add_parser("gap")
+    g.add_argument("--repeat", type=int, default=8)
+    g.add_argument("--case-dir", type=Path)
+    g.add_argument("--prefault-mib", type=int, default=420)
+    g.add_argument("--modes", nargs="+", default=["plain", "populated"], choices=["plain", "populated", "grown"])
+    args = parser.parse_args()
+    if args.what == "micro":
+        micro(args.mib, args.repeat)
+    else:
+        gap(args.case_dir or _default_case(), args.repeat, args.prefault_mib, args.modes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
