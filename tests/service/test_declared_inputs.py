@@ -102,8 +102,8 @@ def test_the_upload_field_says_yes_or_no(sqlite_server: Server, value: str, stat
         assert r.json()["inputs_are_representative"] is declared
 
 
-def test_a_run_uploaded_with_its_own_inputs_is_judged_on_them(sqlite_server: Server, tmp_path: Path) -> None:
-    server = sqlite_server
+def test_a_run_uploaded_with_its_own_inputs_is_judged_on_them(server: Server, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     token = server.token("own-inputs")
     inputs = folder("culprit_near_inputs") / "run_inputs.pt"
     with Client(server.url, token) as client:
@@ -130,6 +130,13 @@ def test_a_run_uploaded_with_its_own_inputs_is_judged_on_them(sqlite_server: Ser
 
         with pytest.raises(ServiceInputError, match="give one of them"):
             client.submit("near", *_files(), step_inputs=inputs, inputs_are_representative=True)
+
+    etrecord, etdump, debug_buffer = _files()
+    code = main(["submit", "--server", server.url, "--token", token, "--model", "near", "--etrecord", str(etrecord),
+                 "--etdump", str(etdump), "--debug-buffer", str(debug_buffer), "--step-inputs", str(inputs), "--wait"])
+    submitted = json.loads(capsys.readouterr().out)
+    assert code == 0 and submitted["status"] == "done" and submitted["artifacts"]["step_inputs"] == \
+        runs[0]["artifacts"]["step_inputs"]
 
     page = httpx.get(f"{server.url}/ui/runs/{runs[0]['id']}", cookies=sign_in(server.url, token), timeout=30)
     assert page.status_code == 200 and 'id="step-inputs"' in page.text and runs[0]["artifacts"]["step_inputs"] in page.text

@@ -165,3 +165,23 @@ def test_the_models_and_the_migrations_agree(database: tuple[str, str]) -> None:
                                        db.Base.metadata)
     engine.dispose()
     assert differences == []
+
+
+def test_0005_downgrades_and_upgrades_again(database: tuple[str, str]) -> None:
+    """``alembic downgrade 0004`` drops the two columns (their values with them) and head adds them back."""
+    from alembic import command
+    from alembic.config import Config
+
+    _data, url = database
+    engine = _at_revision(url, "head")
+    config = Config()
+    config.set_main_option("script_location", str(db.__file__).replace("db.py", "migrations"))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0004")
+    columns = {c["name"] for c in sa.inspect(engine).get_columns("runs")}
+    assert not {"inputs_are_representative", "step_inputs_sha256"} & columns
+    db.migrate(engine)
+    columns = {c["name"] for c in sa.inspect(engine).get_columns("runs")}
+    assert {"inputs_are_representative", "step_inputs_sha256"} <= columns
+    engine.dispose()

@@ -44,3 +44,17 @@ def test_a_damaged_stored_part_is_a_bad_input_with_its_name(tmp_path: Path) -> N
     assert _stage("culprits", tmp_path / "out", {"gap": str(broken)}) == runner.BAD_INPUT
     reason = (tmp_path / "out" / "reason.txt").read_text()
     assert reason.startswith("bad input:") and "the stored gap result" in reason and "GapPart" in reason
+
+
+def test_a_run_s_options_are_part_of_its_cache_key() -> None:
+    """Two runs of the same stored files, uploaded with different declarations of their inputs, never share
+    a runner's stage results (the cache is emptied when the other run's job arrives)."""
+    runner._last.clear()
+    plain = runner._for_run(_paths())
+    plain["culprits"] = "plain's result"
+    declared = runner._for_run(_paths(), {"inputs_are_representative": True})
+    assert "culprits" not in declared
+    declared["culprits"] = "declared's result"
+    assert runner._for_run(_paths(), {"inputs_are_representative": True})["culprits"] == "declared's result"
+    assert "culprits" not in runner._for_run(_paths())
+    runner._last.clear()
