@@ -9,8 +9,10 @@ heat maps of op × group (share of runs diverging, annotated with the median SNR
 
 A run that may have used other graph inputs than the ETRecord's representative ones (``runs.parquet``'s
 ``inputs_in_doubt``) keeps its culprit verdicts, which replay each op on the device's own values, but
-its SNRs compare the device with a reference run on other inputs: they are left out of the medians
-(and so of the outlier rule), counted per group in :attr:`FleetSummary.runs_in_doubt` and said.
+the SNRs of its rows in doubt (``ops.parquet``'s ``snr_in_doubt``: every row, or in a program of
+several methods the doubted methods' rows, by :mod:`numdiff.analysis.doubt`) compare the device with a
+reference run on other inputs: they are left out of the medians (and so of the outlier rule), and the
+runs are counted per group in :attr:`FleetSummary.runs_in_doubt` and said.
 """
 
 from __future__ import annotations
@@ -132,7 +134,9 @@ def summarize(runs: pd.DataFrame, ops: pd.DataFrame, by: str = "device") -> Flee
         ops = ops.assign(_div=verdict.isin(DIVERGING_VERDICTS).where(verdict.notna(), below).astype(bool))
         order = ops.groupby("aot_ops", sort=False)["row"].median().sort_values(kind="stable").index.tolist()
         snr = pd.to_numeric(ops["snr_db"], errors="coerce")  # +inf: identical outputs
-        ops = ops.assign(_snr=snr.where(~ops["run"].isin(set(doubted["run"]))))  # NaN: left out of the medians
+        row_doubt = (ops["snr_in_doubt"].astype("boolean").fillna(False).astype(bool) if "snr_in_doubt" in ops.columns
+                     else ops["run"].isin(set(doubted["run"])))  # tables written before the column: the whole run
+        ops = ops.assign(_snr=snr.where(~row_doubt))  # NaN: left out of the medians
         for (op, group), g in ops.groupby(["aot_ops", "_group"], sort=False):
             snr = g["_snr"].dropna()
             cells[(str(op), str(group))] = Cell(

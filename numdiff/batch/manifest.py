@@ -44,7 +44,7 @@ RESERVED_COLUMNS = frozenset({
     "run", *ARTIFACT_COLUMNS, "labels", "status", "error", "error_type", "reused", "key", "analysis", "seconds", "cpu_seconds", "worker_peak_rss_mib",
     "events", "gap_rows", "culprits", "inputs_in_doubt", "gap_unavailable", "worst_snr_db", "execute_p50_ms", "row", "op", "aot_ops",
     "runtime_ops", "aot_debug_handle", "snr_db", "mse", "l1", "max_abs_error", "matched", "match", "noise_floor_db",
-    "below_floor", "verdict", "is_culprit", "local_snr_db", "amplification", "module", "source_line",
+    "below_floor", "snr_in_doubt", "verdict", "is_culprit", "local_snr_db", "amplification", "module", "source_line",
     "latency_p10_ms", "latency_p50_ms", "latency_p90_ms", "latency_avg_ms", "latency_min_ms", "latency_max_ms",
     "latency_runs", "latency_events",
 })

@@ -59,7 +59,7 @@ OPS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("row", "int64"), ("op", "string"), ("aot_ops", "string"), ("runtime_ops", "string"),
     ("aot_debug_handle", "string"), ("snr_db", "float64"), ("mse", "float64"), ("l1", "float64"),
     ("max_abs_error", "float64"), ("matched", "bool"), ("match", "string"), ("noise_floor_db", "float64"),
-    ("below_floor", "bool"), ("verdict", "string"), ("is_culprit", "bool"), ("local_snr_db", "float64"),
+    ("below_floor", "bool"), ("snr_in_doubt", "bool"), ("verdict", "string"), ("is_culprit", "bool"), ("local_snr_db", "float64"),
     ("amplification", "float64"), ("module", "string"), ("source_line", "string"),
     ("latency_p10_ms", "float64"), ("latency_p50_ms", "float64"), ("latency_p90_ms", "float64"),
     ("latency_avg_ms", "float64"), ("latency_min_ms", "float64"), ("latency_max_ms", "float64"),
@@ -96,7 +96,10 @@ def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One saved analysis as ``(run fields, op rows)`` (without ``run`` and labels; the batch adds them)."""
     factor = _to_ms(analysis.profile.time_unit)
     events = [e for b in analysis.profile.blocks for e in b.events if not _is_wrapper(e.name)]
+    from numdiff.analysis.doubt import rows_clear_of_doubt
+
     culprits = {tuple(c.aot_ops): c for c in analysis.culprits.rows}
+    clear = {id(r) for r in rows_clear_of_doubt(analysis)}
     ops: list[dict[str, Any]] = []
     for r in analysis.gap.rows if analysis.gap is not None else []:
         c = culprits.get(tuple(r.aot_ops))
@@ -108,6 +111,7 @@ def flatten(analysis: Analysis) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             "snr_db": snr, "mse": _worst(r.mse, lowest=False), "l1": _worst(r.l1, lowest=False),
             "max_abs_error": r.max_abs_error, "matched": r.matched, "match": r.match, "noise_floor_db": floor,
             "below_floor": None if floor is None or snr is None or math.isnan(snr) else bool(snr < floor),
+            "snr_in_doubt": id(r) not in clear,  # the run may have used other inputs (numdiff.analysis.doubt)
             "verdict": None if c is None else c.verdict, "is_culprit": None if c is None else c.is_culprit,
             "local_snr_db": None if c is None else c.local_gap, "amplification": None if c is None else c.amplification,
             "module": r.module, "source_line": r.source_line,

@@ -70,6 +70,8 @@ def test_the_fleet_summary_leaves_out_the_snrs_of_runs_on_other_inputs(tmp_path:
     run_batch(load_manifest(root), tmp_path / "out", backend="pool", workers=1)
     summary = summarize(*load_tables(tmp_path / "out"))
     assert summary.runs_in_doubt == {"p9": 1} and summary.runs_ok == {"p8": 1, "p9": 1}
+    ops = pd.read_parquet(tmp_path / "out" / "ops.parquet")
+    assert ops.groupby("device")["snr_in_doubt"].all().to_dict() == {"p8": False, "p9": True}
     assert all(c.snr_median_db is None for (_op, g), c in summary.cells.items() if g == "p9")
     assert any(c.snr_median_db is not None for (_op, g), c in summary.cells.items() if g == "p8")
     text = text_summary(summary)
