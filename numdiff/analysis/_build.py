@@ -380,10 +380,10 @@ def culprit_section(inspector: Inspector, options: Mapping[str, Any]) -> Culprit
     try:
         report = inspector.find_culprits(**options)
         frame = report.to_dataframe()
-    except (MismatchedArtifactsError, UsageError) as e:
-        if isinstance(e, MissingDependencyError):
-            return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
-        raise
+    except (MismatchedArtifactsError, UsageError) as e:  # bad input or a wrong option: an error, not a section
+        if not isinstance(e, MissingDependencyError):  # (a missing extra is a UsageError too: not available)
+            raise
+        return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
     except NumdiffError as e:
         return CulpritSection(available=False, reason="not available: " + " — ".join(str(e).splitlines()))
     from numdiff._core.stack import user_frame

@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 from numdiff._core.advice import INPUTS_HINT
 from numdiff._core.events import DELEGATE_CALL, OPERATOR_CALL, is_runtime_step, is_wrapper
 from numdiff._core.time_units import unit_factor
-from numdiff.analysis.doubt import doubted_methods
+from numdiff.analysis.doubt import doubted_methods, is_clear
 from numdiff.analysis.models import Analysis
 from numdiff.analysis.records import EventStats, GapRowModel
 from numdiff.analysis.signature import same_program
@@ -155,11 +155,6 @@ def reference_inputs_note(base: Analysis, new: Analysis) -> str | None:
     return (f"the base's gap ran the reference graph on {_REFERENCE_INPUTS[base.gap.reference_inputs]}, the new's "
             f"on {_REFERENCE_INPUTS[new.gap.reference_inputs]}: each layer's error is its device's distance from "
             "the model on the inputs named, which holds only if the run did use them")
-
-
-def _clear_of_doubt(rows: dict[str, GapRowModel], methods: frozenset[str]) -> dict[str, GapRowModel]:
-    """``rows`` without those of the doubted ``methods`` (none left when ``methods`` is empty: every layer)."""
-    return {k: r for k, r in rows.items() if r.method not in methods} if methods else {}
 
 
 def program_note(base: Analysis, new: Analysis) -> str | None:
@@ -329,8 +324,9 @@ def diff_analyses(base: Analysis, new: Analysis, thresholds: GateThresholds | No
     base_rows = _keyed(base.gap.rows if base.gap else [], _row_key)
     new_rows = _keyed(new.gap.rows if new.gap else [], _row_key)
     doubt, doubted = inputs_doubt(base, new), doubted_methods((base, new))
-    if doubted is not None:  # the rows of the methods in doubt (every row in a program of one method) are not compared
-        base_rows, new_rows = _clear_of_doubt(base_rows, doubted), _clear_of_doubt(new_rows, doubted)
+    # the rows of the methods in doubt (every row in a program of one method) are not compared
+    base_rows = {k: r for k, r in base_rows.items() if is_clear(r, doubted)}
+    new_rows = {k: r for k, r in new_rows.items() if is_clear(r, doubted)}
     compared_rows = base_rows.keys() & new_rows.keys()
     for key in compared_rows:
         b, n = _snr(base_rows[key], t.snr_cap_db), _snr(new_rows[key], t.snr_cap_db)

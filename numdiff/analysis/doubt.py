@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from numdiff.analysis.models import Analysis
     from numdiff.analysis.records import GapRowModel
 
-__all__ = ["doubted_methods", "rows_clear_of_doubt"]
+__all__ = ["doubted_methods", "is_clear", "rows_clear_of_doubt"]
 
 
 def doubted_methods(analyses: Iterable[Analysis]) -> frozenset[str] | None:
@@ -32,10 +32,13 @@ def doubted_methods(analyses: Iterable[Analysis]) -> frozenset[str] | None:
     return frozenset(m for c in doubting for m in c.methods_in_doubt)
 
 
+def is_clear(row: GapRowModel, methods: frozenset[str] | None) -> bool:
+    """Whether ``row`` is kept, given what :func:`doubted_methods` answered: every row when none is in
+    doubt, none when every method is, else the rows of the methods not in doubt."""
+    return methods is None or (bool(methods) and row.method not in methods)
+
+
 def rows_clear_of_doubt(analysis: Analysis) -> list[GapRowModel]:
     """The analysis's gap rows that compare the device with the model on the inputs it ran."""
-    rows = analysis.gap.rows if analysis.gap is not None else []
     methods = doubted_methods([analysis])
-    if methods is None:
-        return list(rows)
-    return [r for r in rows if r.method not in methods] if methods else []
+    return [r for r in (analysis.gap.rows if analysis.gap is not None else []) if is_clear(r, methods)]
