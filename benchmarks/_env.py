@@ -86,6 +86,13 @@ def versions(python: Path, packages: tuple[str, ...]) -> dict[str, str]:
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def numdiff_sums(python: Path) -> str:
+    """Which loop numdiff's metrics sum with (``sums_kernel()``: the compiled one or numpy's)."""
+    code = "from numdiff.comparators.numerics import sums_kernel; print(sums_kernel())"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
 def artifacts(oracle: Path, cache: Path, oracle_versions: dict[str, str]) -> Path:
     """The generated cases' folder, keyed by generator sources + oracle versions; generated once."""
     digest = hashlib.sha256(json.dumps(oracle_versions, sort_keys=True).encode())

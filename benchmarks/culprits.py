@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"case: {case} ({runs['gap'][0]['rows']} gap rows, {runs['culprits'][0]['rows']} culprit rows, "
           f"{runs['culprits'][0]['culprits']} culprits); {args.repeat} runs each, median wall, max peak RSS")
     print(f"intra-op threads: {args.threads or 'library default'} (--threads; 0 = the libraries' defaults); "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; metric sums: {_env.numdiff_sums(python)}")
     for what, label in (("gap", "calculate_numeric_gap"), ("culprits", "find_culprits")):
         walls = ", ".join(f"{r['wall_s']:.2f}" for r in runs[what])
         peaks = ", ".join(f"{r['peak_mib']:.1f}" for r in runs[what])

@@ -244,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         "oracle": _env.versions(pythons["oracle"], ("torch", "executorch", "pandas")),
         "numdiff": _env.versions(pythons["numdiff"], ("numdiff", "torch", "pandas", "numpy")),
     }
+    info["versions"]["numdiff"]["metric sums"] = _env.numdiff_sums(pythons["numdiff"])
     root = _env.artifacts(pythons["oracle"], args.cache_dir, info["versions"]["oracle"])
     info["artifacts"] = {"dir": str(root), **json.loads((root / "generated.json").read_text())}
     try:

@@ -2,6 +2,9 @@
 # Install the system programs the test suite needs beyond Python packages:
 #   chromium + chromedriver  (tests/report/test_report_browser.py opens the HTML report in them)
 #   postgresql               (server binaries for the service tests)
+#   gcc + python3-dev        (pip builds numdiff's compiled metric sums, numdiff/comparators/_sums.c;
+#                             without them numdiff computes the same sums with numpy, and under
+#                             CI=true tests/comparators/test_native_sums.py fails)
 # Idempotent: silent and quick when everything is already there. Installs only when run as root
 # (Debian/Ubuntu apt-get); otherwise prints what to install and exits 0, and the tests that need
 # the programs skip (or fail under CI=true).
@@ -17,7 +20,15 @@ have_postgres() {
     return 1
 }
 
+have_cc() { command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1; }
+have_python_headers() {
+    python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+        >/dev/null 2>&1
+}
+
 missing=""
+have_cc || missing="$missing gcc"
+have_python_headers || missing="$missing python3-dev"
 have_chromium || missing="$missing chromium"
 have_chromedriver || missing="$missing chromium-driver"
 have_postgres || missing="$missing postgresql"

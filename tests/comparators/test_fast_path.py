@@ -139,7 +139,7 @@ def test_presummed_pairs_from_a_worker_thread_and_a_failed_worker() -> None:
 
         c = torch.randn(10)
         sums.submit(c, c, True, pool, after=fail)  # the worker fails: the scoring loop computes it
-        assert finite_difference_sums(c, c) == (float((c.double() ** 2).sum()), 0.0, 0.0, 10)
+        assert finite_difference_sums(c, c) == (pytest.approx(float((c.double() ** 2).sum()), rel=1e-14), 0.0, 0.0, 10)
         assert not sums.answered(c)
 
 
