@@ -29,15 +29,17 @@ def _run(path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_silent_when_everything_is_present(tmp_path: Path) -> None:
-    done = _run(_fake_bin(tmp_path, 0, ["chromium", "chromedriver", "initdb", "apt-get"]))
+    # python3 stands for an interpreter whose Python.h exists (the fake exits 0)
+    done = _run(_fake_bin(tmp_path, 0, ["chromium", "chromedriver", "initdb", "apt-get", "cc", "python3"]))
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
 def test_not_root_gets_a_note_and_exit_0(tmp_path: Path) -> None:
+    # no C compiler and no python3 on this PATH: gcc and python3-dev are missing too
     if any(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
-        missing = "chromium chromium-driver"
+        missing = "gcc python3-dev chromium chromium-driver"
     else:
-        missing = "chromium chromium-driver postgresql"
+        missing = "gcc python3-dev chromium chromium-driver postgresql"
     done = _run(_fake_bin(tmp_path, 1000, ["apt-get"]))
     assert done.returncode == 0 and done.stdout == ""
     assert f"note: not root, so not installing: {missing}" in done.stderr
