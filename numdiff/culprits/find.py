@@ -24,13 +24,8 @@ from typing import TYPE_CHECKING, Any
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
 from numdiff._core.names import quantity
-from numdiff.align import (
-    AlignmentReport,
-    EventLike,
-    RuntimeOutput,
-    ShapeRelation,
-    align_intermediate_outputs,
-)
+from numdiff._core.gc_pause import gc_paused
+from numdiff.align import AlignmentReport, EventLike, RuntimeOutput, ShapeRelation, align_intermediate_outputs
 from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
@@ -203,6 +198,7 @@ def find_culprits(
 
 
 @graph_threads()  # the capture and the replay: one intra-op thread (numdiff.capture.threads)
+@gc_paused()  # the replay and scoring make no cycles: full collections walking torch's objects cost 0.1 s
 def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: NumericalComparatorBase,
              reference_graph: str | None, thresholds: ThresholdsArg, disable_debug_handle_validation: bool,
              etdump_path: str | None, release: Release | None,

@@ -127,3 +127,28 @@ def test_runs_with_different_inputs_get_per_run_figures() -> None:
     assert run1.loc[2, "local_noise_units"] < 1  # linear_1 replayed on run 1's own relu output
     assert "2 runs logged different values" in str(rep)
     assert report("culprit_mlp").runs == ()
+
+
+def test_the_collector_is_paused_during_the_replay_and_restored_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    # full collections walking torch's objects cost ~0.1 s on the benchmark case; the replay makes no cycles
+    import gc
+
+    from numdiff.culprits import _scorer
+
+    seen: list[bool] = []
+    original = _scorer.Scorer.on_paired
+
+    def watched(self: _scorer.Scorer, *args: Any, **kwargs: Any) -> object:
+        seen.append(gc.isenabled())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_scorer.Scorer, "on_paired", watched)
+    assert gc.isenabled()
+    inspector("culprit_mlp").find_culprits("SNR")
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:  # a caller who disabled it keeps it disabled
+        inspector("culprit_mlp").find_culprits("SNR")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
