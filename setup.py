@@ -6,6 +6,13 @@ the same sums with numpy (about 3x slower;
 ``numdiff.comparators.numerics.sums_kernel()`` says which one is in use, and the benchmarks print it).
 """
 
+import sys
+
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("numdiff.comparators._sums", ["numdiff/comparators/_sums.c"], optional=True)])
+# No contraction of a*b+c into one fused multiply-add: GCC contracts by default wherever the target has
+# FMA (aarch64, or x86 with CFLAGS=-march=native), which would round the sums differently from numpy's.
+_NO_FMA = [] if sys.platform == "win32" else ["-ffp-contract=off"]
+
+setup(ext_modules=[Extension("numdiff.comparators._sums", ["numdiff/comparators/_sums.c"], optional=True,
+                             extra_compile_args=_NO_FMA)])
