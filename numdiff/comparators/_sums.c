@@ -249,5 +249,13 @@ PyMODINIT_FUNC PyInit__sums(void) {
     __builtin_cpu_init();
 #endif
     use_avx = avx_supported();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+#ifndef NUMDIFF_SUMS_SOURCE_SHA256
+#define NUMDIFF_SUMS_SOURCE_SHA256 "unknown" /* built without setup.py */
+#endif
+    if (m != NULL && PyModule_AddStringConstant(m, "source_sha256", NUMDIFF_SUMS_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -3,10 +3,12 @@ what they are given."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Iterator
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +31,15 @@ def test_the_compiled_module_is_built_in_ci() -> None:
                         "(scripts/install_test_system_deps.sh installs gcc and python3-dev)")
         pytest.skip("numdiff.comparators._sums is not built here (no C compiler when pip ran)")
     assert sums_kernel().startswith("native (")
+
+
+@pytest.mark.skipif(_native is None, reason="numdiff.comparators._sums is not built")
+def test_the_compiled_module_is_built_from_this_source() -> None:
+    # an editable install keeps its build next to the source: after _sums.c changes, pip must run again
+    assert _native is not None
+    source = Path(numerics.__file__).with_name("_sums.c").read_bytes()
+    assert _native.source_sha256 == hashlib.sha256(source).hexdigest(), (
+        "numdiff/comparators/_sums.c changed since the module was built: run pip install -e . again")
 
 
 needs_native = pytest.mark.skipif(_native is None, reason="numdiff.comparators._sums is not built")
