@@ -3,14 +3,17 @@
  *
  * sums(a, b, need_l1) -> (sum(a*a), sum((a-b)**2), sum(|a-b|), n)
  *
- * a and b are C-contiguous buffers of float32 ("f") or float64 ("d") values, each side either
- * dtype, with the same number of elements (checked here: a buffer's length is never trusted to
- * match the other's). Every element is converted to float64 (exact), subtracted and squared in
- * float64, as the reference's metrics do after converting both tensors to float64; only the
- * order of the additions differs (blocks of BLOCK elements, each summed in four-lane vectors,
- * then the block sums added with Neumaier's compensation), so the sums equal a float64
- * reference up to ~1e-15 relative. Nothing is rounded in any other way: no -ffast-math, no FMA
- * (the AVX path is compiled with "avx" only), NaN and inf propagate into the sums and the
+ * a and b are C-contiguous buffers of float32 ("f") or float64 ("d") values aligned to their
+ * element size (a misaligned load is undefined behaviour in C), each side either dtype, with the
+ * same number of elements (checked here: a buffer's length is never trusted to match the
+ * other's). Every element is converted to float64 (exact), subtracted and squared in float64, as
+ * the reference's metrics do after converting both tensors to float64; only the order of the
+ * additions differs (blocks of BLOCK elements, each summed in four-lane vectors, then the block
+ * sums added with Neumaier's compensation), so the sums equal a float64 reference up to ~1e-15
+ * relative on ordinary data (at most about BLOCK/4 roundings per lane: ~3e-14 at worst, as
+ * numpy's einsum). Nothing is rounded in any other way: no -ffast-math, no FMA (the AVX path is
+ * compiled with "avx" only, and setup.py passes -ffp-contract=off so that no compiler fuses a
+ * multiply and an add where the target has FMA), NaN and inf propagate into the sums and the
  * caller decides what a non-finite sum means.
  *
  * The GIL is released while summing, so a worker thread can sum while the caller's thread runs
@@ -22,6 +25,7 @@
 #include <Python.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -173,6 +177,10 @@ static PyObject *sums(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "sums: %zd elements against %zd", n, vb.len / vb.itemsize);
         goto done;
     }
+    if (n > 0 && ((uintptr_t)va.buf % (uintptr_t)va.itemsize != 0 || (uintptr_t)vb.buf % (uintptr_t)vb.itemsize != 0)) {
+        PyErr_SetString(PyExc_ValueError, "sums: a buffer is not aligned to its element size");
+        goto done;
+    }
     block_fn fn = pick(fa, fb);
     acc_t signal = {0, 0}, noise = {0, 0}, l1 = {0, 0};
     Py_BEGIN_ALLOW_THREADS
@@ -225,8 +233,8 @@ static PyObject *use_kernel(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"sums", sums, METH_VARARGS,
-     "sums(a, b, need_l1) -> (sum(a*a), sum((a-b)**2), sum(|a-b|), n) of two C-contiguous float32/float64 "
-     "buffers of the same element count, in float64 (sum(|a-b|) is 0.0 unless need_l1)."},
+     "sums(a, b, need_l1) -> (sum(a*a), sum((a-b)**2), sum(|a-b|), n) of two C-contiguous, aligned "
+     "float32/float64 buffers of the same element count, in float64 (sum(|a-b|) is 0.0 unless need_l1)."},
     {"kernel", kernel, METH_NOARGS, "kernel() -> the loop in use for float32 pairs: 'avx' or 'portable'."},
     {"use_kernel", use_kernel, METH_VARARGS,
      "use_kernel(name) -> None: use the 'portable' or 'avx' loop for float32 pairs (tests compare both)."},
@@ -241,5 +249,13 @@ PyMODINIT_FUNC PyInit__sums(void) {
     __builtin_cpu_init();
 #endif
     use_avx = avx_supported();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+#ifndef NUMDIFF_SUMS_SOURCE_SHA256
+#define NUMDIFF_SUMS_SOURCE_SHA256 "unknown" /* built without setup.py */
+#endif
+    if (m != NULL && PyModule_AddStringConstant(m, "source_sha256", NUMDIFF_SUMS_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -206,7 +206,8 @@ def finite_difference_sums(a: object, b: object, *, need_l1: bool = True) -> _Su
 
     float32/float64 pairs are summed in one pass by the compiled ``numdiff.comparators._sums``
     (``_sums.c``: blocks of 1024 elements in vector lanes, block sums added with compensation;
-    about 3x faster than numpy on the benchmark's 160 pairs). Other dtypes, or an install where
+    about 3x faster than numpy on the benchmark's 160 pairs). Other dtypes, strided views, views not
+    aligned to their element size (a debug buffer's tensor at an odd offset), or an install where
     that module could not be built (:func:`sums_kernel` says), go through numpy block by block:
     casts, a float64 subtraction and einsum reductions, never ``np.dot``, which calls the threaded
     BLAS whose threads spin-wait for a core on a busy machine (the benchmark gap took 5.4 s at the
@@ -230,7 +231,7 @@ def _difference_sums(a: object, b: object, need_l1: bool) -> _SumsResult:
     if x is None or y is None or x.size != y.size or x.size == 0:
         return None
     if (_native is not None and x.dtype in _NATIVE_DTYPES and y.dtype in _NATIVE_DTYPES
-            and x.flags.c_contiguous and y.flags.c_contiguous):
+            and x.flags.c_contiguous and y.flags.c_contiguous and x.flags.aligned and y.flags.aligned):
         signal, noise, l1, _ = _native.sums(x, y, need_l1)
     else:
         signal, noise, l1 = _numpy_difference_sums(x, y, need_l1)
@@ -240,8 +241,8 @@ def _difference_sums(a: object, b: object, need_l1: bool) -> _SumsResult:
 
 
 def _numpy_difference_sums(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], need_l1: bool) -> tuple[float, float, float]:
-    """The sums with numpy, block by block: any dtypes, strided views, and where the compiled module is not
-    built."""
+    """The sums with numpy, block by block: any dtypes, strided or misaligned views, and where the compiled
+    module is not built."""
     signal = noise = l1 = 0.0
     size = min(_CHUNK, x.size)
     wide, diff = np.empty(size, dtype=np.float64), np.empty(size, dtype=np.float64)

@@ -3,10 +3,12 @@ what they are given."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Iterator
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +31,15 @@ def test_the_compiled_module_is_built_in_ci() -> None:
                         "(scripts/install_test_system_deps.sh installs gcc and python3-dev)")
         pytest.skip("numdiff.comparators._sums is not built here (no C compiler when pip ran)")
     assert sums_kernel().startswith("native (")
+
+
+@pytest.mark.skipif(_native is None, reason="numdiff.comparators._sums is not built")
+def test_the_compiled_module_is_built_from_this_source() -> None:
+    # an editable install keeps its build next to the source: after _sums.c changes, pip must run again
+    assert _native is not None
+    source = Path(numerics.__file__).with_name("_sums.c").read_bytes()
+    assert _native.source_sha256 == hashlib.sha256(source).hexdigest(), (
+        "numdiff/comparators/_sums.c changed since the module was built: run pip install -e . again")
 
 
 needs_native = pytest.mark.skipif(_native is None, reason="numdiff.comparators._sums is not built")
@@ -65,7 +76,7 @@ def _close(got: float, want: float, rel: float = 1e-13) -> bool:
 def test_sums_equal_exact_sums(kernel: str, n: int, dtypes: tuple[type, type]) -> None:
     rng = np.random.default_rng(n)
     base = rng.standard_normal(n + 1) * 100
-    # an offset of one element: the loops read unaligned memory
+    # an offset of one element: the loops read memory not aligned to a vector (the AVX loads are unaligned)
     a = base.astype(dtypes[0])[1:]
     b = (base + rng.standard_normal(n + 1) * 1e-3).astype(dtypes[1])[1:]
     signal, noise, l1, count = _native.sums(a, b, True)
@@ -126,6 +137,8 @@ def test_overflowing_squares_are_not_finite() -> None:
     (np.ones(10, ">f4"), np.ones(10, ">f4"), TypeError, "float32 or float64"),
     (np.ones(20, np.float32)[::2], np.ones(10, np.float32), ValueError, "contiguous"),
     (b"\x00" * 8, np.ones(2, np.float32), TypeError, "float32 or float64"),
+    (np.frombuffer(bytearray(41), np.float32, 10, offset=1), np.ones(10, np.float32), ValueError, "not aligned"),
+    (np.ones(10, np.float64), np.frombuffer(bytearray(84), np.float64, 10, offset=4), ValueError, "not aligned"),
 ])
 def test_sums_check_their_buffers(a: object, b: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
@@ -164,6 +177,20 @@ def test_strided_views_go_through_numpy(monkeypatch: pytest.MonkeyPatch) -> None
     base = torch.arange(32, dtype=torch.float32).reshape(2, 4, 4)
     a = base[:, :, 1]  # shape (2, 4), strides (16, 4): one stride of 4 elements once flattened
     assert finite_difference_sums(a, a.clone() + 1) == (float((a.double() ** 2).sum()), 8.0, 8.0, 8)
+    assert calls == []
+
+
+@needs_native
+def test_misaligned_views_go_through_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a debug buffer's tensor at an offset the ETDump chose (torch.frombuffer honours any byte offset):
+    # reading it through a float pointer would be undefined behaviour in C, numpy reads it as it is
+    calls: list[str] = []
+    monkeypatch.setattr(numerics, "_native", _Spy(calls))
+    raw = bytearray(1 + 4 * 6)
+    raw[1:] = np.arange(6, dtype=np.float32).tobytes()
+    a = torch.frombuffer(raw, dtype=torch.float32, count=6, offset=1)
+    assert not a.numpy().flags.aligned
+    assert finite_difference_sums(a, a + 1) == (55.0, 6.0, 6.0, 6)
     assert calls == []
 
 
