@@ -20,7 +20,13 @@ have_postgres() {
     return 1
 }
 
-have_cc() { command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1; }
+# the compiler setuptools will call: Python's configured CC (gcc on Debian), else cc
+have_cc() {
+    compiler=$(python3 -c 'import sysconfig; print((sysconfig.get_config_var("CC") or "").split()[0])' 2>/dev/null) \
+        || compiler=""
+    [ -n "$compiler" ] || compiler=cc
+    command -v "$compiler" >/dev/null 2>&1
+}
 have_python_headers() {
     python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
         >/dev/null 2>&1

@@ -58,7 +58,9 @@ typedef struct {
 
 /* One block, any dtypes, portable C: four independent accumulators per sum. */
 #define DEFINE_SCALAR_BLOCK(NAME, TA, TB)                                                   \
-    static void NAME(const TA *a, const TB *b, size_t n, int need_l1, block_t *out) {       \
+    static void NAME(const void *va, const void *vb, size_t n, int need_l1, block_t *out) { \
+        const TA *a = (const TA *)va;                                                       \
+        const TB *b = (const TB *)vb;                                                       \
         double s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0}, l[4] = {0, 0, 0, 0};               \
         size_t i = 0;                                                                       \
         for (; i + 4 <= n; i += 4) {                                                        \
@@ -87,8 +89,9 @@ DEFINE_SCALAR_BLOCK(block_dd, double, double)
 
 #ifdef NUMDIFF_X86_AVX
 /* The float32 pair, the common case, with AVX: 8 elements per step. */
-__attribute__((target("avx"))) static void block_ff_avx(const float *a, const float *b, size_t n, int need_l1,
+__attribute__((target("avx"))) static void block_ff_avx(const void *va, const void *vb, size_t n, int need_l1,
                                                         block_t *out) {
+    const float *a = (const float *)va, *b = (const float *)vb;
     const __m256d sign = _mm256_set1_pd(-0.0);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, q0 = s0, q1 = s0, l0 = s0, l1 = s0;
     size_t i = 0;
@@ -132,13 +135,13 @@ static int use_avx = 0;
 static block_fn pick(char fa, char fb) {
     if (fa == 'f' && fb == 'f') {
 #ifdef NUMDIFF_X86_AVX
-        if (use_avx) return (block_fn)block_ff_avx;
+        if (use_avx) return block_ff_avx;
 #endif
-        return (block_fn)block_ff;
+        return block_ff;
     }
-    if (fa == 'f' && fb == 'd') return (block_fn)block_fd;
-    if (fa == 'd' && fb == 'f') return (block_fn)block_df;
-    return (block_fn)block_dd;
+    if (fa == 'f' && fb == 'd') return block_fd;
+    if (fa == 'd' && fb == 'f') return block_df;
+    return block_dd;
 }
 
 /* 'f' or 'd' for a plain native float32/float64 buffer format, else 0. */

@@ -28,7 +28,8 @@ def test_the_compiled_module_is_built_in_ci() -> None:
     if _native is None:
         if os.environ.get("CI") == "true":
             pytest.fail("numdiff.comparators._sums is not built: pip found no C compiler or Python headers "
-                        "(scripts/install_test_system_deps.sh installs gcc and python3-dev)")
+                        "(scripts/install_test_system_deps.sh installs gcc and python3-dev; then reinstall with "
+                        "pip install --no-cache-dir, as pip may reuse a wheel it built without them)")
         pytest.skip("numdiff.comparators._sums is not built here (no C compiler when pip ran)")
     assert sums_kernel().startswith("native (")
 
