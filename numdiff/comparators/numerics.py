@@ -200,7 +200,7 @@ def finite_difference_sums(a: object, b: object, *, need_l1: bool = True) -> _Su
     each. For CPU tensors of the same element count the same float64 sums are computed without a
     float64 copy of either input: every element is converted to float64 (exactly), subtracted in
     float64 and reduced, so the results equal the reference's up to summation order (~1e-15
-    relative). It applies only when every sum is finite: with a NaN or inf anywhere, callers take
+    relative on ordinary data, ~1e-14 at worst on adversarial data, as numpy's own sums). It applies only when every sum is finite: with a NaN or inf anywhere, callers take
     the reference path, whose NaN quirk must then be reproduced and reported. ``sum(|a-b|)`` is
     0.0 unless ``need_l1``.
 
