@@ -13,10 +13,9 @@ the median end-to-end time after ``import torch`` (import + construct + gap), th
 after all imports (construct + gap), the two speedups, and whether numdiff's process imported
 ``torch._dynamo``. Import rule for "after imports": each side imports, before that timer, the
 modules its run uses: the reference via ``import executorch.devtools``; numdiff, whose modules
-load lazily, via ``numdiff`` plus ``numdiff.inspector, .gap, .schema.etrecord,
-.schema._program_build, .schema._export_serde, .schema._graph_builder, .schema._edge_ops,
-.schema._pickles, .schema._runnable, .capture, .capture._aten_builder, .align, .comparators,
-._gc_pause`` and ``torch.ao.quantization.fx._decomposed`` (the quantized-op definitions, which
+load lazily, via ``numdiff`` plus ``numdiff.inspector, .gap, .schema.etrecord, .program._build,
+.program.loader, .program._builder, .program._edge_ops, .program.pickles, .program.runnable, .capture,
+.capture._aten_builder, .align, .comparators, ._core.gc_pause`` and ``torch.ao.quantization.fx._decomposed`` (the quantized-op definitions, which
 ``executorch.devtools`` also loads at import). These imports still count in end to end. Where the reference raises, its time up to the error is shown and marked,
 and the model is run again on both sides with ``reference_graph="edge_dialect_exported_program"`` (a
 like-for-like row, when the reference can compare that graph); the "after imports" minimum is taken over
