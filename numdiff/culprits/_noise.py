@@ -39,7 +39,7 @@ import torch
 from numdiff.culprits._rounding import TieMargin
 from numdiff.errors import UsageError
 
-__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds"]
+__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "narrowest_float", "op_type", "reduction_length", "resolve_thresholds"]
 
 
 class Verdict(str, Enum):
@@ -347,6 +347,18 @@ class Noise:
         scalar = float(step.abs().max()) if isinstance(step, torch.Tensor) else step
         sigma_q = 0.0 if scalar is None else float(scalar) / math.sqrt(12)
         return torch.tensor(max(math.sqrt(sigma_q**2 + sigma_f**2 + self.carried**2), _TINY), dtype=torch.float64)
+
+
+def narrowest_float(args: tuple[object, ...]) -> torch.dtype | None:
+    """The floating dtype of least precision among the tensors in ``args`` (one level of lists), or None.
+
+    Example:
+        >>> narrowest_float((torch.zeros(2), [torch.zeros(1, dtype=torch.float16)], 3))
+        torch.float16
+    """
+    tensors = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
+               if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
+    return max((t.dtype for t in tensors), key=lambda d: torch.finfo(d).eps, default=None)
 
 
 #: Floor of sigma: below this the reference is all zeros and any difference counts.

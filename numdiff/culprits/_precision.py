@@ -114,9 +114,9 @@ def delegate_precision_mismatch(graph: torch.fx.Graph, events: Sequence[EventLik
                                    frozenset([hs] if isinstance(hs, int) else hs)))
     carriers: dict[int, set[int]] = {}  # debug handle id -> the instructions carrying it
     for ev in events:
-        iid, hs = ev._instruction_id, ev.debug_handles
-        if isinstance(iid, int) and hs is not None and not ev.is_delegated_op and (ev.op_types or iid in calls):
-            for h in [hs] if isinstance(hs, int) else hs:
+        iid, carried = ev._instruction_id, ev.debug_handles
+        if isinstance(iid, int) and carried is not None and not ev.is_delegated_op and (ev.op_types or iid in calls):
+            for h in [carried] if isinstance(carried, int) else carried:
                 carriers.setdefault(h, set()).add(iid)
     counts: dict[str, int] = {}
     for iid, (backend, handles) in sorted(calls.items()):

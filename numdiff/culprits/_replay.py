@@ -33,7 +33,7 @@ from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
-from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, op_type, reduction_length
+from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, narrowest_float, op_type, reduction_length
 from numdiff.culprits._xnnpack import (COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain,
                                        fixed_point_rounding, fused_clamp, integer_bias)
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
@@ -279,9 +279,8 @@ class ReplayInterpreter(Interpreter):
             described = "; ".join(x for x in (described, f"requantizations XNNPACK computes its own way (an int8 add, "
                                                          f"mean or activation) {depth} weighted layers deep: their "
                                                          "one-step flips compound, carried") if x)
-        value = self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise,
-                                                               described, row_bound, bool(dyn[1]), compounded,
-                                                               _narrowest_float(args)))
+        value = self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise, described,
+                                                               row_bound, bool(dyn[1]), compounded, narrowest_float(args)))
         if self._readers.get(n.name):
             self._sharing[n.name] = value
         return value
@@ -499,15 +498,3 @@ def _rms_of(value: object) -> float:
     if isinstance(value, torch.Tensor) and value.numel() and value.is_floating_point():
         return float(value.detach().double().pow(2).mean().sqrt())
     return 0.0
-
-
-def _narrowest_float(args: tuple[object, ...]) -> torch.dtype | None:
-    """The floating dtype of least precision among the tensors in ``args`` (one level of lists), or None.
-
-    Example:
-        >>> _narrowest_float((torch.zeros(2), [torch.zeros(1, dtype=torch.float16)], 3))
-        torch.float16
-    """
-    tensors = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
-               if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
-    return max((t.dtype for t in tensors), key=lambda d: torch.finfo(d).eps, default=None)
