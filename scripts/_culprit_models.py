@@ -180,6 +180,26 @@ class TokenMeanHead(nn.Module):
         return self.head(self.stem(x).mean(dim=1))
 
 
+class QueryCrossAttention(nn.Module):
+    """DETR's head, small: a strided conv backbone flattened into memory plus learned positions, learned
+    queries attending to it (nn.MultiheadAttention), a class head. Dynamically quantized for XNNPACK, the
+    key projection runs in a portable addmm after a portable choose_qparams on the backbone's ReLU'd
+    output, whose zero point is the same for any input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.backbone = nn.Conv2d(3, 16, 3, 2, 1)
+        self.pos = nn.Parameter(0.1 * torch.randn(16, 16))
+        self.query = nn.Parameter(torch.randn(5, 16))
+        self.cross_att = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.cls = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mem = torch.relu(self.backbone(x)).flatten(2).transpose(1, 2)
+        q = self.query[None].expand(x.shape[0], -1, -1)
+        return self.cls(q + self.cross_att(q, mem + self.pos, mem, need_weights=False)[0])
+
+
 class SplitMLP(nn.Module):
     """Two XNNPACK partitions: cumsum is not delegated."""
 
@@ -394,4 +414,8 @@ SPECS: list[CulpritSpec] = [
                 "depthwise convs, channel shuffle) with XnnpackPartitioner (twin = model): XNNPACK quantizes a "
                 "grouped 1x1 convolution's input per image", ShuffleBlocks, nothing, (), (1, 3, 12, 12),
                 lowering="quantdyn_xnnpack"),
+    CulpritSpec("culprit_other_input_int8dyn_queries", "clean PT2E dynamic int8 QueryCrossAttention with "
+                "XnnpackPartitioner, run on another input (representative + 100% noise; twin = model): a portable "
+                "choose_qparams of ReLU'd values keeps its zero point on any input", QueryCrossAttention, nothing,
+                (), (1, 3, 8, 8), lowering="quantdyn_xnnpack", run_noise=1.0),
 ]

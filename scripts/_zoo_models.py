@@ -1422,8 +1422,307 @@ HELDOUT: list[Arch] = [
     Arch("resmlp_layerscale", "heldout", ResMLPLayerScale, randn(1, 8, 6)),
 ]
 
-#: The families generated only when asked (``make_zoo.py --realsize``/``--heldout``), by name.
-EXTRA_FAMILIES: dict[str, list[Arch]] = {"realsize": REALSIZE, "heldout": HELDOUT}
+
+
+# --- second held-out set (family "heldout2": not in the default zoo, never tuned on) -------------
+#
+# Written after numdiff was measured (and fixed) on HELDOUT, to measure it again on kinds of model
+# neither the zoo nor HELDOUT hold: GroupNorm feature encoders, a diffusion ResBlock with a
+# timestep embedding, a Whisper-style stem with sinusoidal positions, Gemma's decoder details
+# (RMSNorm with 1+w, GeGLU, tanh logit soft-capping, a tied embedding), reflect/replicate padding,
+# pixel_unshuffle with nearest upsampling, MobileViT's unfold/fold, a CLIP head, DETR's learned
+# queries, index-valued ops (topk, gather, cumsum, argmax) inside a float model, hardswish and
+# hardsigmoid, a LayerNorm over two dimensions. Generated only when asked (``make_zoo.py
+# --heldout2`` or ``--only NAME``), listed by ``make_zoo.py --list --heldout2``.
+
+
+def _sinusoid(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Transformer sinusoidal features of ``positions`` (any float tensor): sin and cos halves."""
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(dim // 2, dtype=torch.float32) / (dim // 2))
+    angles = positions.to(torch.float32)[..., None] * freqs
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+
+
+class Wav2Vec2Features(nn.Module):
+    """wav2vec2's feature encoder: strided conv1d stack without bias, GroupNorm with one group per
+    channel on the first layer, GELU; then a LayerNorm over (time, channels) and a projection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv0 = nn.Conv1d(1, 16, 10, stride=5, bias=False)
+        self.norm0 = nn.GroupNorm(16, 16)
+        self.conv1 = nn.Conv1d(16, 16, 3, stride=2, bias=False)
+        self.conv2 = nn.Conv1d(16, 16, 2, stride=2, bias=False)
+        self.norm = nn.LayerNorm([9, 16])
+        self.proj = nn.Linear(16, 12)
+
+    def forward(self, wave: torch.Tensor) -> torch.Tensor:
+        y = F.gelu(self.norm0(self.conv0(wave)))
+        y = F.gelu(self.conv2(F.gelu(self.conv1(y))))
+        return self.proj(self.norm(y.transpose(1, 2)))
+
+
+class DiffusionResBlock(nn.Module):
+    """A DDPM/Stable-Diffusion U-Net ResBlock: GroupNorm, SiLU, 3x3 conv, a sinusoidal timestep
+    embedding through an MLP added per channel, GroupNorm, SiLU, 3x3 conv, a 1x1 skip projection."""
+
+    def __init__(self, cin: int = 8, cout: int = 16, tdim: int = 16) -> None:
+        super().__init__()
+        self.tdim = tdim
+        self.time1 = nn.Linear(tdim, 32)
+        self.time2 = nn.Linear(32, cout)
+        self.norm1 = nn.GroupNorm(4, cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.norm2 = nn.GroupNorm(4, cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1)
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        emb = self.time2(F.silu(self.time1(_sinusoid(t, self.tdim))))
+        h = self.conv1(F.silu(self.norm1(x))) + emb[:, :, None, None]
+        h = self.conv2(F.silu(self.norm2(h)))
+        return self.skip(x) + h
+
+
+def diffusion_inputs(g: torch.Generator) -> Inputs:
+    return torch.randn(1, 8, 8, 8, generator=g), torch.randint(1, 1000, (1,), generator=g).float()
+
+
+class WhisperEncoder(nn.Module):
+    """Whisper's audio encoder, small: conv1d + GELU, strided conv1d + GELU over mel frames, fixed
+    sinusoidal positions added, a pre-LN attention block with a GELU MLP, a final LayerNorm."""
+
+    def __init__(self, mels: int = 8, dim: int = 16, frames: int = 20, heads: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.conv1 = nn.Conv1d(mels, dim, 3, padding=1)
+        self.conv2 = nn.Conv1d(dim, dim, 3, stride=2, padding=1)
+        self.register_buffer("positions", _sinusoid(torch.arange(frames // 2), dim))
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+        self.ln_post = nn.LayerNorm(dim)
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        x = F.gelu(self.conv2(F.gelu(self.conv1(mel)))).permute(0, 2, 1) + self.positions
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        att = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.out(att.transpose(1, 2).reshape(b, t, d))
+        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+        return self.ln_post(x)
+
+
+class GemmaRMSNorm(nn.Module):
+    """Gemma's RMSNorm: the weight is stored as an offset from one (x * (1 + w))."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(0.3 * torch.randn(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + self.weight)
+
+
+class GemmaTiny(nn.Module):
+    """Gemma-style decoder layer: embedding scaled by sqrt(d), RMSNorm (1+w) before and after the
+    attention and the MLP, causal multi-query attention, GeGLU (tanh GELU) MLP, a final norm, logits
+    by the tied embedding, soft-capped with cap * tanh(logits / cap)."""
+
+    def __init__(self, vocab: int = 48, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.heads, self.hd = heads, dim // heads
+        self.embed = nn.Embedding(vocab, dim)
+        self.in_norm = GemmaRMSNorm(dim)
+        self.q = nn.Linear(dim, dim, bias=False)
+        self.kv = nn.Linear(dim, 2 * self.hd, bias=False)
+        self.o = nn.Linear(dim, dim, bias=False)
+        self.post_att_norm = GemmaRMSNorm(dim)
+        self.pre_mlp_norm = GemmaRMSNorm(dim)
+        self.gate = nn.Linear(dim, 32, bias=False)
+        self.up = nn.Linear(dim, 32, bias=False)
+        self.down = nn.Linear(32, dim, bias=False)
+        self.post_mlp_norm = GemmaRMSNorm(dim)
+        self.final_norm = GemmaRMSNorm(dim)
+        self.softcap = 8.0
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        b, t = ids.shape
+        x = self.embed(ids) * math.sqrt(self.embed.embedding_dim)
+        h = self.in_norm(x)
+        q = self.q(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k, v = self.kv(h).view(b, t, 1, 2 * self.hd).transpose(1, 2).chunk(2, dim=-1)
+        att = F.scaled_dot_product_attention(q, k.expand(b, self.heads, t, self.hd),
+                                             v.expand(b, self.heads, t, self.hd), is_causal=True)
+        x = x + self.post_att_norm(self.o(att.transpose(1, 2).reshape(b, t, -1)))
+        h = self.pre_mlp_norm(x)
+        x = x + self.post_mlp_norm(self.down(F.gelu(self.gate(h), approximate="tanh") * self.up(h)))
+        logits = F.linear(self.final_norm(x), self.embed.weight)
+        return self.softcap * torch.tanh(logits / self.softcap)
+
+
+class PaddedConvs(nn.Module):
+    """Convolutions with non-zero padding: reflection (as a module and as padding_mode), replication
+    and circular; a hardsigmoid channel gate and hardswish activations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pad = nn.ReflectionPad2d(2)
+        self.conv1 = nn.Conv2d(3, 8, 5)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, padding_mode="reflect")
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1, padding_mode="circular")
+        self.gate = nn.Linear(8, 8)
+        self.conv4 = nn.Conv2d(8, 4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.hardswish(self.conv1(self.pad(x)))
+        y = F.hardswish(self.conv3(self.conv2(y)))
+        y = y * F.hardsigmoid(self.gate(y.mean(dim=(2, 3))))[:, :, None, None]
+        return self.conv4(F.pad(y, (1, 1, 1, 1), mode="replicate"))
+
+
+class UnshuffleNearest(nn.Module):
+    """Space-to-depth by pixel_unshuffle, a conv at quarter resolution, nearest upsampling (by scale and
+    by size) back to full size added to a full-resolution branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = nn.Conv2d(2, 6, 3, padding=1)
+        self.low = nn.Conv2d(8, 12, 3, padding=1)
+        self.lower = nn.Conv2d(12, 6, 1)
+        self.out = nn.Conv2d(6, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        low = F.relu(self.low(F.pixel_unshuffle(x, 2)))
+        lower = self.lower(F.max_pool2d(low, 2))
+        up = F.interpolate(low[:, :6], scale_factor=2.0, mode="nearest")
+        up = up + F.interpolate(lower, size=x.shape[-2:], mode="nearest")
+        return self.out(F.relu(self.full(x) + up))
+
+
+class MobileViTBlock(nn.Module):
+    """MobileViT block: local 3x3 and 1x1 convs, unfold into 2x2 patches by reshape/permute, a
+    transformer over the patches of each pixel position (LN, attention, SiLU MLP), fold back, a 1x1
+    projection, concatenation with the input, a 3x3 fusion conv."""
+
+    def __init__(self, c: int = 8, dim: int = 16, patch: int = 2, heads: int = 2) -> None:
+        super().__init__()
+        self.patch, self.heads = patch, heads
+        self.local = nn.Conv2d(c, c, 3, padding=1)
+        self.to_dim = nn.Conv2d(c, dim, 1, bias=False)
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        self.back = nn.Conv2d(dim, c, 1)
+        self.fuse = nn.Conv2d(2 * c, c, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.to_dim(F.silu(self.local(x)))
+        b, d, h, w = y.shape
+        p = self.patch
+        # (b, d, h/p, p, w/p, p) -> (b*p*p, patches, d)
+        t = y.reshape(b, d, h // p, p, w // p, p).permute(0, 3, 5, 2, 4, 1).reshape(b * p * p, -1, d)
+        n = t.shape[1]
+        qkv = self.qkv(self.ln1(t)).reshape(b * p * p, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        att = ((qkv[0] @ qkv[1].transpose(-2, -1)) * (d // self.heads) ** -0.5).softmax(dim=-1) @ qkv[2]
+        t = t + self.proj(att.transpose(1, 2).reshape(b * p * p, n, d))
+        t = t + self.fc2(F.silu(self.fc1(self.ln2(t))))
+        y = t.reshape(b, p, p, h // p, w // p, d).permute(0, 5, 3, 1, 4, 2).reshape(b, d, h, w)
+        return self.fuse(torch.cat([x, F.silu(self.back(y))], dim=1))
+
+
+class CLIPHead(nn.Module):
+    """CLIP's contrastive head: image and text features projected, L2-normalised (F.normalize), cosine
+    similarities scaled by exp(logit_scale); logits per image and per text (two outputs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.image_proj = nn.Linear(12, 8, bias=False)
+        self.text_proj = nn.Linear(10, 8, bias=False)
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+    def forward(self, image: torch.Tensor, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        i = F.normalize(self.image_proj(image), dim=-1)
+        t = F.normalize(self.text_proj(text), dim=-1)
+        logits = self.logit_scale.exp() * i @ t.t()
+        return logits, logits.t()
+
+
+class DETRDecoder(nn.Module):
+    """DETR's head: a conv backbone flattened into memory plus learned positions, learned object
+    queries through self-attention, cross-attention to the memory, an FFN (post-LN), a class head
+    (softmax) and a box head (MLP, sigmoid): two outputs."""
+
+    def __init__(self, dim: int = 16, queries: int = 5, heads: int = 2) -> None:
+        super().__init__()
+        self.backbone = nn.Conv2d(3, dim, 3, 2, 1)
+        self.pos = nn.Parameter(0.1 * torch.randn(16, dim))
+        self.query = nn.Parameter(torch.randn(queries, dim))
+        self.self_att = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm1 = nn.LayerNorm(dim)
+        self.cross_att = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        self.norm3 = nn.LayerNorm(dim)
+        self.cls = nn.Linear(dim, 4)
+        self.box1 = nn.Linear(dim, dim)
+        self.box2 = nn.Linear(dim, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mem = F.relu(self.backbone(x)).flatten(2).transpose(1, 2)
+        q = self.query[None].expand(x.shape[0], -1, -1)
+        q = self.norm1(q + self.self_att(q, q, q, need_weights=False)[0])
+        q = self.norm2(q + self.cross_att(q, mem + self.pos, mem, need_weights=False)[0])
+        q = self.norm3(q + self.fc2(F.relu(self.fc1(q))))
+        return self.cls(q).softmax(dim=-1), torch.sigmoid(self.box2(F.relu(self.box1(q))))
+
+
+class TopKRouter(nn.Module):
+    """Index-valued ops inside a float model: a scorer picks the top-k tokens (topk), their features
+    are gathered by index, accumulated along the sequence (cumsum), mixed by an MLP; the argmax of the
+    pooled logits is a second (integer) output."""
+
+    def __init__(self, dim: int = 12, k: int = 4) -> None:
+        super().__init__()
+        self.k = k
+        self.embed = nn.Linear(6, dim)
+        self.score = nn.Linear(dim, 1)
+        self.mlp1 = nn.Linear(dim, 2 * dim)
+        self.mlp2 = nn.Linear(2 * dim, 5)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.tanh(self.embed(x))
+        s = self.score(h).squeeze(-1)
+        weights, idx = torch.topk(s, self.k, dim=1)
+        picked = torch.gather(h, 1, idx[:, :, None].expand(-1, -1, h.shape[-1])) * torch.sigmoid(weights)[..., None]
+        y = self.mlp2(F.relu(self.mlp1(torch.cumsum(picked, dim=1))))
+        return y, torch.argmax(y.mean(dim=1), dim=-1)
+
+
+HELDOUT2: list[Arch] = [
+    Arch("wav2vec2_features", "heldout2", _bn(Wav2Vec2Features), randn(1, 1, 200)),
+    Arch("diffusion_resblock", "heldout2", _bn(DiffusionResBlock), diffusion_inputs),
+    Arch("whisper_encoder", "heldout2", lambda: _layer_norms(WhisperEncoder()), randn(1, 8, 20)),
+    Arch("gemma_softcap_tied", "heldout2", GemmaTiny, tokens(48, 1, 7), constants=("softcap",)),
+    Arch("padded_convs_hardswish", "heldout2", PaddedConvs, randn(1, 3, 10, 10)),
+    Arch("unshuffle_nearest", "heldout2", UnshuffleNearest, randn(1, 2, 8, 8)),
+    Arch("mobilevit_block", "heldout2", lambda: _layer_norms(MobileViTBlock()), randn(1, 8, 8, 8)),
+    Arch("clip_head", "heldout2", CLIPHead,
+         lambda g: (torch.randn(3, 12, generator=g), torch.randn(4, 10, generator=g))),
+    Arch("detr_queries", "heldout2", lambda: _layer_norms(DETRDecoder()), randn(1, 3, 8, 8)),
+    Arch("topk_gather_cumsum", "heldout2", TopKRouter, randn(2, 8, 6)),
+]
+
+#: The families generated only when asked (``make_zoo.py --realsize``/``--heldout``/``--heldout2``), by name.
+EXTRA_FAMILIES: dict[str, list[Arch]] = {"realsize": REALSIZE, "heldout": HELDOUT, "heldout2": HELDOUT2}
 
 
 def arch(name: str) -> Arch:

@@ -4,13 +4,14 @@ Dev script, never run by CI. Usually called by ``scripts/zoo.py`` (numdiff's ven
 numdiff on what this writes::
 
     /root/.cache/numdiff-oracle/bin/python scripts/make_zoo.py --out DIR [--only ARCH] [--backends ...]
-        [--twins 3] [--jobs 2] [--realsize | --heldout]
+        [--twins 3] [--jobs 2] [--realsize | --heldout | --heldout2]
 
 ``--realsize`` generates the real-size architectures instead (``_zoo_models.REALSIZE``, family
 ``realsize``: MobileNetV2, ResNet-18, ... at the sizes users run; 4-12 minutes each on one core,
 about 1 GB each); ``--heldout`` the held-out ones (``_zoo_models.HELDOUT``, family ``heldout``:
-architectures numdiff was never tuned on, small like the default zoo's). ``--only`` may name any
-of them; the default zoo never holds them.
+architectures numdiff was never tuned on, small like the default zoo's); ``--heldout2`` a second
+held-out set (``_zoo_models.HELDOUT2``, written after numdiff was measured on the first).
+``--only`` may name any of them; the default zoo never holds them.
 
 For every architecture of ``scripts/_zoo_models.py`` and every backend where it lowers (portable
 fp32, XNNPACK fp32, PT2E int8 on the portable + quantized kernels, PT2E int8 on XNNPACK), the
@@ -542,14 +543,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     parser.add_argument("--twins", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--list", action="store_true", help="list the default zoo's architectures (with --realsize "
-                        "or --heldout: that family's)")
+    parser.add_argument("--list", action="store_true", help="list the default zoo's architectures (with --realsize, "
+                        "--heldout or --heldout2: that family's)")
     family = parser.add_mutually_exclusive_group()
     family.add_argument("--realsize", dest="family", action="store_const", const="realsize",
                         help="the real-size architectures (family 'realsize', never in the default zoo) instead")
     family.add_argument("--heldout", dest="family", action="store_const", const="heldout",
                         help="the held-out architectures (family 'heldout', never in the default zoo, never tuned "
                              "on) instead")
+    family.add_argument("--heldout2", dest="family", action="store_const", const="heldout2",
+                        help="the second held-out set (family 'heldout2', written after numdiff was measured on "
+                             "the first) instead")
     parser.add_argument("--resume", action="store_true", help="skip architecture/backend pairs already written")
     parser.add_argument("--closures-only", action="store_true", help="only rewrite the twins' closures")
     parser.add_argument("--other-input-only", action="store_true",
@@ -568,7 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     every = zm.ARCHS + [a for f in zm.EXTRA_FAMILIES.values() for a in f]
     unknown = set(args.only) - {a.name for a in every}
     if unknown:
-        parser.error(f"unknown architecture(s) {sorted(unknown)}: see --list, --list --realsize and --list --heldout")
+        parser.error(f"unknown architecture(s) {sorted(unknown)}: see --list and --list with --realsize, "
+                     "--heldout or --heldout2")
     archs = [a.name for a in (every if args.only else chosen) if not args.only or a.name in args.only]
     jobs = [(a, b) for a in archs for b in args.backends
             if not (args.resume and (args.out / a / b / CASES).is_file())

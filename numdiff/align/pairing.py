@@ -100,30 +100,51 @@ def _pick_by_shape_and_dtype(
 def _expand_sequence(
     handle: DebugHandle, aot: tuple[Any, ...], runtime: list[Any], index: int, notes: list[AlignmentNote]
 ) -> list[AlignedPair]:
-    """numdiff's element-wise pairs for an AOT sequence output."""
+    """numdiff's element-wise pairs for an AOT sequence output.
+
+    With fewer runtime values than elements, an element is paired with the one runtime value of
+    its shape and dtype, and only when no other element has that shape and dtype: an op the
+    lowering splits into one instruction per element (``unbind`` into ``squeeze_copy`` calls) logs
+    only its last instruction's value under the handle, and elements of one shape cannot tell
+    which of them that value is.
+
+    Example:
+        >>> import torch
+        >>> notes = []
+        >>> q, k = torch.zeros(2, 3), torch.ones(2, 3)
+        >>> _expand_sequence((11,), (q, k), [torch.ones(2, 3)], 0, notes), [n.kind.value for n in notes]
+        ([], ['element_unmatched', 'element_unmatched'])
+    """
     if len(aot) == len(runtime):
         return [
             AlignedPair(handle, a, handle, r, MatchKind.ELEMENT_POSITION, index, k)
             for k, (a, r) in enumerate(zip(aot, runtime, strict=True))
         ]
-    pairs = []
-    for k, element in enumerate(aot):
-        found = [
-            r
-            for r in runtime
+    found = [
+        [
+            j
+            for j, r in enumerate(runtime)
             if isinstance(element, torch.Tensor)
             and isinstance(r, torch.Tensor)
             and r.shape == element.shape
             and r.dtype == element.dtype
         ]
-        if len(found) == 1:
-            pairs.append(AlignedPair(handle, element, handle, found[0], MatchKind.ELEMENT_SHAPE_DTYPE, index, k))
+        for element in aot
+    ]
+    claims = [sum(j in f for f in found) for j in range(len(runtime))]
+    pairs = []
+    for k, element in enumerate(aot):
+        if len(found[k]) == 1 and claims[found[k][0]] == 1:
+            pairs.append(
+                AlignedPair(handle, element, handle, runtime[found[k][0]], MatchKind.ELEMENT_SHAPE_DTYPE, index, k)
+            )
         else:
+            shared = f"; {max(claims[j] for j in found[k])} elements have its shape and dtype" if found[k] else ""
             notes.append(
                 AlignmentNote(
                     NoteKind.ELEMENT_UNMATCHED,
-                    f"AOT element {k} of {len(aot)} matches {len(found)} of {len(runtime)} runtime "
-                    "values by shape and dtype",
+                    f"AOT element {k} of {len(aot)} matches {len(found[k])} of {len(runtime)} runtime "
+                    f"values by shape and dtype{shared}",
                     aot_handle=handle,
                     runtime_handle=handle,
                 )

@@ -39,7 +39,7 @@ import torch
 from numdiff.culprits._rounding import TieMargin
 from numdiff.errors import UsageError
 
-__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds"]
+__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "narrowest_float", "op_type", "reduction_length", "resolve_thresholds"]
 
 
 class Verdict(str, Enum):
@@ -274,6 +274,10 @@ class Noise:
         compounded: Whether the row carries the one-step flips of requantizations XNNPACK computes its
             own way (an int8 add, mean or activation) through several weighted layers (in
             :attr:`carried`); such a row keeps the general limits.
+        input_dtype: The narrowest floating dtype among the paired node's tensor inputs (None when it
+            has none). A value wider than its inputs (a float64 scale ``choose_qparams`` computes from
+            float32 values) carries their rounding: an honest kernel may compute it in their precision
+            and widen it (PyTorch's own ``choose_qparams`` does), so its epsilon is the inputs'.
     """
 
     reduction: int = 1
@@ -287,6 +291,7 @@ class Noise:
     bound: torch.Tensor | None = None
     graph_grid: bool = False
     compounded: bool = False
+    input_dtype: torch.dtype | None = None
 
     @property
     def _step(self) -> float | torch.Tensor | None:
@@ -323,6 +328,8 @@ class Noise:
 
     def _sigma(self, reference: torch.Tensor, runtime_dtype: torch.dtype) -> torch.Tensor:
         eps = _EPS.get(runtime_dtype, _EPS.get(reference.dtype, 2.0**-23))
+        if runtime_dtype.is_floating_point and self.input_dtype is not None:
+            eps = max(eps, _EPS.get(self.input_dtype, 0.0))  # computed in its inputs' precision, then widened
         if not runtime_dtype.is_floating_point and self._step is None:
             eps = 0.0
         peak = float(reference.abs().max()) if reference.numel() else 0.0
@@ -340,6 +347,18 @@ class Noise:
         scalar = float(step.abs().max()) if isinstance(step, torch.Tensor) else step
         sigma_q = 0.0 if scalar is None else float(scalar) / math.sqrt(12)
         return torch.tensor(max(math.sqrt(sigma_q**2 + sigma_f**2 + self.carried**2), _TINY), dtype=torch.float64)
+
+
+def narrowest_float(args: tuple[object, ...]) -> torch.dtype | None:
+    """The floating dtype of least precision among the tensors in ``args`` (one level of lists), or None.
+
+    Example:
+        >>> narrowest_float((torch.zeros(2), [torch.zeros(1, dtype=torch.float16)], 3))
+        torch.float16
+    """
+    tensors = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
+               if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
+    return max((t.dtype for t in tensors), key=lambda d: torch.finfo(d).eps, default=None)
 
 
 #: Floor of sigma: below this the reference is all zeros and any difference counts.

@@ -11,7 +11,10 @@ confident false culprit at every delegate. The operator names tell the two progr
 
 Only calls with both sides known are checked: a delegate whose runtime logged no compute operator
 with type tags (no profiling events, another backend's names) or whose ETRecord side holds no
-compute op says nothing.
+compute op says nothing. A compute op counts for a call only when no other instruction carries its
+debug handle: a handle whose nodes were split between instructions (the partitioner took a
+weight's transpose into one delegate, the matmul ran in another or in a portable kernel) says
+which op the call holds a part of, not that the call computes it.
 """
 
 from __future__ import annotations
@@ -57,15 +60,16 @@ def _runtime_precision(names: Iterable[str]) -> set[str]:
     return seen
 
 
-def _graph_precision(inside: Sequence[torch.fx.Node]) -> set[str]:
+def _graph_precision(inside: Sequence[torch.fx.Node], shared: frozenset[int] = frozenset()) -> set[str]:
     """What the ETRecord's compute ops among a delegate's nodes compute in (a subset of
     :data:`_KINDS`): quantized when a tensor input comes from a dequantize, dynamically when the
     delegate chooses its quantization parameters at run time (a ``choose_qparams`` among its
-    nodes), float otherwise."""
+    nodes), float otherwise. Compute ops with a debug handle in ``shared`` (carried by another
+    instruction too) are left out."""
     dynamic = any(op_type(n.target).startswith("choose_qparams") for n in inside)
     seen: set[str] = set()
     for n in inside:
-        if op_type(n.target) not in _WEIGHTED:
+        if op_type(n.target) not in _WEIGHTED or not shared.isdisjoint(handle_key(n.meta[DEBUG_HANDLE_KEY])):
             continue
         sources = [a for a in n.args if isinstance(a, torch.fx.Node)]
         quantized = any(op_type(a.target) in _DEQUANTIZE for a in sources)
@@ -87,7 +91,9 @@ def delegate_precision_mismatch(graph: torch.fx.Graph, events: Sequence[EventLik
     ops are quantized (ahead of time or at run time) and the runtime ran none quantized that way,
     or all float and the runtime ran some quantized. One such call suffices: XNNPACK does not run a
     quantized convolution for a float graph, a float one for a quantized graph, nor a dynamically
-    quantized one for a static graph.
+    quantized one for a static graph. A compute op whose handle another instruction (a delegate
+    call or a portable op) carries too is not counted for the call: the call may hold only part of
+    that handle's nodes.
     """
     by_handle: dict[int, list[torch.fx.Node]] = {}
     for n in graph.nodes:
@@ -106,11 +112,18 @@ def delegate_precision_mismatch(graph: torch.fx.Graph, events: Sequence[EventLik
             hs = ev.debug_handles
             calls.setdefault(iid, (ev.delegate_backend_name or "delegate",
                                    frozenset([hs] if isinstance(hs, int) else hs)))
+    carriers: dict[int, set[int]] = {}  # debug handle id -> the instructions carrying it
+    for ev in events:
+        iid, carried = ev._instruction_id, ev.debug_handles
+        if isinstance(iid, int) and carried is not None and not ev.is_delegated_op and (ev.op_types or iid in calls):
+            for h in [carried] if isinstance(carried, int) else carried:
+                carriers.setdefault(h, set()).add(iid)
     counts: dict[str, int] = {}
     for iid, (backend, handles) in sorted(calls.items()):
         counts[backend] = counts.get(backend, 0) + 1
         inside = list(dict.fromkeys(n for h in sorted(handles) for n in by_handle.get(h, ())))
-        ran, graph_side = _runtime_precision(internal.get(iid, ())), _graph_precision(inside)
+        shared = frozenset(h for h in handles if carriers.get(h, {iid}) != {iid})
+        ran, graph_side = _runtime_precision(internal.get(iid, ())), _graph_precision(inside, shared)
         if not ran or not graph_side:
             continue
         quant_graph, quant_ran = graph_side - {"float"}, ran - {"float"}

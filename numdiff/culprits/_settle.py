@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = ["settle_inputs"]
 
+#: Ops whose output sees its input only through its extremes: a dynamic quantization's parameters
+#: (the zero point of non-negative values is the same for every input). Agreeing with its replay, such
+#: a row does not confirm that the run used the representative input.
+_EXTREMES_ONLY = frozenset({"choose_qparams", "choose_qparams_per_token", "choose_qparams_per_token_asymmetric",
+                            "choose_qparams_affine"})
+
 
 def settle_inputs(scorer: Scorer) -> tuple[list[str], set[int]]:
     """Take back the verdicts that rest on representative inputs unrelated to the run's.
@@ -37,7 +43,8 @@ def settle_inputs(scorer: Scorer) -> tuple[list[str], set[int]]:
     would have to be in each), however related to their replays. The one row beyond noise that
     reads an input while related to its replay keeps its verdict: a slightly different input
     and a wrong op look the same there, so the verdict rests on the input being the
-    representative one, and the input is listed in :attr:`Scorer.assumed`.
+    representative one, and the input is listed in :attr:`Scorer.assumed`. An op that sees the input
+    only through its extremes (:data:`_EXTREMES_ONLY`) confirms nothing by agreeing.
 
     Returns the graph inputs in doubt and the rows that read them (their disagreement says
     nothing about whether the files belong together).
@@ -46,7 +53,8 @@ def settle_inputs(scorer: Scorer) -> tuple[list[str], set[int]]:
         return scorer.rows[index - scorer.first_index]
 
     agreeing = [(index, names) for index, names in scorer.representative_reads.items()
-                if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE) and row(index).op_type not in _SHAPE_ONLY]
+                if row(index).verdict in (Verdict.OK, Verdict.EXPECTED_NOISE)
+                and row(index).op_type not in _SHAPE_ONLY | _EXTREMES_ONLY]
     # A quantized output agrees with its replay on an input a fraction of a step away (a 1% different
     # camera frame quantizes to nearly the same int8 values): it confirms the input for other
     # quantized readers, not for an op that computes on it in floating point.

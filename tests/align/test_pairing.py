@@ -271,6 +271,15 @@ def test_full_alignment_matches_elements_by_shape_and_dtype_and_notes_the_rest()
     assert report.counts() == {"element_unmatched": 1}
 
 
+def test_full_alignment_leaves_elements_of_one_shape_unpaired_when_the_runtime_logged_one_value() -> None:
+    # unbind lowered to one squeeze_copy per element: the handle keeps only the last one's value
+    # (v); q and k have its shape and dtype too, so none of the three can be told to be it.
+    q, k, v = torch.zeros(2, 4), torch.ones(2, 4), torch.full((2, 4), 2.0)
+    report = align_intermediate_outputs({(11,): (q, k, v)}, runtime((11,), [v.clone()]))
+    assert report.pairs == () and report.counts() == {"element_unmatched": 3}
+    assert "3 elements have its shape and dtype" in report.notes[0].detail
+
+
 def test_full_alignment_accepts_single_runtime_value_for_sequence() -> None:
     report = align_intermediate_outputs({(3,): [torch.ones(2)]}, runtime((3,), torch.zeros(2)))
     assert len(report.pairs) == 1 and report.pairs[0].match is MatchKind.ELEMENT_POSITION

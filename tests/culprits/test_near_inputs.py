@@ -79,3 +79,19 @@ def test_the_json_output_lists_the_inputs_in_doubt_and_assumed(capsys) -> None: 
               "--debug-buffer", str(folder / "debug_buffer.bin"), "--format", "json"])
         doc = json.loads(capsys.readouterr().out)
         assert (doc["inputs_in_doubt"], doc["inputs_assumed"]) == (doubt, assumed)
+
+
+def test_a_dynamic_quantization_s_parameters_do_not_confirm_the_input() -> None:
+    """A portable choose_qparams of ReLU'd values computed from x keeps its zero point on any input: that
+    agreement with its replay does not confirm x, so the ops that read x and disagree are not judged
+    (held-out 2's DETR head on dynamic int8 XNNPACK, run on other inputs, named two culprits)."""
+    rep = inspector("culprit_other_input_int8dyn_queries").find_culprits("SNR")
+    assert not rep.culprits and rep.inputs_in_doubt == ("x",), str(rep)
+    chooses = [r for r in rep.rows if r.op_type == "choose_qparams"]
+    assert any(r.verdict.value == "ok" and r.input_sources == ("x: representative input",) for r in chooses)
+    assert not any(r.verdict.beyond_noise for r in rep.rows if r.verdict.value != "not-judged"), str(rep)
+    on_its_inputs = inspector("culprit_other_input_int8dyn_queries").find_culprits(
+        "SNR", step_inputs=FIXTURES / "culprit_other_input_int8dyn_queries" / "run_inputs.pt")
+    assert not on_its_inputs.culprits and not on_its_inputs.inputs_in_doubt, str(on_its_inputs)
+    assert all(r.verdict.value in ("ok", "expected-noise") for r in on_its_inputs.rows), str(on_its_inputs)
+
