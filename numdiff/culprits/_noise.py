@@ -142,7 +142,7 @@ def resolve_thresholds(arg: ThresholdsArg) -> dict[str, Thresholds]:
 
     Example:
         >>> resolve_thresholds({"softmax": {"expected": 256}})["softmax"].expected
-        256
+        256.0
     """
     if arg is None:
         return {"default": DEFAULT_THRESHOLDS, "quantized": DEFAULT_QUANTIZED_THRESHOLDS, **DEFAULT_BACKEND_THRESHOLDS}
