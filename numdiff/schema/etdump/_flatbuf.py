@@ -160,8 +160,9 @@ class Buffer:
         if size == 1:
             single: npt.NDArray[np.generic] = self.u8[pos].view(dtype)
             return single
-        if proven or not (pos & (size - 1)).any():  # FlatBuffers aligns scalars: one typed gather, no byte shuffling
-            aligned: npt.NDArray[np.generic] = self.words(dtype)[pos >> (size.bit_length() - 1)]
+        # FlatBuffers aligns scalars: one typed gather, no byte shuffling (the low bits checked in bytes)
+        if proven or not np.bitwise_and(pos, size - 1, dtype=np.uint8, casting="unsafe").any():
+            aligned: npt.NDArray[np.generic] = np.take(self.words(dtype), pos >> (size.bit_length() - 1))
             return aligned
         idx = pos[:, None] + np.arange(size, dtype=np.int64)[None, :]
         raw = np.ascontiguousarray(self.u8[idx])

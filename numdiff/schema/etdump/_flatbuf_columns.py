@@ -63,8 +63,22 @@ class TableVector:
 
     @classmethod
     def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
-        vtable_of = np.subtract(pos, buf.gather(pos, "i32", f"{what} tables"), dtype=np.int64)
+        mod8 = np.bitwise_and(pos, 7, dtype=np.uint8, casting="unsafe")
+        residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
+        cache: dict[str, npt.NDArray[np.generic]] = {}
+        if residue is not None and not residue % 4 and pos.size >= _ROW_WISE:
+            # aligned tables: their soffsets by word index, the index kept for the fields' gathers (_column)
+            lo, hi = int(pos.min()), int(pos.max())
+            if lo < 0 or hi + 4 > len(buf):
+                raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", lo if lo < 0 else hi)
+            index = cache["index2"] = pos >> 2
+            soffsets = np.take(buf.words(np.int32), index)
+        else:
+            soffsets = buf.gather(pos, "i32", f"{what} tables")
+        vtable_of = np.subtract(pos, soffsets, dtype=np.int64)
+        del soffsets
         vtables, layout = _distinct(vtable_of)
+        del vtable_of
         sizes = buf.gather(vtables, "u16", f"vtables of {what}").astype(np.int64)
         tsize = buf.gather(vtables + 2, "u16", f"vtables of {what}").astype(np.int64)
         if sizes.size:
@@ -81,9 +95,7 @@ class TableVector:
                 last = int(np.argmax(ends))
                 if int(ends[last]) > len(buf):
                     raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", int(ends[last]) - 1)
-        mod8 = np.bitwise_and(pos, 7, dtype=np.uint8, casting="unsafe")
-        residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
-        return cls(buf, pos, what, vtables, layout, sizes, tsize, residue)
+        return cls(buf, pos, what, vtables, layout, sizes, tsize, residue, cache)
 
     def _rows(self, per_vtable: IntArray) -> IntArray:
         """A per-vtable value spread to every table."""
@@ -140,6 +152,14 @@ class TableVector:
             rows = self.cache["rows"] = self.buf.rows(self.pos, int(self.table_size.max()))
         return rows  # type: ignore[return-value]
 
+    def _word_index(self, shift: int) -> IntArray:
+        """Every table's position in words of ``1 << shift`` bytes (rounded down; kept)."""
+        key = f"index{shift}"
+        index = self.cache.get(key)
+        if index is None:
+            index = self.cache[key] = self.pos >> shift
+        return index  # type: ignore[return-value]
+
     def _main(self, offsets: IntArray) -> tuple[int, IntArray]:
         """The field's offset in most tables (0: absent), and the rows whose vtable puts it elsewhere."""
         if self.layout is None:
@@ -153,6 +173,16 @@ class TableVector:
 
     def _column(self, main: int, kind: str) -> npt.NDArray[np.generic]:
         """The scalar of ``kind`` at table offset ``main`` of every row (a copy, native byte order)."""
+        _, dtype, size = SCALARS[kind]
+        if self.residue is not None and size > 1 and not (self.residue + main) % size:
+            # Aligned in every table: one typed gather of the file's words, by word index (no row copies).
+            # Rows of the main layout hold the field inside their table, so inside the file; a row of
+            # another layout (its value replaced by the caller) may point past the last word: clipped.
+            shift = size.bit_length() - 1
+            skip = ((self.residue + main) >> shift) - (self.residue >> shift)
+            words = self.buf.words(dtype)[skip:]
+            taken: npt.NDArray[np.generic] = np.take(words, self._word_index(shift), mode="clip")
+            return taken.astype(dtype, copy=False)
         rows = self._table_rows()
         at = np.dtype({"names": ["f"], "formats": [np.dtype(SCALARS[kind][1]).newbyteorder("<")],
                        "offsets": [main], "itemsize": rows.shape[1]})
@@ -177,12 +207,12 @@ class TableVector:
             return np.full(n, -1, dtype=np.int64)
         main, odd = self._main(offsets)
         if main and not odd.size:  # every table holds the field at one place
-            targets = self._column(main, "u32").astype(np.int64)
-            if not targets.all():
-                first = int(np.argmin(targets != 0))
+            offsets = self._column(main, "u32")
+            if not offsets.all():
+                first = int(np.argmin(offsets != 0))
                 raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} holds a null reference (offset 0)",
                                     int(self.pos[first]) + main)
-            targets += self.pos
+            targets: IntArray = np.add(self.pos, offsets, dtype=np.int64)
             targets += main
             return targets
         at = self.pos + main  # where each table holds the field (main's place, odd rows below)

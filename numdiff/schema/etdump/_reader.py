@@ -198,6 +198,8 @@ class _Columns:
         self.borrowed: set[str] = set()  # columns that are an array the caller gave: copied before a scatter
 
     def put(self, name: str, rows: npt.NDArray[np.int64], values: npt.ArrayLike) -> None:
+        if rows.size == 0 and self.n:  # no row to set (a kind of event the dump does not hold): nothing to make
+            return
         dtype, default = _COLUMNS[name]
         if rows.size == self.n:  # every row (``rows`` holds distinct rows)
             if np.ndim(values):
