@@ -191,6 +191,8 @@ class TableVector:
     def _scalar_rows(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
         dtype, size = SCALARS[kind][1], SCALARS[kind][2]
         main, odd = self._main(self._offsets(index, size))
+        if not main and not odd.size:  # no table has the field: one value for every row (read-only, stride 0)
+            return np.broadcast_to(np.array(default, dtype=dtype), (self.pos.size,))
         out = self._column(main, kind) if main else np.full(self.pos.size, default, dtype=dtype)
         if odd.size:
             per = self._offsets(index, size)[self.layout[odd]]  # type: ignore[index]
@@ -207,12 +209,12 @@ class TableVector:
             return np.full(n, -1, dtype=np.int64)
         main, odd = self._main(offsets)
         if main and not odd.size:  # every table holds the field at one place
-            offsets = self._column(main, "u32")
-            if not offsets.all():
-                first = int(np.argmin(offsets != 0))
+            stored = self._column(main, "u32")
+            if not stored.all():
+                first = int(np.argmin(stored != 0))
                 raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} holds a null reference (offset 0)",
                                     int(self.pos[first]) + main)
-            targets: IntArray = np.add(self.pos, offsets, dtype=np.int64)
+            targets: IntArray = np.add(self.pos, stored, dtype=np.int64)
             targets += main
             return targets
         at = self.pos + main  # where each table holds the field (main's place, odd rows below)

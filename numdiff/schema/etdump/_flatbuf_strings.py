@@ -26,13 +26,13 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
     Strings are compared as raw bytes, so each distinct name is decoded once, however many
     events carry it.
     """
-    out = np.full(targets.size, -1, dtype=np.int32)
     has = np.nonzero(targets >= 0)[0]
-    if has.size == 0:
-        return out
+    if has.size == 0:  # no string: -1 for every row (read-only, stride 0)
+        return np.broadcast_to(np.array(-1, dtype=np.int32), (targets.size,))
+    out = np.full(targets.size, -1, dtype=np.int32)
     every = has.size == targets.size
     starts = targets if every else targets[has]
-    lengths = buf.gather(starts, "u32", f"lengths of {what}")
+    lengths: npt.NDArray[np.uint32] = buf.gather(starts, "u32", f"lengths of {what}")  # type: ignore[assignment]
     if int(starts.max()) + int(lengths.max()) + 4 > len(buf):  # then find the string that runs past the end
         ends = np.add(starts, lengths, dtype=np.int64)
         ends += 4
@@ -111,11 +111,11 @@ def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: npt.NDArray[np.uint3
     if shortest // 8 < width // 8:  # words where some string ends: clear the bytes past it
         total = lengths.astype(np.uint8)  # lengths + 4 <= _SHORT + 4 < 256
         total += 4
-        mask = np.empty(starts.size, dtype=np.uint64)
+        table = np.zeros(256, dtype=np.uint64)  # a mask per total length, indexed by the uint8 itself
         for k in range(shortest // 8, width // 8):
-            np.take(_MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)], total, out=mask)  # the mask by total length
-            words[:, k] &= mask
-        del mask, total
+            table[: width + 1] = _MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)]
+            words[:, k] &= table[total]
+        del total
     digest = _digest(words)
     codes, uniques = pd.factorize(digest)  # numbered in order of first appearance: 0, then 1, ...
     if uniques.size <= 16:  # a few names (the usual case): where each number first appears, one scan each

@@ -201,13 +201,15 @@ class _Columns:
         if rows.size == 0 and self.n:  # no row to set (a kind of event the dump does not hold): nothing to make
             return
         dtype, default = _COLUMNS[name]
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.size and not values.strides[0]:
+            values = values[0]  # one value for every row (a _constant): kept as one
         if rows.size == self.n:  # every row (``rows`` holds distinct rows)
             if np.ndim(values):
                 self.made[name] = np.asarray(values).astype(dtype, copy=False)
                 self.borrowed.add(name)
             elif values != default or name in self.made:
-                self.made[name] = np.full(self.n, values, dtype=dtype)
-                self.borrowed.discard(name)
+                self.made[name] = _constant(self.n, values, dtype)
+                self.borrowed.add(name)  # read-only: copied before a scatter
             return
         column = self.made.get(name)
         if column is None:
@@ -218,9 +220,15 @@ class _Columns:
         column[rows] = values
 
     def done(self) -> EventColumns:
-        columns: dict[str, Any] = {name: self.made[name] if name in self.made else np.full(self.n, default, dtype=dtype)
+        columns: dict[str, Any] = {name: self.made[name] if name in self.made else _constant(self.n, default, dtype)
                                    for name, (dtype, default) in _COLUMNS.items()}
         return EventColumns(**columns)
+
+
+def _constant(n: int, value: object, dtype: type[np.generic]) -> npt.NDArray[np.generic]:
+    """A read-only column of ``n`` rows that all hold ``value`` (one element in memory, stride 0): most
+    columns of a dump of profile events only are one value (no debug values, no delegate ids)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (n,))
 
 
 #: Each ``EventColumns`` field's dtype, and its value in a row that does not set it.
@@ -254,6 +262,7 @@ def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: 
     put("output", rows[vrows[orows]], flags.scalar(0, "bool", 0).astype(np.bool_))
 
     rows, prof = events.subtables(0, "ProfileEvent")
+    del events, positions  # the Event tables' positions and word index: no longer needed
     put("kind", rows, EventKind.PROFILE)
     put("table", rows, prof.pos)
     put("value", rows, -1)
