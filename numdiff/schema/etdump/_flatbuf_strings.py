@@ -20,11 +20,14 @@ from numdiff.schema.etdump._flatbuf import Buffer, IntArray
 __all__ = ["intern_strings"]
 
 
-def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes, int],
+                   period: tuple[int, int] | None = None) -> npt.NDArray[np.int32]:
     """Ids of the strings at ``targets`` (-1 where absent) in ``table``, which grows as needed.
 
     Strings are compared as raw bytes, so each distinct name is decoded once, however many
-    events carry it.
+    events carry it. ``period``: ``(start, p)`` when the targets from ``start`` on are runs of ``p``
+    events that may repeat one another (executions of one method): if every string there equals the
+    one ``p`` rows before it, byte for byte (checked), only the first ``start + p`` are interned.
     """
     has = np.nonzero(targets >= 0)[0]
     if has.size == 0:  # no string: -1 for every row (read-only, stride 0)
@@ -45,7 +48,7 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
         lengths = lengths[first]
         buf.spend(int(lengths.sum()) + 4 * lengths.size, f"{what} strings", int(starts[0]))
     data = buf.data  # bytes or a read-only mapping: each slice is a bytes copy of its own
-    ids = _string_ids(buf, data, starts, lengths, table)
+    ids = _string_ids(buf, data, starts, lengths, table, period if every and inverse is None else None)
     if inverse is not None:
         ids = ids[inverse]
     if every:
@@ -59,9 +62,10 @@ _VECTOR_GROUP = 64
 
 
 def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, lengths: npt.NDArray[np.uint32],
-                table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+                table: dict[bytes, int], period: tuple[int, int] | None = None) -> npt.NDArray[np.int32]:
     """``table`` ids of the strings ``data[starts + 4 : starts + 4 + lengths]`` (bounds already checked),
-    new strings numbered in the order they first appear, as one ``setdefault`` per string would."""
+    new strings numbered in the order they first appear, as one ``setdefault`` per string would
+    (``period`` as for ``intern_strings``)."""
     setdefault: Callable[[bytes, int], int] = table.setdefault
 
     def intern(at: IntArray) -> list[int]:  # the strings at these indices, one by one
@@ -70,11 +74,18 @@ def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, lengths:
 
     if starts.size < _VECTOR_GROUP:
         return np.array(intern(np.arange(starts.size)), dtype=np.int32)
-    grouped = _groups_by_rows(buf, starts, lengths) if int(lengths.max()) <= _SHORT else None
+    grouped = None
+    if int(lengths.max()) <= _SHORT:
+        words = _masked_rows(buf, starts, lengths)
+        head = _periodic_head(words, period)
+        grouped = _groups_by_rows(words[:head])
     if grouped is not None:
         codes, firsts = grouped
         known = np.array(intern(firsts), dtype=np.int32)
         by_row: npt.NDArray[np.int32] = known[codes]
+        if head < starts.size:  # every later row repeats the one p rows before it
+            start, p = period  # type: ignore[misc]
+            by_row = np.concatenate((by_row[:start], np.resize(by_row[start:], starts.size - start)))
         return by_row
     first = _firsts_by_length(buf, data, starts, lengths.astype(np.int64))
     distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
@@ -96,16 +107,11 @@ _MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
 _MASKS64 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 
 
-def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: npt.NDArray[np.uint32]) -> tuple[IntArray, IntArray] | None:
-    """For the strings whose length prefixes are at ``starts`` (bounds already checked; at most
-    ``_SHORT`` bytes long): each one's group number, the groups numbered in order of first
-    appearance, and each group's first string. Each string, with its 4-byte length prefix, is copied
-    into a row of 8-byte words by one gather over the file (``Buffer.rows``), the bytes past the
-    string are zeroed, the rows are hashed, grouped, and checked word for word against their group's
-    first row. Its cost is the longest string's words times the strings: callers pass short strings.
-    None on a hash collision (the caller then goes by length)."""
-    import pandas as pd  # a hash table: linear, where np.unique sorts
-
+def _masked_rows(buf: Buffer, starts: IntArray, lengths: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    """Each string whose length prefix is at ``starts`` (bounds already checked; at most ``_SHORT``
+    bytes long), with its 4-byte length prefix, as a row of 8-byte words copied by one gather over
+    the file (``Buffer.rows``), the bytes past the string zeroed: two rows are equal exactly when
+    their strings are."""
     width, shortest = -(-(int(lengths.max()) + 4) // 8) * 8, int(lengths.min()) + 4
     words = buf.rows(starts, width).view(np.dtype("<u8"))  # a copy: masked in place
     if shortest // 8 < width // 8:  # words where some string ends: clear the bytes past it
@@ -116,6 +122,34 @@ def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: npt.NDArray[np.uint3
             table[: width + 1] = _MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)]
             words[:, k] &= table[total]
         del total
+    return words
+
+
+def _periodic_head(words: npt.NDArray[np.uint64], period: tuple[int, int] | None) -> int:
+    """How many leading rows determine every row: ``start + p`` when each row from ``start + p`` on
+    equals the row ``p`` before it (the first repeat compared first, so a dump whose runs differ
+    pays one short comparison), else all of them."""
+    n = int(words.shape[0])
+    if period is None:
+        return n
+    start, p = period
+    if p < 1 or start < 0 or n - start < 2 * p:
+        return n
+    if not np.array_equal(words[start + p : start + 2 * p], words[start : start + p]):
+        return n
+    if not np.array_equal(words[start + 2 * p :], words[start + p : n - p]):
+        return n
+    return start + p
+
+
+def _groups_by_rows(words: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray] | None:
+    """For rows of masked words (``_masked_rows``): each row's group number, the groups numbered in
+    order of first appearance, and each group's first row. The rows are hashed, grouped, and
+    checked word for word against their group's first row. None on a hash collision (the caller
+    then goes by length)."""
+    import pandas as pd  # a hash table: linear, where np.unique sorts
+
+    width = 8 * words.shape[1]
     digest = _digest(words)
     codes, uniques = pd.factorize(digest)  # numbered in order of first appearance: 0, then 1, ...
     if uniques.size <= 16:  # a few names (the usual case): where each number first appears, one scan each

@@ -138,7 +138,8 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
             spans.append(run.vector(3, 4, "RunData.events") or (0, 0))
         order.append(i)
     # All runs' events are read in one column-wise pass, then split back per run (views, no copies).
-    columns = _read_event_columns(buf, buf.follow_spans(spans, "RunData.events"), strings)
+    columns = _read_event_columns(buf, buf.follow_spans(spans, "RunData.events"), strings,
+                                  _repeated_runs([n for _, n in spans]))
     bounds = np.cumsum([0, *(n for _, n in spans)]).tolist()
     per_run = [columns.slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     for i in order:
@@ -238,7 +239,19 @@ _COLUMNS: dict[str, tuple[type[np.generic], int]] = {
     "end_time": (np.uint64, 0), "table": (np.int64, -1), "value": (np.int64, -1), "output": (np.bool_, 0)}
 
 
-def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int]) -> EventColumns:
+def _repeated_runs(lengths: list[int]) -> tuple[int, int] | None:
+    """``(start, p)`` when the last runs (at least two, from event ``start`` on) all have ``p`` events:
+    executions of one method, whose names usually repeat run after run (``intern_strings`` checks)."""
+    if not lengths or lengths[-1] < 1:
+        return None
+    p, k = lengths[-1], len(lengths) - 1
+    while k > 0 and lengths[k - 1] == p:
+        k -= 1
+    return (sum(lengths[:k]), p) if len(lengths) - k >= 2 else None
+
+
+def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int],
+                        period: tuple[int, int] | None = None) -> EventColumns:
     events = TableVector.at(buf, positions, "Event")
     out = _Columns(positions.size)
     put = out.put
@@ -263,15 +276,17 @@ def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: 
 
     rows, prof = events.subtables(0, "ProfileEvent")
     del events, positions  # the Event tables' positions and word index: no longer needed
+    if rows.size != out.n:
+        period = None  # the runs' repeats are in event rows: only when every event is a profile event
     put("kind", rows, EventKind.PROFILE)
     put("table", rows, prof.pos)
     put("value", rows, -1)
     put("output", rows, False)
-    put("name", rows, intern_strings(buf, prof.indirect(0), "profile event name", strings))
+    put("name", rows, intern_strings(buf, prof.indirect(0), "profile event name", strings, period))
     put("chain_index", rows, prof.scalar(1, "i32", 0))
     put("instruction_id", rows, prof.scalar(2, "i32", -1))
     put("delegate_int", rows, prof.scalar(3, "i32", -1))
-    put("delegate_str", rows, intern_strings(buf, prof.indirect(4), "delegate id", strings))
+    put("delegate_str", rows, intern_strings(buf, prof.indirect(4), "delegate id", strings, period))
     put("start_time", rows, prof.scalar(6, "u64", 0))
     put("end_time", rows, prof.scalar(7, "u64", 0))
     return out.done()
