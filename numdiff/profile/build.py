@@ -164,13 +164,22 @@ def _labels(slots: Sequence[tuple[int, Sig | None, Sig | None]]) -> tuple[list[t
 def _columns(dump: ETDump, group: _Group, opts: _Options) -> BlockColumns:
     first = group.members[0][1]
     factor = time_scale_factor(opts.source, opts.target)
-    safe: dict[int, npt.NDArray[np.int64]] = {}  # each structure's profile rows (-1 read as row 0), made once
-    for _, s in group.members:
+    # Each structure's profile rows (-1 read as row 0), made once; None when they are every row of
+    # the run in order (a run of profile events only): its columns are then taken as they are.
+    safe: dict[int, npt.NDArray[np.int64] | None] = {}
+    for run, s in group.members:
         if id(s) not in safe:
-            safe[id(s)] = np.maximum(s.profile_rows, 0)
+            rows = s.profile_rows
+            every = rows.size == len(run.columns) and bool((rows == np.arange(rows.size)).all())
+            safe[id(s)] = None if every else np.maximum(rows, 0)
+
+    def times(column: npt.NDArray[np.uint64], s: Structure) -> npt.NDArray[np.uint64]:
+        at = safe[id(s)]
+        return column if at is None else column[at]
+
     # Runs x slots, held as slots x runs (the layout the Event records and the frames read, no copy then).
-    starts = np.stack([r.columns.start_time[safe[id(s)]] for r, s in group.members], axis=1).T
-    ends = np.stack([r.columns.end_time[safe[id(s)]] for r, s in group.members], axis=1).T
+    starts = np.stack([times(r.columns.start_time, s) for r, s in group.members], axis=1).T
+    ends = np.stack([times(r.columns.end_time, s) for r, s in group.members], axis=1).T
     labels, timed = _labels(first.slots)
     profiled = np.array([p is not None for _, p, _ in first.slots], dtype=np.bool_)
     delegated = np.array([bool(d) for _, d, _ in timed], dtype=np.bool_)

@@ -22,7 +22,11 @@ from numdiff.schema.etdump._flatbuf import SCALARS, Buffer, IntArray, field_labe
 __all__ = ["TableVector"]
 
 
-def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
+#: Each table's index into its vector's distinct vtables (int8 when there are two, else int64).
+Layout = npt.NDArray[np.int8] | IntArray
+
+
+def _distinct(vtables: IntArray) -> tuple[IntArray, Layout | None]:
     """The distinct vtable positions in order of first appearance, and each table's index into them
     (None: every table has the first)."""
     if vtables.size == 0:
@@ -32,7 +36,7 @@ def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
         return vtables[:1], None
     second = vtables[int(np.argmax(other))]
     if not (other & (vtables != second)).any():  # two layouts (a field absent from some tables): no hash table
-        return np.array([vtables[0], second], dtype=np.int64), other.astype(np.int64)
+        return np.array([vtables[0], second], dtype=np.int64), other.view(np.int8)  # 0 or 1, no copy
     import pandas as pd  # a hash table, linear; codes numbered in order of first appearance
 
     codes, uniques = pd.factorize(vtables)
@@ -54,7 +58,7 @@ class TableVector:
     pos: IntArray
     what: str
     vtables: IntArray  # the distinct vtables, in order of first appearance
-    layout: IntArray | None  # each table's index into ``vtables`` (None: all use vtables[0])
+    layout: Layout | None  # each table's index into ``vtables`` (None: all use vtables[0])
     vt_size: IntArray  # per distinct vtable
     table_size: IntArray  # per distinct vtable
     residue: int | None  # every table's position modulo 8, when it is the same for all
@@ -265,16 +269,16 @@ class TableVector:
             out[rows] = self.buf.follow(at, what, proven=proven)
         return out
 
-    def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
-        """Rows that have the table field, and the tables themselves."""
+    def subtables(self, index: int, what: str) -> tuple[IntArray | None, TableVector]:
+        """Rows that have the table field (None: every row), and the tables themselves."""
         if self.pos.size >= _ROW_WISE:
             if not self._offsets(index, 4).any():  # no table has the field
                 return _NO_ROWS, TableVector.at(self.buf, _NO_ROWS, what)
             found = self._indirect_rows(index)
             if bool((found >= 0).all()):
-                return np.arange(self.pos.size), TableVector.at(self.buf, found, what)
+                return None, TableVector.at(self.buf, found, what)
             has = np.nonzero(found >= 0)[0]
             return has, TableVector.at(self.buf, found[has], what)
         rows, at, proven = self._present(index, 4)
         targets = self.buf.follow(at, f"{field_label(self.what, index)} of {self.what}", proven=proven)
-        return (np.arange(self.pos.size) if rows is None else rows), TableVector.at(self.buf, targets, what)
+        return rows, TableVector.at(self.buf, targets, what)

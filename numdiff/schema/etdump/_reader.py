@@ -198,13 +198,14 @@ class _Columns:
         self.made: dict[str, npt.NDArray[np.generic]] = {}
         self.borrowed: set[str] = set()  # columns that are an array the caller gave: copied before a scatter
 
-    def put(self, name: str, rows: npt.NDArray[np.int64], values: npt.ArrayLike) -> None:
-        if rows.size == 0 and self.n:  # no row to set (a kind of event the dump does not hold): nothing to make
+    def put(self, name: str, rows: npt.NDArray[np.int64] | None, values: npt.ArrayLike) -> None:
+        """Set column ``name`` at ``rows`` (distinct rows; None: every row) to ``values``."""
+        if rows is not None and rows.size == 0 and self.n:  # no row to set (a kind of event the dump does not hold)
             return
         dtype, default = _COLUMNS[name]
         if isinstance(values, np.ndarray) and values.ndim == 1 and values.size and not values.strides[0]:
             values = values[0]  # one value for every row (a _constant): kept as one
-        if rows.size == self.n:  # every row (``rows`` holds distinct rows)
+        if rows is None or rows.size == self.n:  # every row
             if np.ndim(values):
                 self.made[name] = np.asarray(values).astype(dtype, copy=False)
                 self.borrowed.add(name)
@@ -270,13 +271,15 @@ def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: 
     put("delegate_str", rows, intern_strings(buf, dbg.indirect(4), "delegate id", strings))
     put("name", rows, intern_strings(buf, dbg.indirect(5), "debug event name", strings))
     vrows, values = dbg.subtables(2, "Value")
-    put("value", rows[vrows], values.pos)
+    vrows = rows if vrows is None else vrows if rows is None else rows[vrows]  # as event rows
+    put("value", vrows, values.pos)
     orows, flags = values.subtables(7, "Bool")
-    put("output", rows[vrows[orows]], flags.scalar(0, "bool", 0).astype(np.bool_))
+    put("output", vrows if orows is None else orows if vrows is None else vrows[orows],
+        flags.scalar(0, "bool", 0).astype(np.bool_))
 
     rows, prof = events.subtables(0, "ProfileEvent")
     del events, positions  # the Event tables' positions and word index: no longer needed
-    if rows.size != out.n:
+    if rows is not None and rows.size != out.n:
         period = None  # the runs' repeats are in event rows: only when every event is a profile event
     put("kind", rows, EventKind.PROFILE)
     put("table", rows, prof.pos)
