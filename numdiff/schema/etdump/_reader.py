@@ -146,7 +146,7 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
         name_, bundled, allocators, has_events = heads[i]
         dump.run_data.append(RunData(name=name_, bundled_input_index=bundled, allocators=allocators,
                                      columns=per_run[i], _dump=dump, has_events_vector=has_events))
-    _check_repeated_names(buf, dump, strings)
+    _check_repeated_names(buf, dump, strings, columns if len(heads) == len(order) else None)
     dump.strings.extend(_decode(buf, list(strings)))
     return dump
 
@@ -156,19 +156,23 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
 NAME_RATIO, NAME_FLOOR = 16, 32 << 20
 
 
-def _check_repeated_names(buf: Buffer, dump: ETDump, strings: dict[bytes, int]) -> None:
+def _check_repeated_names(buf: Buffer, dump: ETDump, strings: dict[bytes, int],
+                          every_run: EventColumns | None = None) -> None:
     """Refuse a dump whose names, repeated row by row, would take far more memory than the file.
 
     A real dump's names are short ("native_call_add.out", "Execute"), a few percent of the file
     once repeated; a crafted one can give a megabyte-long name to every event and run.
+    ``every_run``: the events of all runs together, when each run appears once (then counted at once).
     """
     lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
     total = 0
-    for run in dump.run_data:
-        cols = run.columns
+    for cols in [every_run] if every_run is not None else [run.columns for run in dump.run_data]:
         for ids in (cols.name, cols.delegate_str):
-            total += int(lengths[ids[ids >= 0]].sum())
-        total += len(run.name or "") * len(cols.kind)
+            if ids.size and not ids.strides[0]:  # one id for every row
+                total += int(lengths[ids[0]]) * ids.size if ids[0] >= 0 else 0
+            else:  # each name's count times its length
+                total += int(np.bincount(ids[ids >= 0], minlength=len(strings)) @ lengths)
+    total += sum(len(run.name or "") * len(run.columns.kind) for run in dump.run_data)
     allowed = NAME_RATIO * len(buf) + NAME_FLOOR
     if total > allowed:
         raise ETDumpError(
