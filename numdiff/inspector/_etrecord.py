@@ -183,6 +183,8 @@ def _check_delegates(blocks: list[EventBlock], handle_map: Mapping[str, object],
     delegates = {str(k): v for k, v in delegate_map.items()}
     for block in blocks:
         for ev in block._link_records():
+            if not delegates and ev.name != DELEGATE_CALL:
+                continue  # no delegate in the ETRecord: only a delegate call can disagree
             iid = ev._instruction_id
             if iid is None or iid < 0 or ev.is_delegated_op or str(iid) not in handle_map:
                 continue
@@ -210,15 +212,16 @@ def _check_same_model(blocks: list[EventBlock], handle_map: Mapping[str, object]
     """The ETDump's instructions are the ETRecord's: the kernel and delegate calls the runtime ran have
     entries in the ETRecord's ``debug_handle_map``. Not all of them do (a ``cond`` branch's kernels,
     3 of 10 in the real_cond fixture), so the files disagree when most do not."""
-    ids: set[str] = set()
+    seen: set[int] = set()
     calls: set[tuple[str, int]] = set()  # (name, instruction) of kernel and delegate calls
     for block in blocks:
         for ev in block._link_records():
             if ev._instruction_id is None or ev._instruction_id < 0 or ev.name in FRAMEWORK_EVENTS:
                 continue
-            ids.add(str(ev._instruction_id))
+            seen.add(ev._instruction_id)
             if not ev.is_delegated_op and (ev.name == DELEGATE_CALL or ev.name.startswith("native_call_")):
                 calls.add((ev.name, ev._instruction_id))
+    ids = {str(iid) for iid in seen}
     if ids and handle_map is not None and not ids & set(handle_map):
         raise MismatchedArtifactsError(
             f"ETRecord and ETDump {etdump_path!r} do not describe the same model: none of the "

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from numdiff._core.gc_pause import gc_paused
 from numdiff._core.types import ProgramOutput
-from numdiff.profile.events import DelegateMetadataParser, DelegateTimeScaleConverter, Event, _set_start_row
+from numdiff.profile.events import START_ROW, DelegateMetadataParser, DelegateTimeScaleConverter, Event
 from numdiff.profile.perf import PerfData
 
 __all__ = ["BlockColumns", "SlotDebug", "SlotLink", "materialise"]
@@ -108,11 +108,11 @@ def materialise(cols: BlockColumns) -> list[Event]:
 def _records(cols: BlockColumns) -> list[Event]:
     durations = np.ascontiguousarray(cols.durations.T)  # slots x runs; PerfData makes floats on first read
     starts = np.ascontiguousarray(cols.start_times.T)  # slots x runs; Python ints on first read
-    profiled = cols.profiled.tolist()
+    perfs = PerfData._of_rows(durations)
     links = cols.links
     events = []
     new, setdict = Event.__new__, object.__setattr__
-    metadata, debug, ids, delegated = cols.metadata, cols.debug, cols.instruction_ids, cols.delegated
+    metadata, debug, identifiers = cols.metadata, cols.debug, cols.identifiers
     # The attributes ``Event(name=..., ...)`` sets, in its order: each record's dict is a copy of this
     # one (the dataclass's __init__ costs several times more per event) with its own mutable values;
     # what differs is set below as the eager path did.
@@ -122,12 +122,13 @@ def _records(cols: BlockColumns) -> list[Event]:
         "delegate_backend_name": None, "_delegate_debug_metadatas": None, "debug_data": None, "_instruction_id": None,
         "_delegate_metadata_parser": cols.parser, "_delegate_time_scale_converter": cols.converter,
         "_start_time_value": None, "_run_debug_data": None}
-    for j, name in enumerate(cols.names):
+    for j, (name, iid, delegated, profiled, start) in enumerate(zip(
+            cols.names, cols.instruction_ids, cols.delegated, cols.profiled.tolist(), starts, strict=True)):
         state = template.copy()
-        state["name"], state["_instruction_id"] = name, ids[j]
-        if delegated[j] is not None:
-            state["is_delegated_op"] = delegated[j]
-            state["delegate_debug_identifier"] = cols.identifiers[j]
+        state["name"], state["_instruction_id"] = name, iid
+        if delegated is not None:
+            state["is_delegated_op"] = delegated
+            state["delegate_debug_identifier"] = identifiers[j]
         if links:
             link = links[j]
             state["debug_handles"], state["num_outputs"] = link.debug_handles, link.num_outputs
@@ -136,20 +137,20 @@ def _records(cols: BlockColumns) -> list[Event]:
             state["module_hierarchy"] = link.module_hierarchy
         else:
             state["op_types"], state["stack_traces"], state["module_hierarchy"] = [], {}, {}
-        if profiled[j]:
-            state["perf_data"] = PerfData._of_row(durations[j])
-        meta = metadata.get(j)
+        if profiled:
+            state["perf_data"] = perfs[j]
+        meta = metadata.get(j) if metadata else None
         state["_delegate_debug_metadatas"] = [] if meta is None else meta
-        dbg = debug.get(j)
+        dbg = debug.get(j) if debug else None
         if dbg is None:
             state["debug_data"] = []
         else:
             state["debug_data"] = dbg.debug_data
             if dbg.run_loaders is not None:
                 state["_run_debug_data"] = dbg.run_loaders
+        if profiled:  # the start times as a numpy row until read (see numdiff.profile.events)
+            state[START_ROW] = start
         ev = new(Event)
         setdict(ev, "__dict__", state)
-        if profiled[j]:
-            _set_start_row(ev, starts[j])
         events.append(ev)
     return events

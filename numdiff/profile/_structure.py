@@ -54,13 +54,23 @@ class Structures:
         key = (n, int(cols.name[0]), int(cols.name[-1]), int(cols.kind[-1])) if n else (0,)
         bucket = self._seen.setdefault(key, [])
         for earlier, structure, layout in bucket:
-            if all(np.array_equal(getattr(cols, f), getattr(earlier, f)) for f in _STRUCTURE_FIELDS):
+            if all(_equal(getattr(cols, f), getattr(earlier, f)) for f in _STRUCTURE_FIELDS):
                 return structure, layout
         structure = _structure(self._dump, cols)
         layout = self._layouts.setdefault(structure.slots, len(self._layouts))
         if len(bucket) < _CANDIDATES:
             bucket.append((cols, structure, layout))
         return structure, layout
+
+
+def _equal(a: npt.NDArray[np.generic], b: npt.NDArray[np.generic]) -> bool:
+    """Two columns of the same length and dtype (the bucket's key, ``EventColumns``) hold the same values.
+
+    A column that is one value for every row (stride 0, as the reader makes the fields a dump does
+    not use) is compared by that value."""
+    if a.size and not a.strides[0] and not b.strides[0]:
+        return bool(a[0] == b[0])
+    return bool((a == b).all())
 
 
 def _structure(dump: ETDump, cols: EventColumns) -> Structure:

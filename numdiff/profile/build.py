@@ -149,15 +149,38 @@ def _label(sigs: tuple[Sig | None, Sig | None]) -> tuple[str, bool | None, int |
     return name, delegated, ident
 
 
+def _labels(slots: Sequence[tuple[int, Sig | None, Sig | None]]) -> tuple[list[tuple[str, bool | None, int | str | None]],
+                                                                       list[tuple[str, bool | None, int | str | None]]]:
+    """``_label`` of each slot's signatures, and of its profile signature alone (durations use the
+    profile event's own label); the same when the slot has no debug signature."""
+    labels, timed = [], []
+    for _, p, d in slots:
+        own = _label((p, None))
+        timed.append(own)
+        labels.append(own if d is None else _label((p, d)))
+    return labels, timed
+
+
 def _columns(dump: ETDump, group: _Group, opts: _Options) -> BlockColumns:
     first = group.members[0][1]
     factor = time_scale_factor(opts.source, opts.target)
-    rows = np.stack([s.profile_rows for _, s in group.members])  # runs x slots
-    safe = np.maximum(rows, 0)
-    starts = np.stack([r.columns.start_time[safe[i]] for i, (r, _) in enumerate(group.members)])
-    ends = np.stack([r.columns.end_time[safe[i]] for i, (r, _) in enumerate(group.members)])
-    labels = [_label((p, d)) for _, p, d in first.slots]
-    timed = [_label((p, None)) for _, p, _ in first.slots]  # durations use the profile event's own label
+    # Each structure's profile rows (-1 read as row 0), made once; None when they are every row of
+    # the run in order (a run of profile events only): its columns are then taken as they are.
+    safe: dict[int, npt.NDArray[np.int64] | None] = {}
+    for run, s in group.members:
+        if id(s) not in safe:
+            rows = s.profile_rows
+            every = rows.size == len(run.columns) and bool((rows == np.arange(rows.size)).all())
+            safe[id(s)] = None if every else np.maximum(rows, 0)
+
+    def times(column: npt.NDArray[np.uint64], s: Structure) -> npt.NDArray[np.uint64]:
+        at = safe[id(s)]
+        return column if at is None else column[at]
+
+    # Runs x slots, held as slots x runs (the layout the Event records and the frames read, no copy then).
+    starts = np.stack([times(r.columns.start_time, s) for r, s in group.members], axis=1).T
+    ends = np.stack([times(r.columns.end_time, s) for r, s in group.members], axis=1).T
+    labels, timed = _labels(first.slots)
     profiled = np.array([p is not None for _, p, _ in first.slots], dtype=np.bool_)
     delegated = np.array([bool(d) for _, d, _ in timed], dtype=np.bool_)
     plain = profiled & ~delegated
@@ -167,9 +190,10 @@ def _columns(dump: ETDump, group: _Group, opts: _Options) -> BlockColumns:
     if wrapped.any() and np.any(wrapped & ((plain_starts > _MAX_U32) | (plain_ends > _MAX_U32))):
         plain[:] = every = False  # a corrupt timestamp: per event, so the error names the first one
     if every:
-        durations = _elapsed(plain_starts, plain_ends, dump, "") / factor
+        durations = _elapsed(plain_starts, plain_ends, dump, "")  # a new array: divided in place
+        durations /= factor
     else:
-        durations = np.full(starts.shape, np.nan)
+        durations = np.full(starts.shape, np.nan, order="F")
         durations[:, plain] = _elapsed(starts[:, plain], ends[:, plain], dump, "") / factor
     metadata: dict[int, list[str]] = {}
     debug: dict[int, SlotDebug] = {}

@@ -251,8 +251,12 @@ def _set_reference_output(self: EventBlock, value: ProgramOutput | None) -> None
     self.__dict__["_reference_output"] = value
 
 
+#: The key under which an ``Event`` made from a block's columns keeps its start times as a numpy row.
+START_ROW = "_start_row"
+
+
 def _get_start_time(self: Event) -> list[int | float] | None:
-    row = self.__dict__.pop("_start_row", None)
+    row = self.__dict__.pop(START_ROW, None)
     if row is not None:
         self.__dict__["_start_time_value"] = row.tolist()
     value: list[int | float] | None = self.__dict__.get("_start_time_value")
@@ -260,13 +264,8 @@ def _get_start_time(self: Event) -> list[int | float] | None:
 
 
 def _set_start_time(self: Event, value: list[int | float] | None) -> None:
-    self.__dict__.pop("_start_row", None)
+    self.__dict__.pop(START_ROW, None)
     self.__dict__["_start_time_value"] = value
-
-
-def _set_start_row(event: Event, row: Any) -> None:
-    """Have ``event``'s start times made from ``row`` (a numpy row of the block's columns) on first read."""
-    event.__dict__["_start_row"] = row
 
 
 def _get_events(self: EventBlock) -> list[Event]:

@@ -44,6 +44,17 @@ class PerfData:
         object.__setattr__(perf, "_row", row)
         return perf
 
+    @classmethod
+    def _of_rows(cls, rows: "npt.NDArray[np.float64]") -> "list[PerfData]":
+        """``_of_row`` of each row of a matrix, in one call (the Inspector makes thousands at once)."""
+        new, set_row = cls.__new__, cls.__dict__["_row"].__set__  # the slot's descriptor
+        out = []
+        for row in rows:
+            perf = new(cls)
+            set_row(perf, row)
+            out.append(perf)
+        return out
+
     def __getattr__(self, name: str) -> list[float]:
         # Only reached while the ``raw`` slot is still empty (an event read from a dump).
         row = object.__getattribute__(self, "_row") if name == "raw" else None

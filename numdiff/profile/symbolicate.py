@@ -113,7 +113,7 @@ def resolve_debug_handles(
                 raise ETRecordError(
                     None, f"delegate_map entry for instruction {iid} is a {type(meta).__name__}, not a mapping", _SHAPE_HINT
                 )
-            handles = _checked_handles(f"debug_handle_map entry for instruction {iid}", handle_map[iid])
+            handles = _checked_handles("debug_handle_map entry for instruction {iid}", handle_map[iid], iid)
             if ev.delegate_debug_identifier is None:
                 ev.debug_handles = handles
                 if ev.name == "DELEGATE_CALL" and meta is not None:
@@ -128,8 +128,8 @@ def resolve_debug_handles(
             if not isinstance(dmap, Mapping):
                 raise ETRecordError(None, f"delegate_map entry for instruction {iid} has a {type(dmap).__name__} "
                                     "delegate_map, not a mapping", _SHAPE_HINT)
-            ev.debug_handles = _checked_handles(f"delegate_map entry for instruction {iid}",
-                                                _delegate_handles(dmap, ev.delegate_debug_identifier))
+            ev.debug_handles = _checked_handles("delegate_map entry for instruction {iid}",
+                                                _delegate_handles(dmap, ev.delegate_debug_identifier), iid)
     return notes
 
 
@@ -151,12 +151,14 @@ def _checked_count(iid: str, count: object, limit: int) -> int:
     return count
 
 
-def _checked_handles(what: str, handles: object) -> EventHandles:
-    """``handles`` as the map gave it, once checked to be a handle, a list of handles or None."""
+def _checked_handles(what: str, handles: object, iid: str) -> EventHandles:
+    """``handles`` as the map gave it, once checked to be a handle, a list of handles or None
+    (``what`` names the entry, ``{iid}`` replaced by the instruction id: formatted only for the error)."""
     if handles is None or type(handles) is int:
         return handles
     if not isinstance(handles, (list, tuple)) or not all(type(h) is int for h in handles):
-        raise ETRecordError(None, f"{what} is {handles!r:.80}; expected a handle or a list of handles", _SHAPE_HINT)
+        raise ETRecordError(None, f"{what.format(iid=iid)} is {handles!r:.80}; expected a handle or a list of handles",
+                            _SHAPE_HINT)
     return handles
 
 
@@ -200,13 +202,18 @@ def op_name_mismatches(blocks: Iterable[EventBlock]) -> tuple[int, list[str]]:
     the names stop agreeing. Returns (events checked, descriptions of the disagreeing ones).
     """
     checked, bad = 0, []
+    agrees: dict[tuple[str, tuple[str, ...]], bool] = {}  # by kernel name and op types: a block repeats a few ops
     for block in blocks:
         for ev in block._link_records():
             if ev.is_delegated_op or not ev.op_types or not ev.name.startswith("native_call_"):
                 continue
             checked += 1
-            kernel = ev.name[len("native_call_"):].split(".")[0]
-            bases = {t.split(".")[-2] if t.count(".") >= 1 else t for t in ev.op_types}
-            if not any(b and (b in kernel or kernel in b) for b in bases):
+            key = (ev.name, tuple(ev.op_types))
+            ok = agrees.get(key)
+            if ok is None:
+                kernel = ev.name[len("native_call_"):].split(".")[0]
+                bases = {t.split(".")[-2] if t.count(".") >= 1 else t for t in ev.op_types}
+                ok = agrees[key] = any(b and (b in kernel or kernel in b) for b in bases)
+            if not ok:
                 bad.append(f"{ev.name} (instruction {ev._instruction_id}) vs {sorted(set(ev.op_types))}")
     return checked, bad

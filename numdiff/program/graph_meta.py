@@ -119,6 +119,16 @@ def op_type_for(serialized: str) -> str:
         >>> op_type_for("torch.ops.aten.conv2d.default")
         'conv2d.default'
     """
+    if len(serialized) <= _CACHED_TARGET_CHARS:  # a graph repeats a few targets many times
+        return _cached_op_type(serialized)
+    return _op_type(serialized)
+
+
+#: Targets up to this long are cached (bounded memory: at most 4096 of them).
+_CACHED_TARGET_CHARS = 256
+
+
+def _op_type(serialized: str) -> str:
     if serialized == DELEGATE_TARGET:
         return DELEGATE_OP_TYPE
     for prefix in (EDGE_PREFIX, BACKEND_PREFIX):
@@ -133,6 +143,9 @@ def op_type_for(serialized: str) -> str:
     if serialized.startswith(("_operator.", "math.", "torch.")):
         return serialized.rsplit(".", 1)[-1]
     return serialized
+
+
+_cached_op_type = functools.lru_cache(maxsize=4096)(_op_type)
 
 
 def _split_top_level(item: str) -> list[str]:

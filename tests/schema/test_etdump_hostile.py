@@ -417,6 +417,31 @@ def test_names_that_would_fill_memory_when_repeated_per_row_are_refused() -> Non
     assert read_etdump(fine).run_data[0].name == long_name
 
 
+def test_repeated_names_are_counted_alike_for_all_runs_at_once_and_run_by_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names' total is the same whether the runs are counted together (each run once) or one by
+    one (a run listed twice): the limit refuses a dump one byte over it, either way."""
+    import dataclasses
+
+    import numpy as np
+
+    from numdiff.schema.etdump import EventColumns
+    from numdiff.schema.etdump import _reader
+
+    events = [_profile(f"native_call_op{i % 5}.out", i) for i in range(300)]
+    dump = _reader.read_etdump(bytes(_dump(RunDoc("Execute", events), RunDoc("Method::init", events[:7]))))
+    total = sum(len(e.profile_event.name) + len(r.name or "")  # type: ignore[union-attr]
+                for r in dump.run_data for e in r.events)
+    strings = {s.encode(): i for i, s in enumerate(dump.strings)}
+    together = EventColumns(*(np.concatenate([getattr(r.columns, f.name) for r in dump.run_data])
+                              for f in dataclasses.fields(EventColumns)))
+    for every_run in (together, None):
+        monkeypatch.setattr(_reader, "NAME_FLOOR", total - _reader.NAME_RATIO * len(dump.buffer))
+        _reader._check_repeated_names(dump.buffer, dump, strings, every_run)  # exactly at the limit
+        monkeypatch.setattr(_reader, "NAME_FLOOR", total - 1 - _reader.NAME_RATIO * len(dump.buffer))
+        with pytest.raises(ETDumpError, match=rf"names come to {total} bytes"):
+            _reader._check_repeated_names(dump.buffer, dump, strings, every_run)
+
+
 def test_real_dumps_repeat_names_far_below_the_limit() -> None:
     # the limit above is 16x the file: every dump the runtime wrote for the fixtures stays under 0.5x
     # (fp16_debug's dumps are unreadable by design: the 1.5.1 runtime cannot log half precision)

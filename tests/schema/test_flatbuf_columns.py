@@ -94,3 +94,21 @@ def test_distinct_vtables_are_numbered_in_order_of_first_appearance(distinct: in
     assert vtables.tolist() == values[firsts].tolist()
     assert (vtables[0 if layout is None else layout] == values).all()
     assert (layout is None) == (distinct == 1)
+
+
+@pytest.mark.parametrize("differ", [None, (0, 0), (3, 17), (5, 39)])
+def test_runs_that_repeat_keep_every_event_name(differ: tuple[int, int] | None) -> None:
+    """Runs of one length are read as repeats of the first (their names interned once) only when
+    every name equals the one a run before it: a run that differs keeps its own names."""
+    def run(k: int) -> list[Event]:
+        names = [f"native_call_op{i % 3}.out" for i in range(40)]
+        if differ is not None and k == differ[0]:
+            names[differ[1]] = "native_call_other.out"
+        return [Event(profile_event=ProfileEvent(n, 0, i, -1, None, None, 10, 20)) for i, n in enumerate(names)]
+
+    doc = ETDumpDoc(run_data=[RunDoc("Method::init", [Event(profile_event=ProfileEvent("Method::init", 0, -1, -1,
+                                                                                       None, None, 1, 2))])]
+                    + [RunDoc("Execute", run(k)) for k in range(6)])
+    dump = read_etdump(write_etdump(doc))
+    assert [[e.profile_event.name for e in r.events] for r in dump.run_data] == \
+           [[e.profile_event.name for e in (r.events or ())] for r in doc.run_data]  # type: ignore[union-attr]

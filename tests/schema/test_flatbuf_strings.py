@@ -74,3 +74,32 @@ def test_a_hash_collision_falls_back_to_comparing_by_length(monkeypatch: MonkeyP
     table: dict[bytes, int] = {}
     ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table)
     assert ids.tolist() == _naive(data, starts) and len(table) == 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(lead=st.lists(names, min_size=0, max_size=5), run=st.lists(names, min_size=1, max_size=40),
+       repeats=st.integers(2, 6), change=st.one_of(st.none(), st.tuples(st.integers(0, 10**6), names)),
+       shift=st.sets(st.integers(0, 299), max_size=5))
+def test_repeated_runs_give_the_ids_of_one_by_one(lead: list[bytes], run: list[bytes], repeats: int,
+                                                  change: tuple[int, bytes] | None, shift: set[int]) -> None:
+    """Runs that repeat one another (``period``) reuse the first run's ids only when every later string
+    equals the one a run before it; a run that differs anywhere is interned like any other."""
+    picks = lead + run * repeats
+    if change is not None:
+        at, name = change
+        picks[len(lead) + at % (len(picks) - len(lead))] = name
+    data, starts = _layout(picks, shift)
+    table: dict[bytes, int] = {}
+    ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table,
+                         period=(len(lead), len(run)))
+    assert ids.tolist() == _naive(data, starts)
+    assert all(list(table)[i] == picks[k] for k, i in enumerate(ids.tolist()))
+
+
+def test_a_period_that_does_not_fit_is_ignored() -> None:
+    picks = [b"native_call_add.out", b"native_call_mul.out"] * 60
+    data, starts = _layout(picks, set())
+    for period in [(0, 0), (0, 1), (0, 7), (50, 60), (0, 200), (-1, 2)]:
+        table: dict[bytes, int] = {}
+        ids = intern_strings(Buffer.of(data, None), np.array(starts, dtype=np.int64), "name", table, period=period)
+        assert ids.tolist() == _naive(data, starts), period

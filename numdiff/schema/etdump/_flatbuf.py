@@ -160,8 +160,9 @@ class Buffer:
         if size == 1:
             single: npt.NDArray[np.generic] = self.u8[pos].view(dtype)
             return single
-        if proven or not (pos & (size - 1)).any():  # FlatBuffers aligns scalars: one typed gather, no byte shuffling
-            aligned: npt.NDArray[np.generic] = self.words(dtype)[pos >> (size.bit_length() - 1)]
+        # FlatBuffers aligns scalars: one typed gather, no byte shuffling (the low bits checked in bytes)
+        if proven or not np.bitwise_and(pos, size - 1, dtype=np.uint8, casting="unsafe").any():
+            aligned: npt.NDArray[np.generic] = np.take(self.words(dtype), pos >> (size.bit_length() - 1))
             return aligned
         idx = pos[:, None] + np.arange(size, dtype=np.int64)[None, :]
         raw = np.ascontiguousarray(self.u8[idx])
@@ -236,9 +237,16 @@ class Buffer:
             # Aligned vectors inside the file: each one's elements are a slice of the file's words.
             off = np.concatenate([words[s >> 2 : (s >> 2) + n] for s, n in spans])
             if off.all():
-                sliced: IntArray = np.arange(0, 4 * total, 4, dtype=np.int64)
-                sliced += np.repeat(starts - 4 * firsts, counts)
-                sliced += off
+                sliced: IntArray = off.astype(np.int64)
+                if len(spans) <= 1024:  # each element's own position, vector by vector (no full-size temporaries)
+                    ramp = np.arange(0, 4 * int(counts.max()), 4, dtype=np.int64)
+                    for (s, n), f in zip(spans, firsts.tolist(), strict=True):
+                        part = sliced[f : f + n]
+                        part += ramp[:n]
+                        part += s
+                else:
+                    sliced += np.arange(0, 4 * total, 4, dtype=np.int64)
+                    sliced += np.repeat(starts - 4 * firsts, counts)
                 return sliced
         pos = np.repeat(starts - 4 * firsts, counts)
         pos += 4 * np.arange(total, dtype=np.int64)

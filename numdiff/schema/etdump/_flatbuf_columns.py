@@ -22,7 +22,11 @@ from numdiff.schema.etdump._flatbuf import SCALARS, Buffer, IntArray, field_labe
 __all__ = ["TableVector"]
 
 
-def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
+#: Each table's index into its vector's distinct vtables (int8 when there are two, else int64).
+Layout = npt.NDArray[np.int8] | IntArray
+
+
+def _distinct(vtables: IntArray) -> tuple[IntArray, Layout | None]:
     """The distinct vtable positions in order of first appearance, and each table's index into them
     (None: every table has the first)."""
     if vtables.size == 0:
@@ -32,7 +36,7 @@ def _distinct(vtables: IntArray) -> tuple[IntArray, IntArray | None]:
         return vtables[:1], None
     second = vtables[int(np.argmax(other))]
     if not (other & (vtables != second)).any():  # two layouts (a field absent from some tables): no hash table
-        return np.array([vtables[0], second], dtype=np.int64), other.astype(np.int64)
+        return np.array([vtables[0], second], dtype=np.int64), other.view(np.int8)  # 0 or 1, no copy
     import pandas as pd  # a hash table, linear; codes numbered in order of first appearance
 
     codes, uniques = pd.factorize(vtables)
@@ -54,7 +58,7 @@ class TableVector:
     pos: IntArray
     what: str
     vtables: IntArray  # the distinct vtables, in order of first appearance
-    layout: IntArray | None  # each table's index into ``vtables`` (None: all use vtables[0])
+    layout: Layout | None  # each table's index into ``vtables`` (None: all use vtables[0])
     vt_size: IntArray  # per distinct vtable
     table_size: IntArray  # per distinct vtable
     residue: int | None  # every table's position modulo 8, when it is the same for all
@@ -63,8 +67,22 @@ class TableVector:
 
     @classmethod
     def at(cls, buf: Buffer, pos: IntArray, what: str) -> TableVector:
-        vtable_of = np.subtract(pos, buf.gather(pos, "i32", f"{what} tables"), dtype=np.int64)
+        mod8 = np.bitwise_and(pos, 7, dtype=np.uint8, casting="unsafe")
+        residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
+        cache: dict[str, npt.NDArray[np.generic]] = {}
+        if residue is not None and not residue % 4 and pos.size >= _ROW_WISE:
+            # aligned tables: their soffsets by word index, the index kept for the fields' gathers (_column)
+            lo, hi = int(pos.min()), int(pos.max())
+            if lo < 0 or hi + 4 > len(buf):
+                raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", lo if lo < 0 else hi)
+            index = cache["index2"] = pos >> 2
+            soffsets = np.take(buf.words(np.int32), index)
+        else:
+            soffsets = buf.gather(pos, "i32", f"{what} tables")
+        vtable_of = np.subtract(pos, soffsets, dtype=np.int64)
+        del soffsets
         vtables, layout = _distinct(vtable_of)
+        del vtable_of
         sizes = buf.gather(vtables, "u16", f"vtables of {what}").astype(np.int64)
         tsize = buf.gather(vtables + 2, "u16", f"vtables of {what}").astype(np.int64)
         if sizes.size:
@@ -81,9 +99,7 @@ class TableVector:
                 last = int(np.argmax(ends))
                 if int(ends[last]) > len(buf):
                     raise buf.fail(f"{what} tables lies outside the {len(buf)}-byte file", int(ends[last]) - 1)
-        mod8 = np.bitwise_and(pos, 7, dtype=np.uint8, casting="unsafe")
-        residue = int(mod8[0]) if pos.size and not (mod8 != mod8[0]).any() else None
-        return cls(buf, pos, what, vtables, layout, sizes, tsize, residue)
+        return cls(buf, pos, what, vtables, layout, sizes, tsize, residue, cache)
 
     def _rows(self, per_vtable: IntArray) -> IntArray:
         """A per-vtable value spread to every table."""
@@ -140,6 +156,14 @@ class TableVector:
             rows = self.cache["rows"] = self.buf.rows(self.pos, int(self.table_size.max()))
         return rows  # type: ignore[return-value]
 
+    def _word_index(self, shift: int) -> IntArray:
+        """Every table's position in words of ``1 << shift`` bytes (rounded down; kept)."""
+        key = f"index{shift}"
+        index = self.cache.get(key)
+        if index is None:
+            index = self.cache[key] = self.pos >> shift
+        return index  # type: ignore[return-value]
+
     def _main(self, offsets: IntArray) -> tuple[int, IntArray]:
         """The field's offset in most tables (0: absent), and the rows whose vtable puts it elsewhere."""
         if self.layout is None:
@@ -153,6 +177,16 @@ class TableVector:
 
     def _column(self, main: int, kind: str) -> npt.NDArray[np.generic]:
         """The scalar of ``kind`` at table offset ``main`` of every row (a copy, native byte order)."""
+        _, dtype, size = SCALARS[kind]
+        if self.residue is not None and size > 1 and not (self.residue + main) % size:
+            # Aligned in every table: one typed gather of the file's words, by word index (no row copies).
+            # Rows of the main layout hold the field inside their table, so inside the file; a row of
+            # another layout (its value replaced by the caller) may point past the last word: clipped.
+            shift = size.bit_length() - 1
+            skip = ((self.residue + main) >> shift) - (self.residue >> shift)
+            words = self.buf.words(dtype)[skip:]
+            taken: npt.NDArray[np.generic] = np.take(words, self._word_index(shift), mode="clip")
+            return taken.astype(dtype, copy=False)
         rows = self._table_rows()
         at = np.dtype({"names": ["f"], "formats": [np.dtype(SCALARS[kind][1]).newbyteorder("<")],
                        "offsets": [main], "itemsize": rows.shape[1]})
@@ -161,6 +195,8 @@ class TableVector:
     def _scalar_rows(self, index: int, kind: str, default: int | float) -> npt.NDArray[np.generic]:
         dtype, size = SCALARS[kind][1], SCALARS[kind][2]
         main, odd = self._main(self._offsets(index, size))
+        if not main and not odd.size:  # no table has the field: one value for every row (read-only, stride 0)
+            return np.broadcast_to(np.array(default, dtype=dtype), (self.pos.size,))
         out = self._column(main, kind) if main else np.full(self.pos.size, default, dtype=dtype)
         if odd.size:
             per = self._offsets(index, size)[self.layout[odd]]  # type: ignore[index]
@@ -177,12 +213,12 @@ class TableVector:
             return np.full(n, -1, dtype=np.int64)
         main, odd = self._main(offsets)
         if main and not odd.size:  # every table holds the field at one place
-            targets = self._column(main, "u32").astype(np.int64)
-            if not targets.all():
-                first = int(np.argmin(targets != 0))
+            stored = self._column(main, "u32")
+            if not stored.all():
+                first = int(np.argmin(stored != 0))
                 raise self.buf.fail(f"{field_label(self.what, index)} of {self.what} holds a null reference (offset 0)",
                                     int(self.pos[first]) + main)
-            targets += self.pos
+            targets: IntArray = np.add(self.pos, stored, dtype=np.int64)
             targets += main
             return targets
         at = self.pos + main  # where each table holds the field (main's place, odd rows below)
@@ -233,16 +269,16 @@ class TableVector:
             out[rows] = self.buf.follow(at, what, proven=proven)
         return out
 
-    def subtables(self, index: int, what: str) -> tuple[IntArray, TableVector]:
-        """Rows that have the table field, and the tables themselves."""
+    def subtables(self, index: int, what: str) -> tuple[IntArray | None, TableVector]:
+        """Rows that have the table field (None: every row), and the tables themselves."""
         if self.pos.size >= _ROW_WISE:
             if not self._offsets(index, 4).any():  # no table has the field
                 return _NO_ROWS, TableVector.at(self.buf, _NO_ROWS, what)
             found = self._indirect_rows(index)
             if bool((found >= 0).all()):
-                return np.arange(self.pos.size), TableVector.at(self.buf, found, what)
+                return None, TableVector.at(self.buf, found, what)
             has = np.nonzero(found >= 0)[0]
             return has, TableVector.at(self.buf, found[has], what)
         rows, at, proven = self._present(index, 4)
         targets = self.buf.follow(at, f"{field_label(self.what, index)} of {self.what}", proven=proven)
-        return (np.arange(self.pos.size) if rows is None else rows), TableVector.at(self.buf, targets, what)
+        return rows, TableVector.at(self.buf, targets, what)

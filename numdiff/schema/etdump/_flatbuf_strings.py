@@ -20,31 +20,35 @@ from numdiff.schema.etdump._flatbuf import Buffer, IntArray
 __all__ = ["intern_strings"]
 
 
-def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
+def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes, int],
+                   period: tuple[int, int] | None = None) -> npt.NDArray[np.int32]:
     """Ids of the strings at ``targets`` (-1 where absent) in ``table``, which grows as needed.
 
     Strings are compared as raw bytes, so each distinct name is decoded once, however many
-    events carry it.
+    events carry it. ``period``: ``(start, p)`` when the targets from ``start`` on are runs of ``p``
+    events that may repeat one another (executions of one method): if every string there equals the
+    one ``p`` rows before it, byte for byte (checked), only the first ``start + p`` are interned.
     """
-    out = np.full(targets.size, -1, dtype=np.int32)
     has = np.nonzero(targets >= 0)[0]
-    if has.size == 0:
-        return out
+    if has.size == 0:  # no string: -1 for every row (read-only, stride 0)
+        return np.broadcast_to(np.array(-1, dtype=np.int32), (targets.size,))
+    out = np.full(targets.size, -1, dtype=np.int32)
     every = has.size == targets.size
     starts = targets if every else targets[has]
-    lengths = buf.gather(starts, "u32", f"lengths of {what}")
-    ends = np.add(starts, lengths, dtype=np.int64)
-    ends += 4
-    if int(ends.max()) > len(buf):
-        bad = int(starts[np.argmax(ends)])
-        raise buf.fail(f"a {what} string runs past the end of the {len(buf)}-byte file", bad)
+    lengths: npt.NDArray[np.uint32] = buf.gather(starts, "u32", f"lengths of {what}")  # type: ignore[assignment]
+    if int(starts.max()) + int(lengths.max()) + 4 > len(buf):  # then find the string that runs past the end
+        ends = np.add(starts, lengths, dtype=np.int64)
+        ends += 4
+        if int(ends.max()) > len(buf):
+            bad = int(starts[np.argmax(ends)])
+            raise buf.fail(f"a {what} string runs past the end of the {len(buf)}-byte file", bad)
     inverse = None
     if int(lengths.sum()) > 2 * len(buf):  # strings shared or overlapping: copy each distinct one once
         starts, first, inverse = np.unique(starts, return_index=True, return_inverse=True)
-        ends = ends[first]
-        buf.spend(int((ends - starts).sum()), f"{what} strings", int(starts[0]))
+        lengths = lengths[first]
+        buf.spend(int(lengths.sum()) + 4 * lengths.size, f"{what} strings", int(starts[0]))
     data = buf.data  # bytes or a read-only mapping: each slice is a bytes copy of its own
-    ids = _string_ids(buf, data, starts, ends, table)
+    ids = _string_ids(buf, data, starts, lengths, table, period if every and inverse is None else None)
     if inverse is not None:
         ids = ids[inverse]
     if every:
@@ -57,26 +61,36 @@ def intern_strings(buf: Buffer, targets: IntArray, what: str, table: dict[bytes,
 _VECTOR_GROUP = 64
 
 
-def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, ends: IntArray, table: dict[bytes, int]) -> npt.NDArray[np.int32]:
-    """``table`` ids of the strings ``data[starts + 4 : ends]`` (bounds already checked), new strings
-    numbered in the order they first appear, as one ``setdefault`` per string would."""
+def _string_ids(buf: Buffer, data: bytes | mmap.mmap, starts: IntArray, lengths: npt.NDArray[np.uint32],
+                table: dict[bytes, int], period: tuple[int, int] | None = None) -> npt.NDArray[np.int32]:
+    """``table`` ids of the strings ``data[starts + 4 : starts + 4 + lengths]`` (bounds already checked),
+    new strings numbered in the order they first appear, as one ``setdefault`` per string would
+    (``period`` as for ``intern_strings``)."""
     setdefault: Callable[[bytes, int], int] = table.setdefault
+
+    def intern(at: IntArray) -> list[int]:  # the strings at these indices, one by one
+        return [setdefault(data[s + 4 : s + 4 + n], len(table))
+                for s, n in zip(starts[at].tolist(), lengths[at].tolist(), strict=True)]
+
     if starts.size < _VECTOR_GROUP:
-        return np.array([setdefault(data[s + 4 : e], len(table)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)],
-                        dtype=np.int32)
-    lengths = ends - starts - 4
-    grouped = _groups_by_rows(buf, starts, lengths) if int(lengths.max()) <= _SHORT else None
+        return np.array(intern(np.arange(starts.size)), dtype=np.int32)
+    grouped = None
+    if int(lengths.max()) <= _SHORT:
+        words = _masked_rows(buf, starts, lengths)
+        head = _periodic_head(words, period)
+        grouped = _groups_by_rows(words[:head])
     if grouped is not None:
         codes, firsts = grouped
-        known = np.array([setdefault(data[s + 4 : e], len(table))
-                          for s, e in zip(starts[firsts].tolist(), ends[firsts].tolist(), strict=True)], dtype=np.int32)
+        known = np.array(intern(firsts), dtype=np.int32)
         by_row: npt.NDArray[np.int32] = known[codes]
+        if head < starts.size:  # every later row repeats the one p rows before it
+            start, p = period  # type: ignore[misc]
+            by_row = np.concatenate((by_row[:start], np.resize(by_row[start:], starts.size - start)))
         return by_row
-    first = _firsts_by_length(buf, data, starts, lengths)
+    first = _firsts_by_length(buf, data, starts, lengths.astype(np.int64))
     distinct = np.flatnonzero(first == np.arange(first.size))  # each distinct string's first place, in order
     ids = np.empty(first.size, dtype=np.int32)
-    ids[distinct] = [setdefault(data[s + 4 : e], len(table))
-                     for s, e in zip(starts[distinct].tolist(), ends[distinct].tolist(), strict=True)]
+    ids[distinct] = intern(distinct)
     out: npt.NDArray[np.int32] = ids[first]
     return out
 
@@ -93,21 +107,49 @@ _MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
 _MASKS64 = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 
 
-def _groups_by_rows(buf: Buffer, starts: IntArray, lengths: IntArray) -> tuple[IntArray, IntArray] | None:
-    """For the strings whose length prefixes are at ``starts`` (bounds already checked): each one's
-    group number, the groups numbered in order of first appearance, and each group's first string.
-    Each string, with its 4-byte length prefix, is copied into a row of 8-byte words by one gather
-    over the file (``Buffer.rows``), the bytes past the string are zeroed, the rows are hashed,
-    grouped, and checked word for word against their group's first row. Its cost is the longest
-    string's words times the strings: callers pass short strings. None on a hash collision (the
-    caller then goes by length)."""
+def _masked_rows(buf: Buffer, starts: IntArray, lengths: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    """Each string whose length prefix is at ``starts`` (bounds already checked; at most ``_SHORT``
+    bytes long), with its 4-byte length prefix, as a row of 8-byte words copied by one gather over
+    the file (``Buffer.rows``), the bytes past the string zeroed: two rows are equal exactly when
+    their strings are."""
+    width, shortest = -(-(int(lengths.max()) + 4) // 8) * 8, int(lengths.min()) + 4
+    words = buf.rows(starts, width).view(np.dtype("<u8"))  # a copy: masked in place
+    if shortest // 8 < width // 8:  # words where some string ends: clear the bytes past it
+        total = lengths.astype(np.uint8)  # lengths + 4 <= _SHORT + 4 < 256
+        total += 4
+        table = np.zeros(256, dtype=np.uint64)  # a mask per total length, indexed by the uint8 itself
+        for k in range(shortest // 8, width // 8):
+            table[: width + 1] = _MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)]
+            words[:, k] &= table[total]
+        del total
+    return words
+
+
+def _periodic_head(words: npt.NDArray[np.uint64], period: tuple[int, int] | None) -> int:
+    """How many leading rows determine every row: ``start + p`` when each row from ``start + p`` on
+    equals the row ``p`` before it (the first repeat compared first, so a dump whose runs differ
+    pays one short comparison), else all of them."""
+    n = int(words.shape[0])
+    if period is None:
+        return n
+    start, p = period
+    if p < 1 or start < 0 or n - start < 2 * p:
+        return n
+    if not np.array_equal(words[start + p : start + 2 * p], words[start : start + p]):
+        return n
+    if not np.array_equal(words[start + 2 * p :], words[start + p : n - p]):
+        return n
+    return start + p
+
+
+def _groups_by_rows(words: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray] | None:
+    """For rows of masked words (``_masked_rows``): each row's group number, the groups numbered in
+    order of first appearance, and each group's first row. The rows are hashed, grouped, and
+    checked word for word against their group's first row. None on a hash collision (the caller
+    then goes by length)."""
     import pandas as pd  # a hash table: linear, where np.unique sorts
 
-    total = lengths + 4
-    width, shortest = -(-int(total.max()) // 8) * 8, int(total.min())
-    words = buf.rows(starts, width).view(np.dtype("<u8"))  # a copy: masked in place
-    for k in range(shortest // 8, width // 8):  # words where some string ends: clear the bytes past it
-        words[:, k] &= _MASKS64[np.clip(np.arange(width + 1) - 8 * k, 0, 8)][total]  # the mask by total length
+    width = 8 * words.shape[1]
     digest = _digest(words)
     codes, uniques = pd.factorize(digest)  # numbered in order of first appearance: 0, then 1, ...
     if uniques.size <= 16:  # a few names (the usual case): where each number first appears, one scan each

@@ -138,14 +138,15 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
             spans.append(run.vector(3, 4, "RunData.events") or (0, 0))
         order.append(i)
     # All runs' events are read in one column-wise pass, then split back per run (views, no copies).
-    columns = _read_event_columns(buf, buf.follow_spans(spans, "RunData.events"), strings)
+    columns = _read_event_columns(buf, buf.follow_spans(spans, "RunData.events"), strings,
+                                  _repeated_runs([n for _, n in spans]))
     bounds = np.cumsum([0, *(n for _, n in spans)]).tolist()
     per_run = [columns.slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     for i in order:
         name_, bundled, allocators, has_events = heads[i]
         dump.run_data.append(RunData(name=name_, bundled_input_index=bundled, allocators=allocators,
                                      columns=per_run[i], _dump=dump, has_events_vector=has_events))
-    _check_repeated_names(buf, dump, strings)
+    _check_repeated_names(buf, dump, strings, columns if len(heads) == len(order) else None)
     dump.strings.extend(_decode(buf, list(strings)))
     return dump
 
@@ -155,19 +156,23 @@ def read_etdump(source: str | os.PathLike[str] | bytes, *, path: str | os.PathLi
 NAME_RATIO, NAME_FLOOR = 16, 32 << 20
 
 
-def _check_repeated_names(buf: Buffer, dump: ETDump, strings: dict[bytes, int]) -> None:
+def _check_repeated_names(buf: Buffer, dump: ETDump, strings: dict[bytes, int],
+                          every_run: EventColumns | None = None) -> None:
     """Refuse a dump whose names, repeated row by row, would take far more memory than the file.
 
     A real dump's names are short ("native_call_add.out", "Execute"), a few percent of the file
     once repeated; a crafted one can give a megabyte-long name to every event and run.
+    ``every_run``: the events of all runs together, when each run appears once (then counted at once).
     """
     lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
     total = 0
-    for run in dump.run_data:
-        cols = run.columns
+    for cols in [every_run] if every_run is not None else [run.columns for run in dump.run_data]:
         for ids in (cols.name, cols.delegate_str):
-            total += int(lengths[ids[ids >= 0]].sum())
-        total += len(run.name or "") * len(cols.kind)
+            if ids.size and not ids.strides[0]:  # one id for every row
+                total += int(lengths[ids[0]]) * ids.size if ids[0] >= 0 else 0
+            else:  # each name's count times its length
+                total += int(np.bincount(ids[ids >= 0], minlength=len(strings)) @ lengths)
+    total += sum(len(run.name or "") * len(run.columns.kind) for run in dump.run_data)
     allowed = NAME_RATIO * len(buf) + NAME_FLOOR
     if total > allowed:
         raise ETDumpError(
@@ -197,15 +202,20 @@ class _Columns:
         self.made: dict[str, npt.NDArray[np.generic]] = {}
         self.borrowed: set[str] = set()  # columns that are an array the caller gave: copied before a scatter
 
-    def put(self, name: str, rows: npt.NDArray[np.int64], values: npt.ArrayLike) -> None:
+    def put(self, name: str, rows: npt.NDArray[np.int64] | None, values: npt.ArrayLike) -> None:
+        """Set column ``name`` at ``rows`` (distinct rows; None: every row) to ``values``."""
+        if rows is not None and rows.size == 0 and self.n:  # no row to set (a kind of event the dump does not hold)
+            return
         dtype, default = _COLUMNS[name]
-        if rows.size == self.n:  # every row (``rows`` holds distinct rows)
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.size and not values.strides[0]:
+            values = values[0]  # one value for every row (a _constant): kept as one
+        if rows is None or rows.size == self.n:  # every row
             if np.ndim(values):
                 self.made[name] = np.asarray(values).astype(dtype, copy=False)
                 self.borrowed.add(name)
             elif values != default or name in self.made:
-                self.made[name] = np.full(self.n, values, dtype=dtype)
-                self.borrowed.discard(name)
+                self.made[name] = _constant(self.n, values, dtype)
+                self.borrowed.add(name)  # read-only: copied before a scatter
             return
         column = self.made.get(name)
         if column is None:
@@ -216,9 +226,15 @@ class _Columns:
         column[rows] = values
 
     def done(self) -> EventColumns:
-        columns: dict[str, Any] = {name: self.made[name] if name in self.made else np.full(self.n, default, dtype=dtype)
+        columns: dict[str, Any] = {name: self.made[name] if name in self.made else _constant(self.n, default, dtype)
                                    for name, (dtype, default) in _COLUMNS.items()}
         return EventColumns(**columns)
+
+
+def _constant(n: int, value: object, dtype: type[np.generic]) -> npt.NDArray[np.generic]:
+    """A read-only column of ``n`` rows that all hold ``value`` (one element in memory, stride 0): most
+    columns of a dump of profile events only are one value (no debug values, no delegate ids)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (n,))
 
 
 #: Each ``EventColumns`` field's dtype, and its value in a row that does not set it.
@@ -228,7 +244,19 @@ _COLUMNS: dict[str, tuple[type[np.generic], int]] = {
     "end_time": (np.uint64, 0), "table": (np.int64, -1), "value": (np.int64, -1), "output": (np.bool_, 0)}
 
 
-def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int]) -> EventColumns:
+def _repeated_runs(lengths: list[int]) -> tuple[int, int] | None:
+    """``(start, p)`` when the last runs (at least two, from event ``start`` on) all have ``p`` events:
+    executions of one method, whose names usually repeat run after run (``intern_strings`` checks)."""
+    if not lengths or lengths[-1] < 1:
+        return None
+    p, k = lengths[-1], len(lengths) - 1
+    while k > 0 and lengths[k - 1] == p:
+        k -= 1
+    return (sum(lengths[:k]), p) if len(lengths) - k >= 2 else None
+
+
+def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: dict[bytes, int],
+                        period: tuple[int, int] | None = None) -> EventColumns:
     events = TableVector.at(buf, positions, "Event")
     out = _Columns(positions.size)
     put = out.put
@@ -247,20 +275,25 @@ def _read_event_columns(buf: Buffer, positions: npt.NDArray[np.int64], strings: 
     put("delegate_str", rows, intern_strings(buf, dbg.indirect(4), "delegate id", strings))
     put("name", rows, intern_strings(buf, dbg.indirect(5), "debug event name", strings))
     vrows, values = dbg.subtables(2, "Value")
-    put("value", rows[vrows], values.pos)
+    vrows = rows if vrows is None else vrows if rows is None else rows[vrows]  # as event rows
+    put("value", vrows, values.pos)
     orows, flags = values.subtables(7, "Bool")
-    put("output", rows[vrows[orows]], flags.scalar(0, "bool", 0).astype(np.bool_))
+    put("output", vrows if orows is None else orows if vrows is None else vrows[orows],
+        flags.scalar(0, "bool", 0).astype(np.bool_))
 
     rows, prof = events.subtables(0, "ProfileEvent")
+    del events, positions  # the Event tables' positions and word index: no longer needed
+    if rows is not None and rows.size != out.n:
+        period = None  # the runs' repeats are in event rows: only when every event is a profile event
     put("kind", rows, EventKind.PROFILE)
     put("table", rows, prof.pos)
     put("value", rows, -1)
     put("output", rows, False)
-    put("name", rows, intern_strings(buf, prof.indirect(0), "profile event name", strings))
+    put("name", rows, intern_strings(buf, prof.indirect(0), "profile event name", strings, period))
     put("chain_index", rows, prof.scalar(1, "i32", 0))
     put("instruction_id", rows, prof.scalar(2, "i32", -1))
     put("delegate_int", rows, prof.scalar(3, "i32", -1))
-    put("delegate_str", rows, intern_strings(buf, prof.indirect(4), "delegate id", strings))
+    put("delegate_str", rows, intern_strings(buf, prof.indirect(4), "delegate id", strings, period))
     put("start_time", rows, prof.scalar(6, "u64", 0))
     put("end_time", rows, prof.scalar(7, "u64", 0))
     return out.done()

@@ -159,9 +159,12 @@ class EntryReader:
             raise ETRecordError(self.path, f"entry {name!r} is missing", REGENERATE) from e
         chunks: list[bytes] = []
         size = 0
+        # A stored entry yields at most its declared size (zipfile stops there), which the directory
+        # check bounded: read it at once (no chunks to join). Deflated ones inflate chunk by chunk.
+        step = max(_CHUNK, info.file_size + 1) if info.compress_type == zipfile.ZIP_STORED else _CHUNK
         try:
             with self.archive.open(info) as stream:
-                while chunk := stream.read(_CHUNK):
+                while chunk := stream.read(step):
                     size += len(chunk)
                     self._check_size(name, size, self.inflated + size, declared=False)
                     chunks.append(chunk)
