@@ -31,11 +31,12 @@ def _approximate(node: torch.fx.Node) -> object:
 def tanh_gelus(graph: torch.fx.Graph, rows: Sequence[CulpritRow]) -> dict[int, tuple[str, ...]]:
     """``{position in rows: names of its tanh GELUs}`` for the culprit rows that are XNNPACK delegate
     calls replaying a ``gelu`` whose ``approximate`` is the literal ``"tanh"``."""
-    nodes = {n.name: n for n in graph.nodes if n.op == "call_function" and op_type(n.target) == "gelu"}
+    culprits = [(position, row) for position, row in enumerate(rows)
+                if row.is_culprit and (row.delegate or "").startswith(f"{XNNPACK} #")]
+    nodes = {n.name: n for n in graph.nodes if n.op == "call_function" and op_type(n.target) == "gelu"} \
+        if culprits else {}
     out: dict[int, tuple[str, ...]] = {}
-    for position, row in enumerate(rows):
-        if not row.is_culprit or not (row.delegate or "").startswith(f"{XNNPACK} #"):
-            continue
+    for position, row in culprits:
         names = tuple(name for name in (*row.replayed_ops, row.node)
                       if name in nodes and _approximate(nodes[name]) == "tanh")
         if names:
