@@ -19,7 +19,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from numdiff.culprits._runs import RunEvent
     from numdiff.culprits.decode import StepInputs
-    from numdiff.culprits.quant_view import FloatProgram, QuantizationView
+    from numdiff.culprits.quant_view import FloatProgram, QuantizationView, QuantReplay
     from numdiff.culprits.taps import TapOutputs
 
 __all__ = ["find_culprits"]
@@ -280,7 +280,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         return scorer, replay
 
     scorer, replay = replay_on(graph_module, plan, quant)
-    view: Callable[[], QuantizationView] | None = getattr(replay, "view", None)
+    view: Callable[[], QuantizationView] | None = None if quant is None else cast("QuantReplay", replay).view
     doubtful, readers = ([], set()) if inputs_are_representative else settle_inputs(scorer)
     confirmed = step_input is None and not later_run and bool(replay.inputs_agree) and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed, input_readers=readers)

@@ -88,3 +88,14 @@ def test_only_culprit_xnnpack_rows_holding_a_literal_tanh_gelu_are_replayed_agai
     (gelu,) = [n for n in named.graph.nodes if n.op == "call_function"]
     gelu.kwargs = {"approximate": next(iter(named.graph.nodes))}
     assert tanh_gelus(named.graph, [row]) == {}
+
+
+def test_the_cli_shows_the_deviation_under_the_culprit_and_still_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    from numdiff.cli import main
+    from tests.culprits.helpers import folder
+
+    d = folder("culprit_xnnpack_gelu_tanh")
+    assert main(["culprits", "--etdump", str(d / "etdump.etdp"), "--etrecord", str(d / "etrecord.bin"),
+                 "--debug-buffer", str(d / "debug_buffer.bin"), "--width", "400"]) == 1
+    out = capsys.readouterr().out
+    assert "CULPRIT" in out and _SAID.search(out) is not None
