@@ -363,6 +363,18 @@ class ShuffleBlocks(nn.Module):
         return self.unit(self.down(torch.relu(self.stem(x))))
 
 
+class GeluProjection(nn.Module):
+    """GPT-2's MLP activation after a linear: ``gelu(fc(x))``, the tanh approximation or the exact GELU."""
+
+    def __init__(self, approximate: str) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 32)
+        self.act = nn.GELU(approximate=approximate)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.fc(x))
+
+
 SPECS: list[CulpritSpec] = [
     CulpritSpec("culprit_mlp", "fp32 MLP fc1-relu-fc2-tanh-fc3, portable; twin: fc2 weights + N(0, 0.05)",
                 MLP3, bump_weight("fc2", 0.05), ("fc2",), (2, 8)),
@@ -418,4 +430,10 @@ SPECS: list[CulpritSpec] = [
                 "XnnpackPartitioner, run on another input (representative + 100% noise; twin = model): a portable "
                 "choose_qparams of ReLU'd values keeps its zero point on any input", QueryCrossAttention, nothing,
                 (), (1, 3, 8, 8), lowering="quantdyn_xnnpack", run_noise=1.0),
+    CulpritSpec("culprit_xnnpack_gelu_tanh", "clean fp32 linear -> GELU(approximate='tanh') with XnnpackPartitioner "
+                "(twin = model): XNNPACK computes the tanh approximation as the exact GELU, so the device deviates "
+                "at the GELU (the 'planted' op is that device deviation)",
+                lambda: GeluProjection("tanh"), nothing, ("act",), (2, 4, 16), lowering="xnnpack"),
+    CulpritSpec("culprit_clean_xnnpack_gelu", "clean fp32 linear -> GELU (exact) with XnnpackPartitioner "
+                "(twin = model)", lambda: GeluProjection("none"), nothing, (), (2, 4, 16), lowering="xnnpack"),
 ]

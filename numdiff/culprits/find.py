@@ -19,7 +19,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff._core.types import DebugHandle
@@ -30,6 +30,7 @@ from numdiff.capture import graph_threads
 from numdiff.comparators import NumericalComparatorBase
 from numdiff.culprits._checks import mismatched_artifacts, nothing_comparable
 from numdiff.culprits._delegates import XNNPACK, delegate_calls
+from numdiff.culprits._deviations import explain_deviations
 from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
     from numdiff.culprits._runs import RunEvent
     from numdiff.culprits.decode import StepInputs
-    from numdiff.culprits.quant_view import FloatProgram, QuantizationView
+    from numdiff.culprits.quant_view import FloatProgram, QuantizationView, QuantReplay
     from numdiff.culprits.taps import TapOutputs
 
 __all__ = ["find_culprits"]
@@ -252,33 +253,36 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     lineages = lineage(graph_module.graph, set(plan), shared)
     logged, input_notes = delegate_inputs(graph_module.graph, inputs.runtime_outputs, inputs.runtime_op_names)
     # One decode step's own graph inputs are runtime values (the step's inputs), not representative ones.
-    supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder") \
-        if step_input is not None else frozenset()
-    from_runtime = dict.fromkeys(supplied, "step_inputs")
+    supplied = frozenset(n.name for n in graph_module.graph.nodes if n.op == "placeholder" and step_input is not None)
     calls = delegate_calls(events)
-    scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
-                    release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                    inputs_unknown=later_run and step_input is None, delegates=calls,
-                    first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
     xnnpack = _xnnpack_nodes(plan, lineages, calls)
     # The values an emulated quantization rounds were computed by XNNPACK's float kernels: its limits.
     tie_allowance = limits.get(XNNPACK, limits["default"]).expected
-    replay: ReplayInterpreter
-    view: Callable[[], QuantizationView] | None = None
-    if quant is None:
-        replay = ReplayInterpreter(graph_module, set(plan), scorer.on_paired, logged, from_runtime,
-                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance, shared=shared)
-    else:
-        from numdiff.culprits.quant_view import QuantReplay
+    spare = {name: list(items) for name, items in plan.items()}  # the scorer takes each node's pairs once
 
-        quant_replay = QuantReplay(graph_module, set(plan), scorer.on_paired, logged, quant[0], quant[1], from_runtime,
-                                   xnnpack_nodes=xnnpack, tie_allowance=tie_allowance, shared=shared)
-        replay, view = quant_replay, quant_replay.view
-    scorer.input_problems = replay.input_problems
-    replay.run(*graph_args(etrecord, run_inputs))
+    def replay_on(module: torch.fx.GraphModule, plan: dict[str, list[Planned]],
+                  quant: tuple[ExportedProgram, float] | None = None) -> tuple[Scorer, ReplayInterpreter]:
+        from_runtime = dict.fromkeys(supplied, "step_inputs")
+        scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
+                        release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
+                        inputs_unknown=later_run and step_input is None, delegates=calls,
+                        first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
+        args = (module, set(plan), scorer.on_paired, logged)
+        if quant is None:
+            replay = ReplayInterpreter(*args, from_runtime, xnnpack_nodes=xnnpack, tie_allowance=tie_allowance, shared=shared)
+        else:
+            from numdiff.culprits.quant_view import QuantReplay
+
+            replay = QuantReplay(*args, quant[0], quant[1], from_runtime, xnnpack_nodes=xnnpack,
+                                 tie_allowance=tie_allowance, shared=shared)
+        scorer.input_problems = replay.input_problems
+        replay.run(*graph_args(etrecord, run_inputs))
+        return scorer, replay
+
+    scorer, replay = replay_on(graph_module, plan, quant)
+    view: Callable[[], QuantizationView] | None = None if quant is None else cast("QuantReplay", replay).view
     doubtful, readers = ([], set()) if inputs_are_representative else settle_inputs(scorer)
-    confirmed = step_input is None and not later_run and bool(replay.inputs_agree) \
-        and all(replay.inputs_agree.values())
+    confirmed = step_input is None and not later_run and bool(replay.inputs_agree) and all(replay.inputs_agree.values())
     mismatch = mismatched_artifacts(scorer.rows, scorer.local_rel, inputs_confirmed=confirmed, input_readers=readers)
     precision = delegate_precision_mismatch(graph_module.graph, events)
     if precision is not None:
@@ -313,9 +317,13 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     matching = explain_matching(graph_module.graph, notes, paired_runtime, inputs.runtime_outputs, keeper,
                                 {r.node: r.index for r in scorer.rows}, scorer.transforms,
                                 frozenset(a.node for a in inputs.aliased))
-    return CulpritReport(tuple(scorer.rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
+    # A culprit that a known device deviation explains says so (one more replay, only then; the first run's).
+    rows = scorer.rows if later_run else explain_deviations(scorer.rows, graph_module,
+                                                            lambda module: replay_on(module, spare)[0].rows)
+    return CulpritReport(tuple(rows), type(comparator).__name__, inputs.graph_name, scorer.first_nonfinite,
                          matching, comparator.higher_is_better,
-                         inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes) + _inputs_note(doubtful),
+                         inputs.notes + tuple(n.detail for n in notes) + tuple(input_notes)
+                         + ((inputs_in_doubt_note(doubtful),) if doubtful else ()),
                          inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
                          model_nonfinite=scorer.model_nonfinite,
                          quantization=None if view is None else view())
@@ -345,10 +353,6 @@ def _xnnpack_nodes(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lin
             out.add(name)
             out.update(lineages[name].replayed if name in lineages else ())
     return frozenset(out)
-
-
-def _inputs_note(doubtful: Sequence[str]) -> tuple[str, ...]:
-    return (inputs_in_doubt_note(doubtful),) if doubtful else ()
 
 
 def _refuse_views(plans: Sequence[MethodPlan], views: Mapping[str, object]) -> None:

@@ -170,6 +170,9 @@ class RunFigures:
 
 #: How the notes about a whole method of a multi-method program begin (see ``CulpritReport.notes``).
 METHOD_NOTE = "method '"
+#: How the sentence of a row's note begins that names the known device deviation behind a culprit,
+#: verified by a replay (:mod:`numdiff.culprits._deviations`); shown under the culprit.
+DEVICE_DEVIATION = "device deviation, verified: "
 
 _ROW_COLUMNS = ("aot_debug_handle", "aot_ops", "runtime_ops", "runtime_debug_handle", "local_gap",
                 "accumulated_gap", "amplification", "verdict", "is_culprit", "local_noise_units", "noise",
@@ -385,6 +388,7 @@ class CulpritReport:
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
+            lines += [f"  {part}" for part in (r.note or "").split("; ") if part.startswith(DEVICE_DEVIATION)]
         if self.inputs_in_doubt:
             lines.append(inputs_in_doubt_note(self.inputs_in_doubt))
         if self.inputs_assumed:
