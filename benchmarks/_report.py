@@ -80,7 +80,8 @@ def markdown(info: dict[str, Any]) -> str:
         "# numdiff vs ExecuTorch 1.5.1 Inspector — benchmark results",
         "",
         "Written by `python3 benchmarks/run.py` (see `benchmarks/README.md`). Times are the median of",
-        (f"{len(next(iter(info['runs']['profiling'].values())))} runs, each in a fresh process; memory is the max peak RSS "
+        (f"{len(next(iter(info['runs']['profiling'].values())))} runs, each in a fresh process, after "
+        f"{info.get('warmup', 0)} untimed round(s) of the same processes; memory is the max peak RSS "
         "(`ru_maxrss`) of those processes. Import time is excluded from the timed figures and reported below."),
         "",
         _md_table(info),

@@ -160,8 +160,17 @@ PLAN = (
 DEFAULT_THREAD_RUNS = frozenset({"gap_default_threads"})
 
 
-def timed_runs(pythons: dict[str, Path], root: Path, repeat: int) -> dict[str, dict[str, list[Any]]]:
-    """``runs[name][side]``: one result dict (or an error string) per repetition, interleaved."""
+def timed_runs(pythons: dict[str, Path], root: Path, repeat: int,
+               warmup: int = 0) -> dict[str, dict[str, list[Any]]]:
+    """``runs[name][side]``: one result dict (or an error string) per repetition, interleaved, after
+    ``warmup`` untimed rounds of the same processes (their results dropped)."""
+    for rep in range(warmup):
+        for name, case, side, mode in PLAN:
+            try:
+                measure(pythons[side], side, case, root / case, mode, default_threads=name in DEFAULT_THREAD_RUNS)
+            except (SideFailed, subprocess.TimeoutExpired):
+                pass  # the timed rounds record the failure
+        _env.log(f"warm-up round {rep + 1}/{warmup} done (not timed)")
     runs: dict[str, dict[str, list[Any]]] = {name: {s: [] for s in SIDES} for name, *_ in PLAN}
     for rep in range(repeat):
         for name, case, side, mode in PLAN:
@@ -226,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--numdiff-python", help="python that imports numdiff (default: this one, "
                         "else .venv/bin/python)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per side and case (default 5)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed rounds of every case and side first (default 1; see benchmarks/README.md)")
     parser.add_argument("--cache-dir", type=Path, default=_env.DEFAULT_CACHE,
                         help=f"where generated artifacts live (default {_env.DEFAULT_CACHE})")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads for both sides "
@@ -238,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     pythons = {"oracle": _env.oracle_python(args.oracle_python),
                "numdiff": _env.numdiff_python(args.numdiff_python)}
     _env.compile_bytecode(pythons["numdiff"])
-    info: dict[str, Any] = {"machine": _env.machine(), "threads": args.threads or "library default",
+    info: dict[str, Any] = {"machine": _env.machine(), "threads": args.threads or "library default", "warmup": args.warmup,
                             "interpreters": {s: str(p) for s, p in pythons.items()}}
     info["versions"] = {
         "oracle": _env.versions(pythons["oracle"], ("torch", "executorch", "pandas")),
@@ -253,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         _env.log(f"sanity check could not run, nothing was timed: {e}")
         return 1
 
-    runs = timed_runs(pythons, root, args.repeat)
+    runs = timed_runs(pythons, root, args.repeat, args.warmup)
     runs["gap_torch_first"]["oracle"] = runs["gap"]["oracle"]
     info["gap_agreement"] = gap_agreement(runs["gap"])
     info["rows"] = compare(runs)
