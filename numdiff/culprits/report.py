@@ -377,18 +377,20 @@ class CulpritReport:
         if self.model_nonfinite is not None:
             lines.append(self.model_nonfinite.as_the_model_computes())
         for r in culprits:
+            deviations = [part for part in (r.note or "").split("; ") if part.startswith(DEVICE_DEVIATION)]
             if r.delegate is not None:
                 lines.append(f"culprit: delegate {r.delegate} (handle {r.aot_handle}, {r.verdict.value})"
                              + in_method(r))
-                lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
-                             "\"Find the culprit > Deeper localization\"")
+                if not deviations:  # a verified deviation already names the op inside
+                    lines.append("  taps localize the op inside it: find_culprits(taps=...), README "
+                                 "\"Find the culprit > Deeper localization\"")
             else:
                 lines.append(f"culprit: {r.title} (handle {r.aot_handle}, {r.verdict.value}) "
                              f"module {r.module_path or '?'}" + in_method(r))
                 lines.append(f"  at {r.source_line or 'unknown source line'}")
             lines.append(f"  local {_fmt(r.local_gap)} ({_fmt(r.local_noise_units)} noise units), "
                          f"accumulated {_fmt(r.accumulated_gap)}")
-            lines += [f"  {part}" for part in (r.note or "").split("; ") if part.startswith(DEVICE_DEVIATION)]
+            lines += [f"  {part}" for part in deviations]
         if self.inputs_in_doubt:
             lines.append(inputs_in_doubt_note(self.inputs_in_doubt))
         if self.inputs_assumed:

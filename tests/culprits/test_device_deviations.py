@@ -99,3 +99,4 @@ def test_the_cli_shows_the_deviation_under_the_culprit_and_still_exits_1(capsys:
                  "--debug-buffer", str(d / "debug_buffer.bin"), "--width", "400"]) == 1
     out = capsys.readouterr().out
     assert "CULPRIT" in out and _SAID.search(out) is not None
+    assert "taps localize" not in out  # the deviation already names the op inside the delegate
