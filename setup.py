@@ -2,7 +2,7 @@
 
 ``numdiff.comparators._sums`` computes the metrics' difference sums in one pass (see its source).
 It is optional: where no C compiler is found the build goes on without it, and numdiff computes
-the same sums with numpy (about 3x slower;
+the same sums with numpy (about 2.5x slower, benchmarks/metric_sums.py;
 ``numdiff.comparators.numerics.sums_kernel()`` says which one is in use, and the benchmarks print it).
 """
 

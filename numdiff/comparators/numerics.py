@@ -206,8 +206,8 @@ def finite_difference_sums(a: object, b: object, *, need_l1: bool = True) -> _Su
 
     float32/float64 pairs are summed in one pass by the compiled ``numdiff.comparators._sums``
     (``_sums.c``: blocks of 1024 elements in vector lanes, block sums added with compensation;
-    about 3x faster than numpy on the benchmark's 160 pairs). Other dtypes, strided views, views not
-    aligned to their element size (a debug buffer's tensor at an odd offset), or an install where
+    2.5x faster than numpy on 160 pairs shaped like the benchmark's: benchmarks/metric_sums.py).
+    Other dtypes, strided views, views not aligned to their element size (a debug buffer's tensor at an odd offset), or an install where
     that module could not be built (:func:`sums_kernel` says), go through numpy block by block:
     casts, a float64 subtraction and einsum reductions, never ``np.dot``, which calls the threaded
     BLAS whose threads spin-wait for a core on a busy machine (the benchmark gap took 5.4 s at the
@@ -274,7 +274,7 @@ def _numpy_difference_sums(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], nee
 def sums_kernel() -> str:
     """Which loop computes the metrics' difference sums of float32/float64 pairs: ``"native (avx)"`` or
     ``"native (portable)"`` (the compiled ``numdiff.comparators._sums``, one pass over each pair) or
-    ``"numpy"`` (the module was not built: the same sums, several passes, about 3x slower)."""
+    ``"numpy"`` (the module was not built: the same sums, several passes, about 2.5x slower)."""
     return "numpy" if _native is None else f"native ({_native.kernel()})"
 
 

@@ -39,7 +39,7 @@ import torch
 from numdiff.culprits._rounding import TieMargin
 from numdiff.errors import UsageError
 
-__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "narrowest_float", "op_type", "reduction_length", "resolve_thresholds"]
+__all__ = ["COPYING_OPS", "DEFAULT_BACKEND_THRESHOLDS", "DEFAULT_QUANTIZED_THRESHOLDS", "DEFAULT_THRESHOLDS", "Noise", "Thresholds", "Verdict", "op_type", "reduction_length", "resolve_thresholds", "widest_float"]
 
 
 class Verdict(str, Enum):
@@ -274,10 +274,12 @@ class Noise:
         compounded: Whether the row carries the one-step flips of requantizations XNNPACK computes its
             own way (an int8 add, mean or activation) through several weighted layers (in
             :attr:`carried`); such a row keeps the general limits.
-        input_dtype: The narrowest floating dtype among the paired node's tensor inputs (None when it
-            has none). A value wider than its inputs (a float64 scale ``choose_qparams`` computes from
-            float32 values) carries their rounding: an honest kernel may compute it in their precision
-            and widen it (PyTorch's own ``choose_qparams`` does), so its epsilon is the inputs'.
+        input_dtype: The widest floating dtype among the paired node's tensor inputs, the precision an
+            op computes in (None when it has none). A value wider than every input (a float64 scale
+            ``choose_qparams`` computes from float32 values) carries their rounding: an honest kernel
+            may compute it in their precision and widen it (PyTorch's own ``choose_qparams`` does), so
+            its epsilon is the inputs'. An op mixing precisions (a float16 and a float32 input) computes
+            in the wider one and is judged on it.
     """
 
     reduction: int = 1
@@ -349,16 +351,17 @@ class Noise:
         return torch.tensor(max(math.sqrt(sigma_q**2 + sigma_f**2 + self.carried**2), _TINY), dtype=torch.float64)
 
 
-def narrowest_float(args: tuple[object, ...]) -> torch.dtype | None:
-    """The floating dtype of least precision among the tensors in ``args`` (one level of lists), or None.
+def widest_float(args: tuple[object, ...]) -> torch.dtype | None:
+    """The floating dtype of most precision among the tensors in ``args`` (one level of lists), or None:
+    the precision an op promoting its inputs computes in.
 
     Example:
-        >>> narrowest_float((torch.zeros(2), [torch.zeros(1, dtype=torch.float16)], 3))
-        torch.float16
+        >>> widest_float((torch.zeros(2, dtype=torch.float16), [torch.zeros(1)], 3))
+        torch.float32
     """
     tensors = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
                if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
-    return max((t.dtype for t in tensors), key=lambda d: torch.finfo(d).eps, default=None)
+    return min((t.dtype for t in tensors), key=lambda d: torch.finfo(d).eps, default=None)
 
 
 #: Floor of sigma: below this the reference is all zeros and any difference counts.

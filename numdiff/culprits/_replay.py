@@ -33,7 +33,7 @@ from torch.fx import Interpreter
 
 from numdiff._core.etrecord import ETRecordLike
 from numdiff.culprits._inputs import LoggedInput
-from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, narrowest_float, op_type, reduction_length
+from numdiff.culprits._noise import COPYING_OPS, DEFAULT_THRESHOLDS, Noise, widest_float, op_type, reduction_length
 from numdiff.culprits._xnnpack import (COMPOUNDING_DEPTH, WEIGHTED_OPS, computed_own_way, dynamic_chain,
                                        fixed_point_rounding, fused_clamp, integer_bias)
 from numdiff.culprits._qd8 import NO_BOUND, Qd8, flips, propagate, qd8_quantize
@@ -280,7 +280,7 @@ class ReplayInterpreter(Interpreter):
                                                          f"mean or activation) {depth} weighted layers deep: their "
                                                          "one-step flips compound, carried") if x)
         value = self._on_paired(n, result, args, kwargs, Noise(length, step, axis, zero_point, rounds, tie, noise, described,
-                                                               row_bound, bool(dyn[1]), compounded, narrowest_float(args)))
+                                                               row_bound, bool(dyn[1]), compounded, widest_float(args)))
         if self._readers.get(n.name):
             self._sharing[n.name] = value
         return value

@@ -23,6 +23,19 @@ def test_a_float64_value_from_float32_inputs_has_float32_noise() -> None:
     assert float(Noise(input_dtype=torch.float64).sigma(ref, torch.float32)) == pytest.approx(2.0**-23 * 0.02)
 
 
+def test_an_op_mixing_precisions_is_judged_on_the_wider_one() -> None:
+    # mul(float16, float32) computes in float32: a float16 epsilon (8192x larger) would hide a fault
+    gm = torch.fx.symbolic_trace(lambda a, b: torch.mul(a, b))
+    seen: dict[str, Noise] = {}
+
+    def on_paired(node: torch.fx.Node, replay: Any, args: Any, kwargs: Any, noise: Noise) -> Any:
+        seen[node.name] = noise
+        return replay
+
+    ReplayInterpreter(gm, {"mul"}, on_paired).run(torch.ones(3, dtype=torch.float16), torch.ones(3))
+    assert seen["mul"].input_dtype == torch.float32
+
+
 def test_the_replay_gives_choose_qparams_scale_its_input_precision() -> None:
     choose = torch.ops.quantized_decomposed.choose_qparams.tensor
     gm = torch.fx.symbolic_trace(lambda x: choose(x, -128, 127, 2.0**-12, torch.int8))
