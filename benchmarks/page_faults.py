@@ -1,46 +1,39 @@
-"""What fresh memory costs on this machine, and whether faulting it in bulk makes the gap faster.
+"""What fresh memory costs on this machine, and what numdiff's background heap prefault saves the gap.
 
-Dev measurement for issue 21 item 2 (not part of ``run.py``; numdiff does not use any of this: a
-prefault inside numdiff was tried and not kept, for the figures below)::
+Dev measurement for issue 21 item 2 (not part of ``run.py``)::
 
     .venv/bin/python benchmarks/page_faults.py micro [--repeat 7] [--mib 320]
-    .venv/bin/python benchmarks/page_faults.py gap [--repeat 8] [--case-dir DIR] [--prefault-mib 420]
+    .venv/bin/python benchmarks/page_faults.py gap [--repeat 8] [--case-dir DIR] [--threads 0]
 
 ``micro``: cost per 4 KiB page of private anonymous memory (one process, variants interleaved,
 each on a fresh mapping): first write to each page (one fault per page), ``MADV_POPULATE_WRITE``
 over the range, ``mmap(MAP_POPULATE)``, ``MADV_HUGEPAGE`` then first writes (2 MiB pages; the
 line says whether the kernel gave them), and rewriting memory that is already faulted in.
 
-``gap``: ``Inspector()`` + ``calculate_numeric_gap("SNR")`` on ``run.py``'s gap case, one intra-op
-thread, each run in a fresh process with torch imported before the timer, interleaved:
+``gap``: ``Inspector()`` + ``calculate_numeric_gap("SNR")`` on ``run.py``'s gap case, each run in a
+fresh process with torch imported before the timer, modes interleaved: ``off``
+(``NUMDIFF_PREFAULT=0``) and ``on`` (numdiff's default: :mod:`numdiff._core.heap` faults the heap
+memory the graph's outputs will take in on a second thread while the graph is built and run).
+``--threads 0`` (the default) leaves the libraries' thread settings alone, as users run it; with
+``--threads 1`` numdiff uses one thread and does not prefault, so both modes should match.
+Each line gives the min and median of wall and CPU seconds, minor faults (the populate's
+included) and peak RSS, and the load average during the runs (compare modes of the same run only).
 
-* ``plain``: as numdiff runs it;
-* ``populated``: first grows the main malloc heap by ``--prefault-mib`` in 64 KiB blocks (below
-  glibc's smallest mmap threshold, so they come from the brk heap), faults the span in with one
-  ``MADV_POPULATE_WRITE``, allocates a small fence block above it and frees the blocks: the
-  coalesced free chunk stays in the heap (the fence keeps it off the top, so nothing is trimmed),
-  and the graph's output tensors are then carved from pages already faulted in. No malloc
-  parameter is changed. The time of the prefault is inside the timer.
-* ``grown``: the same without the populate (the heap layout alone).
-
-Each line gives the min and median of wall and CPU seconds, minor faults and peak RSS, and the
-load average during the runs (the machine is shared: compare modes of the same run only).
-
-Measured on the 2-CPU dev VM (2026-11-28, never quiet: load 1.1-8): ``micro`` at load 1.1-1.6,
-320 MiB, median per 4 KiB page: first write 2.22 us, ``MADV_POPULATE_WRITE`` 1.63 us,
-``MAP_POPULATE`` 1.66 us, rewrite of faulted memory 0.62 us; 2 MiB pages 0.63 us when the kernel
-has them free, 4.5-19 us when it must compact first (2 of 5 and 4 of 5 runs in two samples).
-``perf``: clear_page is 44 % of a populate and 47 % of a fault-by-fault touch, the trap itself
-~6 %: bulk faulting saves the trap, not the per-page work. The gap with a prefault sized from the
-runtime's tensors built into numdiff (a trial branch, run.py's harness, load 1.5-2.7): -4 % to -9 %
-end to end, 0 % in one 3-run sample; the prefault itself costs ~1.45 us per page. Not kept: the
-large-artifact gap stays near 4.3-4.5x the reference at one thread either way.
+Measured on the 2-CPU dev VM (2026-11-28): ``micro`` at load 1.1-1.6, 320 MiB, median per 4 KiB
+page: first write 2.22 us, ``MADV_POPULATE_WRITE`` 1.63 us, ``MAP_POPULATE`` 1.66 us, rewrite of
+faulted memory 0.62 us; 2 MiB pages 0.63 us when the kernel has them free, 4.5-19 us when it must
+compact first (2 of 5 and 4 of 5 runs in two samples); a later sample gave 3.10 us a page for a
+first write. ``perf``: clear_page is 44 % of a populate and 47 % of a fault-by-fault touch, the
+trap itself ~6 %: bulk faulting saves the trap, not the per-page work, so a prefault done in the
+calling thread gained 0-9 % (a trial, not kept). Done on the second core instead, ``gap`` at the
+default threads, 8 runs per mode, load 0.7-0.9: median wall 0.635 s off, 0.537 s on (0.85), the
+same gap values and peak RSS (730 MiB); the graph-running thread took about 33k page faults
+instead of 103k.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import mmap
 import os
 import re
@@ -144,34 +137,13 @@ def micro(mib: int, repeat: int) -> None:
     print(f"  load average {os.getloadavg()}")
 
 
-# --- the gap, plain and with the heap faulted in ahead -----------------------------------------
+# --- the gap with numdiff's background prefault off and on -------------------------------------
 
 _CHILD = r'''
-import ctypes, os, resource, sys, time
+import os, resource, sys, time
 import torch
 from numdiff.inspector import Inspector
-case, mode, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-def prefault(total, populate):
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    block = 64 << 10
-    blocks = [libc.malloc(block) for _ in range(total // block)]
-    lo, hi = min(blocks), max(blocks) + block
-    if populate:
-        start, end = (lo + 4095) & ~4095, hi & ~4095
-        if libc.madvise(start, end - start, 23) != 0:
-            raise OSError(ctypes.get_errno(), "madvise(MADV_POPULATE_WRITE)")
-    fence = libc.malloc(block)
-    while fence < hi:  # a block from a free chunk below: take another until one is above the span
-        blocks.append(fence)
-        fence = libc.malloc(block)
-    for b in blocks:
-        libc.free(b)
-    return fence
+case = sys.argv[1]
 
 def usage():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -179,8 +151,6 @@ def usage():
 
 c0, f0 = usage()
 t0 = time.perf_counter()
-if mode != "plain":
-    fence = prefault(mib << 20, populate=mode == "populated")
 inspector = Inspector(etdump_path=f"{case}/etdump.etdp", etrecord=f"{case}/etrecord.bin",
                       debug_buffer_path=f"{case}/debug_buffer.bin")
 frame = inspector.calculate_numeric_gap("SNR")
@@ -190,7 +160,6 @@ gaps = [float(g[0]) for g in frame["gap"]]
 print("@@", t1 - t0, c1 - c0, f1 - f0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
       os.getloadavg()[0], hash(tuple(gaps)))
 '''
-
 
 def _default_case() -> Path:
     root = Path(os.environ.get("NUMDIFF_BENCH_CACHE", Path.home() / ".cache" / "numdiff-bench"))
@@ -207,15 +176,22 @@ def _warm(case: Path) -> None:
                 pass
 
 
-def gap(case: Path, repeat: int, mib: int, modes: list[str]) -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+MODES = {"off": "0", "on": ""}  # NUMDIFF_PREFAULT per mode ("" = unset: numdiff's default)
+
+
+def gap(case: Path, repeat: int, threads: int) -> None:
+    env = dict(os.environ)
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     repo = Path(__file__).resolve().parent.parent
-    runs: dict[str, list[tuple[float, ...]]] = {m: [] for m in modes}
-    answers: dict[str, set[str]] = {m: set() for m in modes}
+    runs: dict[str, list[tuple[float, ...]]] = {m: [] for m in MODES}
+    answers: dict[str, set[str]] = {m: set() for m in MODES}
     for _ in range(repeat):
-        for mode in modes:
+        for mode, value in MODES.items():
             _warm(case)
-            done = subprocess.run([sys.executable, "-c", _CHILD, str(case), mode, str(mib)], env=env, cwd=repo,
+            child_env = dict(env, NUMDIFF_PREFAULT=value) if value else {k: v for k, v in env.items()
+                                                                        if k != "NUMDIFF_PREFAULT"}
+            done = subprocess.run([sys.executable, "-c", _CHILD, str(case)], env=child_env, cwd=repo,
                                   capture_output=True, text=True, check=False)
             line = next((ln for ln in done.stdout.splitlines() if ln.startswith("@@ ")), None)
             if line is None:
@@ -224,15 +200,17 @@ def gap(case: Path, repeat: int, mib: int, modes: list[str]) -> None:
             runs[mode].append(tuple(float(x) for x in numbers))
             answers[mode].add(answer)
     loads = [r[4] for rs in runs.values() for r in rs]
-    print(f"gap case {case}, one intra-op thread, {repeat} fresh processes per mode, interleaved; "
-          f"prefault {mib} MiB")
+    setting = f"{threads} intra-op thread(s)" if threads else "the libraries' default threads"
+    print(f"gap case {case}, {setting}, {repeat} fresh processes per mode, interleaved; "
+          "off = NUMDIFF_PREFAULT=0, on = numdiff's default")
     for mode, rs in runs.items():
         wall, cpu = [r[0] for r in rs], [r[1] for r in rs]
-        print(f"  {mode:10s} wall min {min(wall):.3f} med {statistics.median(wall):.3f} s | cpu min {min(cpu):.3f} "
+        print(f"  {mode:4s} wall min {min(wall):.3f} med {statistics.median(wall):.3f} s | cpu min {min(cpu):.3f} "
               f"med {statistics.median(cpu):.3f} s | minor faults {int(statistics.median(r[2] for r in rs))} | "
               f"peak RSS {int(max(r[3] for r in rs))} MiB | wall runs {[round(w, 3) for w in wall]}")
+    off, on = (statistics.median(r[0] for r in runs[m]) for m in ("off", "on"))
     same = len(set().union(*answers.values())) == 1
-    print(f"  gap values {'identical in every run' if same else 'DIFFER between runs'}; "
+    print(f"  on/off median wall: {on / off:.2f}; gap values {'identical in every run' if same else 'DIFFER between runs'}; "
           f"load average during the runs: min {min(loads):.2f} median {statistics.median(loads):.2f} max {max(loads):.2f}")
 
 
@@ -245,13 +223,12 @@ def main() -> int:
     g = sub.add_parser("gap")
     g.add_argument("--repeat", type=int, default=8)
     g.add_argument("--case-dir", type=Path)
-    g.add_argument("--prefault-mib", type=int, default=420)
-    g.add_argument("--modes", nargs="+", default=["plain", "populated"], choices=["plain", "populated", "grown"])
+    g.add_argument("--threads", type=int, default=0, help="intra-op threads (default 0: the libraries' default)")
     args = parser.parse_args()
     if args.what == "micro":
         micro(args.mib, args.repeat)
     else:
-        gap(args.case_dir or _default_case(), args.repeat, args.prefault_mib, args.modes)
+        gap(args.case_dir or _default_case(), args.repeat, args.threads)
     return 0
 
 

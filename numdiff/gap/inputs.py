@@ -132,12 +132,10 @@ def _gather(
     on_pair: OnPair | None = None,
 ) -> GapInputs:
     etrecord = require_etrecord(etrecord)
-    from numdiff.align import collect_runtime_outputs, delegate_output_ids
-    from numdiff.capture import (aot_debug_handle_to_op_names, aot_debug_handle_to_stack_traces,
-                                 capture_intermediate_outputs, resolve_reference_graph, runs_without_side_effects)
+    from numdiff._core.heap import prefaulted_heap
+    from numdiff.align import collect_runtime_outputs
+    from numdiff.gap.presum import worker_threads
     from numdiff.schema.debug_buffer import MissingTensor
-    from numdiff.schema.etrecord import op_type_name
-    import torch
 
     events = list(events)
     runtime_outputs, runtime_op_names = collect_runtime_outputs(events, split_delegates=split_delegates)
@@ -160,6 +158,37 @@ def _gather(
         )
     runtime_outputs, scratch_notes = without_scratch(etrecord, runtime_outputs, method)
     runs = [inputs] if inputs is not None else representative_inputs(etrecord)
+    # The outputs kept are about as large as the runtime's tensors: when the gap may use a second
+    # core, fault their pages in there while this thread builds and runs the graph (numdiff._core.heap).
+    ahead = 0 if shapes_only or not worker_threads() else _tensor_bytes(runtime_outputs.values())
+    with prefaulted_heap(ahead):
+        return _run_and_collect(etrecord, runtime_outputs, runtime_op_names, scratch_notes, runs, graph,
+                                reference_graph=reference_graph,
+                                disable_debug_handle_validation=disable_debug_handle_validation,
+                                etdump_path=etdump_path, method=method, shapes_only=shapes_only, on_pair=on_pair)
+
+
+def _run_and_collect(
+    etrecord: ETRecordLike,
+    runtime_outputs: dict[DebugHandle, RuntimeOutput],
+    runtime_op_names: dict[DebugHandle, list[str]],
+    scratch_notes: tuple[str, ...],
+    runs: list[Any],
+    graph: tuple[torch.fx.GraphModule, str] | None,
+    *,
+    reference_graph: str | None,
+    disable_debug_handle_validation: bool,
+    etdump_path: str | None,
+    method: str,
+    shapes_only: bool,
+    on_pair: OnPair | None,
+) -> GapInputs:
+    from numdiff.align import delegate_output_ids
+    from numdiff.capture import (aot_debug_handle_to_op_names, aot_debug_handle_to_stack_traces,
+                                 capture_intermediate_outputs, resolve_reference_graph, runs_without_side_effects)
+    from numdiff.schema.etrecord import op_type_name
+    import torch
+
     graph_module, graph_name = (graph if graph is not None else
                                 resolve_reference_graph(etrecord, reference_graph, disable_debug_handle_validation))
     # A captured handle can pair only if it shares an id with some runtime handle.
@@ -219,6 +248,19 @@ def _solo_handles(aot_handles: Iterable[DebugHandle], runtime_handles: Iterable[
     aot, runtime = list(aot_handles), set(runtime_handles)
     counts = Counter(i for h in (*aot, *runtime) for i in set(h))
     return {h for h in aot if h in runtime and all(counts[i] == 2 for i in h)}
+
+
+def _tensor_bytes(runtime_outputs: Iterable[RuntimeOutput]) -> int:
+    """Bytes of the tensors the runtime logged (the reference graph's kept outputs are about as large)."""
+    import torch
+
+    total = 0
+    for runtime in runtime_outputs:
+        data = runtime.data
+        for value in data if isinstance(data, (list, tuple)) else (data,):
+            if isinstance(value, torch.Tensor):
+                total += value.numel() * value.element_size()
+    return total
 
 
 def _sole_tensor(runtime: RuntimeOutput | None) -> torch.Tensor | None:
