@@ -41,7 +41,7 @@ from numdiff.capture.interpreter import (
     capture_intermediate_outputs,
     runs_without_side_effects,
 )
-from numdiff.capture.threads import REFERENCE_THREADS_ENV, graph_threads, reference_threads
+from numdiff.capture.threads import REFERENCE_THREADS_ENV, caller_threads, graph_threads, reference_threads
 from numdiff.capture.nodes import (
     aot_debug_handle_to_op_names,
     aot_debug_handle_to_stack_traces,
@@ -62,6 +62,7 @@ __all__ = [
     "aot_debug_handle_to_stack_traces",
     "ancestor_node_ids",
     "capture_intermediate_outputs",
+    "caller_threads",
     "graph_threads",
     "handle_key",
     "is_captured_node",

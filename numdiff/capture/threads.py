@@ -21,12 +21,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 
 from numdiff.errors import UsageError
 
-__all__ = ["REFERENCE_THREADS_ENV", "reference_threads", "graph_threads"]
+__all__ = ["REFERENCE_THREADS_ENV", "caller_threads", "reference_threads", "graph_threads"]
 
 REFERENCE_THREADS_ENV = "NUMDIFF_REFERENCE_THREADS"
 
@@ -46,15 +47,30 @@ def reference_threads() -> int | None:
     return int(raw) or None
 
 
+#: torch's intra-op thread count as the caller set it, inside a graph_threads block (None outside one).
+_CALLER_THREADS: ContextVar[int | None] = ContextVar("numdiff_caller_threads", default=None)
+
+
+def caller_threads() -> int:
+    """torch's intra-op thread count as the caller set it: inside :func:`graph_threads`, the count
+    before numdiff changed it (what the user allows numdiff to use), else torch's current one."""
+    outer = _CALLER_THREADS.get()
+    return torch.get_num_threads() if outer is None else outer
+
+
 @contextmanager
 def graph_threads() -> Iterator[None]:
     """Run the block with :func:`reference_threads` intra-op threads, restoring torch's count after."""
     wanted, before = reference_threads(), torch.get_num_threads()
-    if wanted is None or wanted == before:
-        yield
-        return
-    torch.set_num_threads(wanted)
+    token = _CALLER_THREADS.set(caller_threads())
     try:
-        yield
+        if wanted is None or wanted == before:
+            yield
+            return
+        torch.set_num_threads(wanted)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
     finally:
-        torch.set_num_threads(before)
+        _CALLER_THREADS.reset(token)

@@ -108,6 +108,21 @@ class Meter:
         return value
 
 
+def dequantize_params(graph: torch.fx.Graph) -> dict[DebugHandle, Noise]:
+    """``{handle: its scale and zero point}`` for the captured per-tensor dequantize nodes with literal parameters."""
+    from numdiff.capture import handle_key, is_captured_node
+    from numdiff.capture.nodes import DEBUG_HANDLE_KEY
+
+    out: dict[DebugHandle, Noise] = {}
+    for node in graph.nodes:
+        if not is_captured_node(node) or op_type(node.target) != "dequantize_per_tensor" or len(node.args) < 3:
+            continue
+        scale, zero_point = node.args[1], node.args[2]
+        if isinstance(scale, float) and isinstance(zero_point, int) and not isinstance(zero_point, bool):
+            out[handle_key(node.meta[DEBUG_HANDLE_KEY])] = Noise(quant_step=scale, zero_point=float(zero_point))
+    return out
+
+
 def score_accumulated(items: list[Planned], meter: Meter, release: Release | None,
                       dequantize: Mapping[DebugHandle, Noise] | None = None) -> None:
     """Score every planned pair's AOT output against the runtime's, then drop the AOT output.

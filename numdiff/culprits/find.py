@@ -34,15 +34,16 @@ from numdiff.culprits._deviations import explain_deviations
 from numdiff.culprits._precision import delegate_precision_mismatch
 from numdiff.culprits._inputs import delegate_inputs
 from numdiff.culprits._matching import explain_matching
-from numdiff.culprits._noise import Noise, ThresholdsArg, Verdict, op_type, resolve_thresholds
+from numdiff.culprits._noise import ThresholdsArg, Verdict, resolve_thresholds
 from numdiff.culprits._lineage import Lineage, lineage
 from numdiff.culprits._replay import ReplayInterpreter, graph_args
 from numdiff.culprits._same_values import same_values
 from numdiff.culprits._settle import settle_inputs
-from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, score_accumulated
+from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, dequantize_params, score_accumulated
 from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
+from numdiff.gap.presum import presumming
 
 if TYPE_CHECKING:
     import torch.fx
@@ -217,34 +218,37 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
 
     limits = resolve_thresholds(thresholds)
     run_inputs = method.plan.inputs if method is not None else None if step_input is None else tuple(step_input)
-    inputs = gather(etrecord, events, reference_graph=reference_graph,
-                    disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
-                    graph=None if method is None else method.graph(), inputs=run_inputs,
-                    method="forward" if method is None else method.plan.method, split_delegates=True)
-    # Each output of a multi-output delegate call is paired with the node that gives it (the
-    # partition's outputs in graph order), never by the reference's position rule: two outputs of
-    # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
-    alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs,
-                                           delegate_outputs=inputs.delegate_outputs)
-    by_handle = _plan_by_handle(inputs.aot_outputs, alignment)
-    notes, paired_runtime = alignment.notes, [p.runtime_handle for p in alignment.pairs]
-    unreliable = _unreliable_positions(alignment, inputs.runtime_outputs)
-    del alignment
-    meter = Meter(comparator, inputs.aot_op_names, inputs.runtime_op_names)
-    # Accumulated error first, as the gap does, letting go of each AOT output once scored: the
-    # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
-    inputs.aot_outputs.clear()
-    # The capture's graph module serves the replay too, unless running it changes it (a buffer
-    # written in place): then the replay builds a fresh one, as the capture had.
-    graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
-        etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
-    keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes if is_captured_node(n)}
-    # The nodes of a handle that compute the same value (PT2E's one dequantize per consumer) share the
-    # runtime's value: the first is paired, the others read what it substituted.
-    keeper, shared = same_values(graph_module.graph, keeper, lambda n: handle_key(n.meta[DEBUG_HANDLE_KEY])
-                                 if is_captured_node(n) else None)
-    score_accumulated([item for items in by_handle.values() for item in items], meter, release,
-                      _dequantize_params(graph_module.graph))
+    # the accumulated sums are taken as the graph runs, on the gap's worker when it has one (numdiff.gap.presum)
+    with presumming(False, release) as presum:
+        inputs = gather(etrecord, events, reference_graph=reference_graph,
+                        disable_debug_handle_validation=disable_debug_handle_validation, etdump_path=etdump_path,
+                        graph=None if method is None else method.graph(), inputs=run_inputs, split_delegates=True,
+                        method="forward" if method is None else method.plan.method, on_pair=presum.on_pair)
+        # Each output of a multi-output delegate call is paired with the node that gives it (the
+        # partition's outputs in graph order), never by the reference's position rule: two outputs of
+        # one shape would otherwise swap silently (the zoo's XNNPACK attention blocks did).
+        alignment = align_intermediate_outputs(inputs.aot_outputs, inputs.runtime_outputs,
+                                               delegate_outputs=inputs.delegate_outputs)
+        by_handle = _plan_by_handle(inputs.aot_outputs, alignment)
+        notes, paired_runtime = alignment.notes, [p.runtime_handle for p in alignment.pairs]
+        unreliable = _unreliable_positions(alignment, inputs.runtime_outputs)
+        del alignment
+        meter = Meter(comparator, inputs.aot_op_names, inputs.runtime_op_names)
+        # Accumulated error first, as the gap does, letting go of each AOT output once scored: the
+        # replay then holds only the values torch.fx keeps alive (peak memory = the gap's).
+        inputs.aot_outputs.clear()
+        # The capture's graph module serves the replay too, unless running it changes it (a buffer
+        # written in place): then the replay builds a fresh one, as the capture had.
+        graph_module, _ = inputs.reusable_graph or (method.graph() if method is not None else resolve_reference_graph(
+            etrecord, inputs.graph_name if reference_graph is None else reference_graph, disable_debug_handle_validation))
+        keeper = {handle_key(n.meta[DEBUG_HANDLE_KEY]): n.name for n in graph_module.graph.nodes
+                  if is_captured_node(n)}
+        # The nodes of a handle that compute the same value (PT2E's one dequantize per consumer) share the
+        # runtime's value: the first is paired, the others read what it substituted.
+        keeper, shared = same_values(graph_module.graph, keeper, lambda n: handle_key(n.meta[DEBUG_HANDLE_KEY])
+                                     if is_captured_node(n) else None)
+        score_accumulated([item for items in by_handle.values() for item in items], meter, presum.release,
+                          dequantize_params(graph_module.graph))
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():
         if handle in keeper:
@@ -327,21 +331,6 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
                          inputs_in_doubt=tuple(doubtful), inputs_assumed=tuple(scorer.assumed),
                          model_nonfinite=scorer.model_nonfinite,
                          quantization=None if view is None else view())
-
-
-def _dequantize_params(graph: torch.fx.Graph) -> dict[DebugHandle, Noise]:
-    """``{handle: its scale and zero point}`` for the captured per-tensor dequantize nodes with literal parameters."""
-    from numdiff.capture import handle_key, is_captured_node
-    from numdiff.capture.nodes import DEBUG_HANDLE_KEY
-
-    out: dict[DebugHandle, Noise] = {}
-    for node in graph.nodes:
-        if not is_captured_node(node) or op_type(node.target) != "dequantize_per_tensor" or len(node.args) < 3:
-            continue
-        scale, zero_point = node.args[1], node.args[2]
-        if isinstance(scale, float) and isinstance(zero_point, int) and not isinstance(zero_point, bool):
-            out[handle_key(node.meta[DEBUG_HANDLE_KEY])] = Noise(quant_step=scale, zero_point=float(zero_point))
-    return out
 
 
 def _xnnpack_nodes(plan: Mapping[str, list[Planned]], lineages: Mapping[str, Lineage],

@@ -34,20 +34,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from numdiff.gap.inputs import OnPair
-    from numdiff.schema.debug_buffer import DebugBuffer
 
 __all__ = ["Presum", "presumming", "worker_threads"]
 
 
 def worker_threads() -> int:
     """Threads the gap may score on besides the calling one: 1 when torch may use several intra-op
-    threads and the process may run on several cores, else 0 (the user's one-thread setting holds)."""
+    threads as the caller set it (``numdiff.capture.caller_threads``: numdiff's own one-thread graph
+    runs do not count) and the process may run on several cores, else 0 (the user's one-thread
+    setting holds)."""
     import os
 
-    import torch
+    from numdiff.capture import caller_threads
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 1 if torch.get_num_threads() > 1 and cores > 1 else 0
+    return 1 if caller_threads() > 1 and cores > 1 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,19 +64,22 @@ class Presum:
 
 
 @contextmanager
-def presumming(comparator: object, buffer: DebugBuffer | None) -> Iterator[Presum]:
-    """Compute the pairs' sums ahead inside the block (see the module docstring)."""
-    from numdiff.comparators.numerics import difference_sums_l1, presummed
+def presumming(need_l1: bool | None, release_pages: Callable[[Any], None] | None) -> Iterator[Presum]:
+    """Compute the pairs' sums ahead inside the block (see the module docstring).
 
-    need_l1 = difference_sums_l1(comparator)
-    plain_release = buffer.release if buffer is not None else None
+    ``need_l1``: whether the sums must include ``sum(|a-b|)`` (``difference_sums_l1`` of the
+    metric; None: the metric does not use the sums, nothing is computed ahead). ``release_pages``:
+    the debug buffer's ``release`` (None: no buffer).
+    """
+    from numdiff.comparators.numerics import presummed
+
     if need_l1 is None:
-        yield Presum(None, plain_release)
+        yield Presum(None, release_pages)
         return
 
     def release(b: Any) -> None:
-        if buffer is not None:
-            buffer.release(b)
+        if release_pages is not None:
+            release_pages(b)
 
     with presummed() as sums:
         def release_unless_answered(b: Any) -> None:

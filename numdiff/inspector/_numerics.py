@@ -79,6 +79,7 @@ class NumericsMixin:
         """
         from numdiff.gap import numeric_gap
         from numdiff.gap.methods import multi_method_gap
+        from numdiff.comparators.numerics import difference_sums_l1
         from numdiff.gap.presum import presumming
 
         comparator = self._comparator(distance)
@@ -90,7 +91,7 @@ class NumericsMixin:
             if df is not None:
                 return df
         # each pair's sums are computed as the reference graph produces it (numdiff.gap.presum)
-        with presumming(comparator, self._debug_buffer) as presum:
+        with presumming(difference_sums_l1(comparator), release) as presum:
             inputs = self._gap_inputs(reference_graph, disable_debug_handle_valdiation, disable_debug_handle_validation,
                                       on_pair=presum.on_pair)
             return numeric_gap(inputs, comparator, presum.release)

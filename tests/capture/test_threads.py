@@ -7,7 +7,7 @@ import pytest
 import torch
 from pytest import MonkeyPatch
 
-from numdiff.capture import REFERENCE_THREADS_ENV, capture_intermediate_outputs, graph_threads
+from numdiff.capture import REFERENCE_THREADS_ENV, caller_threads, capture_intermediate_outputs, graph_threads
 from numdiff.errors import CaptureError, UsageError
 
 
@@ -78,3 +78,25 @@ def test_the_culprit_replays_run_with_one_thread(monkeypatch: MonkeyPatch, name:
     monkeypatch.setattr(ReplayInterpreter, "run", recording)
     inspector(name).find_culprits(**{k: str(folder(name) / v) for k, v in view.items()})
     assert len(seen) >= (2 if view else 1) and set(seen) == {1} and torch.get_num_threads() == 2
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_caller_threads_is_the_users_setting_inside_numdiffs_one_thread_runs(monkeypatch: MonkeyPatch) -> None:
+    """What the gap's helpers may use is the caller's setting, not the one thread numdiff runs graphs with."""
+    monkeypatch.delenv(REFERENCE_THREADS_ENV, raising=False)
+    assert caller_threads() == 2
+    seen: list[tuple[int, int]] = []
+    with graph_threads():
+        seen.append((torch.get_num_threads(), caller_threads()))
+        with graph_threads():  # nested: still the caller's, not numdiff's own 1
+            seen.append((torch.get_num_threads(), caller_threads()))
+        torch.set_num_threads(1)
+        with graph_threads():
+            seen.append((torch.get_num_threads(), caller_threads()))
+        torch.set_num_threads(2)
+    assert seen == [(1, 2), (1, 2), (1, 2)]
+    assert caller_threads() == 2
+    torch.set_num_threads(1)
+    assert caller_threads() == 1
+    with graph_threads():
+        assert caller_threads() == 1
