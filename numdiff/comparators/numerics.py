@@ -367,7 +367,8 @@ class PresummedPairs:
             except Exception:  # computed again by the caller, which reports any error itself
                 del self._entries[key]
                 return _MISSING
-        self._answered.add(key[1])
+        if entry.result is not None:  # None (values not all finite): the caller goes on to read both sides
+            self._answered.add(key[1])
         return entry.result
 
     def answered(self, b: object) -> bool:

@@ -80,6 +80,12 @@ class Meter:
         self.aot_names = aot_names if isinstance(aot_names, OpNameIndex) else OpNameIndex(aot_names)
         self.runtime_names = runtime_names if isinstance(runtime_names, OpNameIndex) else OpNameIndex(runtime_names)
 
+    @property
+    def sums_alone(self) -> bool:
+        """Whether :meth:`measure` reads nothing but the float64 sums when they exist (the built-in SNR):
+        other metrics read both tensors again."""
+        return type(self.comparator) is SNRComparator
+
     def measure(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str],
                 what: str) -> tuple[float, Sums | None]:
         """The comparator's gap and, when all values are finite, the float64 sums behind it.
@@ -89,7 +95,7 @@ class Meter:
         sums = finite_difference_sums(aot, runtime, need_l1=False) \
             if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
             else None
-        if sums is not None and type(self.comparator) is SNRComparator:
+        if sums is not None and self.sums_alone:
             signal, noise, _, count = sums
             return snr_db(signal / count, noise / count), sums
         return self._gap(pair, aot, runtime, notes, what), sums

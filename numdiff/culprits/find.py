@@ -247,7 +247,8 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
         # runtime's value: the first is paired, the others read what it substituted.
         keeper, shared = same_values(graph_module.graph, keeper, lambda n: handle_key(n.meta[DEBUG_HANDLE_KEY])
                                      if is_captured_node(n) else None)
-        score_accumulated([item for items in by_handle.values() for item in items], meter, presum.release,
+        score_accumulated([item for items in by_handle.values() for item in items], meter,
+                          presum.release if meter.sums_alone else release,  # another metric reads the pages again
                           dequantize_params(graph_module.graph))
     plan: dict[str, list[Planned]] = {}
     for handle, items in by_handle.items():

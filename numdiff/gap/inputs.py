@@ -158,8 +158,8 @@ def _gather(
         )
     runtime_outputs, scratch_notes = without_scratch(etrecord, runtime_outputs, method)
     runs = [inputs] if inputs is not None else representative_inputs(etrecord)
-    # The outputs kept are about as large as the runtime's tensors: when the gap may use a second
-    # core, fault their pages in there while this thread builds and runs the graph (numdiff._core.heap).
+    # The outputs kept are about as large as the runtime's tensors: when the caller allows a second
+    # thread, fault their pages in there while this one builds and runs the graph (numdiff._core.heap).
     ahead = 0 if shapes_only or not worker_threads() else _tensor_bytes(runtime_outputs.values())
     with prefaulted_heap(ahead):
         return _run_and_collect(etrecord, runtime_outputs, runtime_op_names, scratch_notes, runs, graph,

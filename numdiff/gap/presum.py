@@ -41,14 +41,16 @@ __all__ = ["Presum", "presumming", "worker_threads"]
 def worker_threads() -> int:
     """Threads the gap may score on besides the calling one: 1 when torch may use several intra-op
     threads as the caller set it (``numdiff.capture.caller_threads``: numdiff's own one-thread graph
-    runs do not count) and the process may run on several cores, else 0 (the user's one-thread
-    setting holds)."""
+    runs do not count) and the process may run on several cores (its affinity, and its cgroup's CPU
+    quota when it has one), else 0 (the user's one-thread setting holds)."""
     import os
 
+    from numdiff._core.cgroup import cpu_limit
     from numdiff.capture import caller_threads
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 1 if caller_threads() > 1 and cores > 1 else 0
+    quota = cpu_limit()  # a container's CPU quota can buy less than the cores it sees
+    return 1 if caller_threads() > 1 and cores > 1 and (quota is None or quota >= 2) else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@ and torch's own thread count is back after the run (also after a failed run)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from pytest import MonkeyPatch
@@ -100,3 +102,19 @@ def test_caller_threads_is_the_users_setting_inside_numdiffs_one_thread_runs(mon
     assert caller_threads() == 1
     with graph_threads():
         assert caller_threads() == 1
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_caller_threads_is_reset_when_the_block_fails(monkeypatch: MonkeyPatch) -> None:
+    from numdiff.gap.presum import worker_threads
+
+    monkeypatch.delenv(REFERENCE_THREADS_ENV, raising=False)
+    with pytest.raises(ZeroDivisionError):
+        with graph_threads():
+            assert torch.get_num_threads() == 1 and caller_threads() == 2
+            # the gap's helpers inside numdiff's own one-thread run still see the caller's two threads
+            assert worker_threads() == (1 if len(os.sched_getaffinity(0)) > 1 else 0)
+            1 / 0
+    assert torch.get_num_threads() == 2 and caller_threads() == 2
+    torch.set_num_threads(1)
+    assert caller_threads() == 1

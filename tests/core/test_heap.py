@@ -72,18 +72,38 @@ def test_runs_are_page_aligned_adjacent_blocks_lowest_first() -> None:
         assert blocks[0] <= start < blocks[0] + 4096 and blocks[-1] + block - 4096 < end <= blocks[-1] + block
 
 
+def _trim_free_heap() -> None:
+    """Give the heap's free pages back (``malloc_trim``), so earlier tests' freed memory cannot pass for a populate."""
+    import ctypes
+
+    ctypes.CDLL(None).malloc_trim(0)
+
+
+def _written_faults(nbytes: int) -> tuple[int, list[torch.Tensor]]:
+    """Page faults this thread takes writing ``nbytes`` of 64 KiB tensors (heap allocations whatever
+    glibc's mmap threshold is), and the tensors."""
+    before = _thread_faults()
+    tensors = [torch.full((16384,), float(i)) for i in range(nbytes // (64 << 10))]
+    return _thread_faults() - before, tensors
+
+
 @linux_glibc
-def test_tensors_allocated_inside_take_the_populated_pages_and_stay_valid() -> None:
-    size = 2 * MIN_BYTES
-    with prefaulted_heap(size) as state:
+def test_tensors_allocated_inside_take_the_populated_pages_and_stay_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    pages = MIN_BYTES // 4096
+    _trim_free_heap()
+    monkeypatch.setenv(PREFAULT_ENV, "0")
+    with prefaulted_heap(2 * MIN_BYTES) as state:
+        assert not state.done
+        control, tensors = _written_faults(MIN_BYTES)
+    del tensors
+    assert control > pages // 2, f"the control wrote {pages} fresh pages with only {control} faults"
+    monkeypatch.delenv(PREFAULT_ENV)
+    _trim_free_heap()
+    with prefaulted_heap(2 * MIN_BYTES) as state:
         assert state.done and state.nbytes >= MIN_BYTES
         _wait(state)
         assert state.error == 0 and state.populated == state.nbytes
-        before = _thread_faults()
-        # 64 KiB tensors: heap allocations whatever glibc's mmap threshold is
-        tensors = [torch.full((16384,), float(i)) for i in range(MIN_BYTES // (64 << 10))]
-        taken = _thread_faults() - before
-    pages = MIN_BYTES // 4096
+        taken, tensors = _written_faults(MIN_BYTES)
     assert taken < pages // 10, f"{taken} page faults in this thread for {pages} pages written"
     # after the block (fence freed): the tensors are ordinary, independent memory
     tensors[0].add_(1.0)
@@ -92,24 +112,75 @@ def test_tensors_allocated_inside_take_the_populated_pages_and_stay_valid() -> N
 
 
 @linux_glibc
-def test_memory_handed_out_while_populating_keeps_its_bytes() -> None:
+def test_memory_handed_out_while_populating_keeps_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The populate runs over memory the calling thread is already writing: it must change no byte."""
+    monkeypatch.setattr(heap, "_CHUNK", 16 * 4096)  # small steps: the populate is still running meanwhile
     with prefaulted_heap(4 * MIN_BYTES) as state:
         assert state.done
         tensors = [torch.full((16384,), float(i)) for i in range(4 * MIN_BYTES // (64 << 10) - 64)]
+        overlapped = not state.finished
         _wait(state)
         assert state.error == 0
     assert all(bool((t == float(i)).all()) for i, t in enumerate(tensors))
+    assert overlapped, "the populate had ended before the writes: nothing was shown"
+
+
+@linux_glibc
+def test_the_populate_stops_when_the_block_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "_CHUNK", 16 * 4096)
+    with prefaulted_heap(4 * MIN_BYTES) as state:
+        assert state.done
+    assert state.finished and state.error == 0
+    assert state.populated < state.nbytes, "the whole range was populated for a block that needed none"
 
 
 @linux_glibc
 def test_a_refused_populate_is_recorded_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(heap, "_MADV_POPULATE_WRITE", -1)  # an advice the kernel refuses
+    monkeypatch.setattr(heap, "_MADV_POPULATE_WRITE", -1)  # an advice the kernel refuses (as before Linux 5.14)
     with prefaulted_heap(2 * MIN_BYTES) as state:
         _wait(state)
         assert state.done and state.error != 0 and state.populated == 0
-        t = torch.arange(1 << 20, dtype=torch.float32)
-    assert float(t[-1]) == float((1 << 20) - 1)
+        _, tensors = _written_faults(4 << 20)
+    assert all(bool((t == float(i)).all()) for i, t in enumerate(tensors))
+
+
+@linux_glibc
+def test_no_thread_to_be_had_leaves_the_run_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    ran = False
+    with prefaulted_heap(2 * MIN_BYTES) as state:
+        ran = True
+        assert not state.done and state.finished
+    assert ran
+
+
+@linux_glibc
+@pytest.mark.parametrize("where", ["no brk heap", "blocks elsewhere", "another malloc"])
+def test_nothing_is_populated_outside_glibcs_brk_heap(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the brk heap cannot be given back below a live fence (a thread arena's can)."""
+    assert heap._glibc_malloc() and heap._heap_mapping() is not None
+    if where == "no brk heap":
+        monkeypatch.setattr(heap, "_heap_mapping", lambda: None)
+    elif where == "blocks elsewhere":
+        monkeypatch.setattr(heap, "_heap_mapping", lambda: (1 << 12, 1 << 13))
+    else:
+        monkeypatch.setattr(heap, "_glibc_malloc", lambda: False)
+    with prefaulted_heap(2 * MIN_BYTES) as state:
+        assert not state.done and state.populated == 0
+
+
+def test_the_cap_follows_the_memory_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "_meminfo_available", lambda: 8 << 30)
+    monkeypatch.setattr(heap, "memory_headroom", lambda: 1 << 30)
+    assert heap._available_bytes() == 1 << 30
+    monkeypatch.setattr(heap, "memory_headroom", lambda: None)
+    assert heap._available_bytes() == 8 << 30
+    monkeypatch.setattr(heap, "memory_headroom", lambda: 4 * MIN_BYTES)  # a quarter of it is too little
+    with prefaulted_heap(4 * MIN_BYTES) as state:
+        assert not state.done
 
 
 def _gap(name: str) -> pd.DataFrame:

@@ -110,3 +110,15 @@ def test_inference_mode_tensors_are_scored_in_the_loop(computed_on: list[str]) -
         df = _gap("mlp_fp32", "SNR")
     assert _same(_gaps(df), _gaps(plain))
     assert threading.current_thread().name in computed_on
+
+
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs two cores")
+@pytest.mark.parametrize(("quota", "workers"), [(None, 1), (4.0, 1), (2.0, 1), (1.5, 0), (1.0, 0)])
+def test_a_cpu_quota_below_two_cpus_keeps_the_gap_on_one_thread(quota: float | None, workers: int, threads: None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container sees every core but its quota may buy one: a worker would only compete for it."""
+    import numdiff._core.cgroup as cgroup
+
+    monkeypatch.setattr(cgroup, "cpu_limit", lambda: quota)
+    torch.set_num_threads(2)
+    assert worker_threads() == workers
