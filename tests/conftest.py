@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -84,3 +85,31 @@ def xnnpack_analysis() -> Analysis:
 @pytest.fixture(scope="session")
 def quant_analysis() -> Analysis:
     return _analyse("pt2e_quant", device="host")
+
+
+@pytest.fixture
+def threads() -> Iterator[None]:
+    """torch's intra-op thread count, restored after the test (which may change it)."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def computed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the threads each pair's float64 sums were computed on (numdiff.gap.presum's worker or not)."""
+    import threading
+
+    import numdiff.comparators.numerics as numerics
+
+    names: list[str] = []
+    real = numerics._difference_sums
+
+    def spy(a: object, b: object, need_l1: bool) -> Any:
+        names.append(threading.current_thread().name)
+        return real(a, b, need_l1)
+
+    monkeypatch.setattr(numerics, "_difference_sums", spy)
+    return names

@@ -12,28 +12,11 @@ import pandas as pd
 import pytest
 import torch
 
-import numdiff.comparators.numerics as numerics
 import numdiff.culprits.find as find
 from numdiff.gap.presum import Presum, worker_threads
 from tests.culprits.helpers import inspector
 
 NAMES = ["culprit_mlp", "cnn_nested"]
-
-
-@pytest.fixture
-def computed_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Names of the threads each pair's sums were computed on; torch's thread count restored after."""
-    names: list[str] = []
-    real = numerics._difference_sums
-
-    def spy(a: object, b: object, need_l1: bool) -> Any:
-        names.append(threading.current_thread().name)
-        return real(a, b, need_l1)
-
-    monkeypatch.setattr(numerics, "_difference_sums", spy)
-    before = torch.get_num_threads()
-    yield names
-    torch.set_num_threads(before)
 
 
 def _report(name: str, metric: str = "SNR") -> tuple[pd.DataFrame, str]:
@@ -42,7 +25,7 @@ def _report(name: str, metric: str = "SNR") -> tuple[pd.DataFrame, str]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_report_is_the_same_with_the_sums_taken_ahead(name: str, computed_on: list[str],
+def test_the_report_is_the_same_with_the_sums_taken_ahead(name: str, computed_on: list[str], threads: None,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     torch.set_num_threads(2)
     ahead = _report(name)
@@ -74,7 +57,7 @@ def test_the_report_is_the_same_with_the_sums_taken_ahead(name: str, computed_on
 
 
 @pytest.mark.parametrize("metric", ["SNR", "cosine"])
-def test_every_runtime_value_scored_is_let_go_whatever_the_metric(metric: str, computed_on: list[str],
+def test_every_runtime_value_scored_is_let_go_whatever_the_metric(metric: str, threads: None,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A metric other than SNR reads the runtime tensor again after its sums were taken ahead: its
     pages must be dropped after that read too (they were kept for the whole replay)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import threading
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -37,27 +36,6 @@ def _gaps(df: pd.DataFrame) -> list[float]:
 
 def _same(a: list[float], b: list[float]) -> bool:
     return len(a) == len(b) and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b, strict=True))
-
-
-@pytest.fixture
-def threads() -> Iterator[None]:
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture
-def computed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Names of the threads each pair's sums were computed on."""
-    names: list[str] = []
-    real = numerics._difference_sums
-
-    def spy(a: object, b: object, need_l1: bool) -> Any:
-        names.append(threading.current_thread().name)
-        return real(a, b, need_l1)
-
-    monkeypatch.setattr(numerics, "_difference_sums", spy)
-    return names
 
 
 @pytest.mark.parametrize("name", FIXTURES)
