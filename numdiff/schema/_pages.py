@@ -25,26 +25,46 @@ class ResidentPages:
         self._base = base
         self._can_release = base != 0
         self._pagemap_ok = base != 0
+        self._pending: tuple[int, int] | None = None
+        self._pending_lock = threading.Lock()  # the gap releases from its worker thread too
 
     def release(self, value: object) -> None:
         """Drop the resident pages behind tensors of this buffer from this process.
 
         Pages only read are unmapped with ``MADV_DONTNEED`` (they stay in the page cache and are
         mapped again if touched). Pages a user wrote to are private copies that ``MADV_DONTNEED``
-        would throw away, so ranges holding any (``/proc/self/pagemap`` tells) get
-        ``MADV_PAGEOUT`` instead, which keeps them. No value ever changes. This keeps a
+        would throw away, so the runs of them (``/proc/self/pagemap`` tells) get ``MADV_PAGEOUT``
+        instead, which keeps them. No value ever changes. This keeps a
         comparison over hundreds of MB of logged tensors from holding them all in memory.
         Values that are not views of this buffer are ignored; where the kernel or platform offers
-        neither, this does nothing.
+        neither, this does nothing. Ranges released one after the other that follow each other in
+        the buffer are dropped together once they reach 16 MiB (a release of that much at once);
+        the next release elsewhere drops them too, so at most 16 MiB wait.
         """
         if not self._can_release:
             return
-        for first, end in self._page_ranges(value):
-            advice = _MADV_PAGEOUT if self._has_private_pages(first, end) else mmap.MADV_DONTNEED
-            try:
-                self._map.madvise(advice, first, end - first)  # type: ignore[union-attr]
-            except (OSError, ValueError, AttributeError):
-                self._can_release = False
+        with self._pending_lock:
+            for first, end in self._page_ranges(value):
+                pending = self._pending
+                if pending is not None and pending[0] <= first <= pending[1] + mmap.PAGESIZE:
+                    self._pending = pending = (pending[0], max(pending[1], end))
+                else:
+                    if pending is not None:
+                        self._drop(*pending)
+                    self._pending = pending = (first, end)
+                if pending[1] - pending[0] >= _BATCH:
+                    self._drop(*pending)
+                    self._pending = None
+
+    def _drop(self, first: int, end: int) -> None:
+        """Drop ``[first, end)``: ``MADV_DONTNEED`` where the pages are the file's, ``MADV_PAGEOUT``
+        on the runs of pages this process wrote to (all of it when the pagemap cannot tell)."""
+        try:
+            for start, stop, private in self._page_runs(first, end):
+                advice = _MADV_PAGEOUT if private else mmap.MADV_DONTNEED
+                self._map.madvise(advice, start, min(stop, end) - start)  # type: ignore[union-attr]
+        except (OSError, ValueError, AttributeError):
+            self._can_release = False
 
     def _page_ranges(self, value: object) -> Iterator[tuple[int, int]]:
         """``(first page offset, end offset)`` of each tensor in ``value`` that views this buffer."""
@@ -56,25 +76,37 @@ class ResidentPages:
                 continue
             yield start - start % mmap.PAGESIZE, min(self.size, start + t.untyped_storage().nbytes())
 
-    def _has_private_pages(self, first: int, end: int) -> bool:
-        """Whether ``[first, end)`` holds pages this process wrote to (copy-on-write copies)."""
+    def _page_runs(self, first: int, end: int) -> list[tuple[int, int, bool]]:
+        """``(start, stop, private)`` runs covering ``[first, end)`` (``first`` page-aligned): whether
+        their pages are copies this process wrote to (copy-on-write), or the file's; one run, taken
+        as private, when ``/proc/self/pagemap`` cannot tell."""
         pagemap = _pagemap() if self._pagemap_ok else None
         if pagemap is None:
-            return True
+            return [(first, end, True)]
         page = mmap.PAGESIZE
         count = (end - first + page - 1) // page
         try:
             raw = os.pread(pagemap, 8 * count, (self._base + first) // page * 8)
         except OSError:
             self._pagemap_ok = False
-            return True
+            return [(first, end, True)]
         import numpy as np
 
         # present (bit 63) and not file-backed (bit 61): a private copy
         present_and_file = np.uint64((1 << 63) | (1 << 61))
-        flags = np.bitwise_and(np.frombuffer(raw, dtype=np.uint64), present_and_file)
-        return bool(np.any(flags == np.uint64(1 << 63)))
+        private = np.bitwise_and(np.frombuffer(raw, dtype=np.uint64), present_and_file) == np.uint64(1 << 63)
+        if len(private) < count:  # a short read: tell nothing
+            return [(first, end, True)]
+        if not private.any():
+            return [(first, end, False)]
+        edges = [0, *(int(i) + 1 for i in np.flatnonzero(private[1:] != private[:-1])), count]
+        return [(first + a * page, first + b * page, bool(private[a])) for a, b in zip(edges, edges[1:])]
 
+
+#: Adjacent ranges released one after the other are dropped together, once they reach this size
+#: (one pagemap read and one madvise instead of one per tensor); a release of at least this much is
+#: dropped at once.
+_BATCH = 16 << 20
 
 #: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)

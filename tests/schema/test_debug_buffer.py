@@ -120,3 +120,26 @@ def test_release_drops_pages_but_never_changes_values(tmp_path: Path) -> None:
     assert float(t[5]) == -1.0 and float(t[6]) == 6.0 and float(t[n - 1]) == float(n - 1)
     assert before <= touched
     assert Path(path).read_bytes()[20:24] == torch.tensor([5.0]).numpy().tobytes()  # the file is untouched
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
+def test_adjacent_releases_are_dropped_together(tmp_path: Path) -> None:
+    mib = 1 << 18  # float32 elements in 1 MiB
+    path = tmp_path / "big.bin"
+    path.write_bytes(torch.arange(40 * mib, dtype=torch.float32).numpy().tobytes())
+    buf = DebugBuffer(path)
+    parts = [buf.tensor(Tensor(int(ScalarType.FLOAT), (mib,), (1,), i * mib * 4)) for i in range(40)]
+    assert sum(float(p[0]) for p in parts) > 0 and all(float(p.sum()) > 0 for p in parts)  # every page in
+    parts[3][7] = -1.0  # a private (copy-on-write) change inside the batch: it must survive the drop
+    touched = _rss_pages()
+    for p in parts[:15]:
+        buf.release(p)
+    assert _rss_pages() > touched - (4 << 20) // 4096  # 15 MiB waiting: still mapped
+    buf.release(parts[15])  # 16 MiB together: dropped
+    dropped = _rss_pages()
+    assert dropped < touched - (12 << 20) // 4096
+    buf.release(parts[30])  # elsewhere: waits alone
+    buf.release(parts[20])  # not adjacent to 30: 30 is dropped, 20 waits
+    assert _rss_pages() < dropped - (512 << 10) // 4096
+    assert [float(p[0]) for p in parts] == [float(i * mib) for i in range(40)]  # values never change
+    assert float(parts[3][7]) == -1.0 and float(parts[3][8]) == float(3 * mib + 8)
