@@ -112,17 +112,27 @@ def test_tensors_allocated_inside_take_the_populated_pages_and_stay_valid(monkey
 
 
 @linux_glibc
-def test_memory_handed_out_while_populating_keeps_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The populate runs over memory the calling thread is already writing: it must change no byte."""
-    monkeypatch.setattr(heap, "_CHUNK", 16 * 4096)  # small steps: the populate is still running meanwhile
+def test_memory_handed_out_before_and_while_populating_keeps_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The populate runs over memory the calling thread has already taken and written, and is still
+    writing: it must change no byte."""
+    gate = threading.Event()
+    real = heap._populate
+
+    def gated(*args: object) -> None:
+        assert gate.wait(60)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(heap, "_populate", gated)
+    count = 4 * MIN_BYTES // (64 << 10) - 64
     with prefaulted_heap(4 * MIN_BYTES) as state:
         assert state.done
-        tensors = [torch.full((16384,), float(i)) for i in range(4 * MIN_BYTES // (64 << 10) - 64)]
-        overlapped = not state.finished
+        tensors = [torch.full((16384,), float(i)) for i in range(count // 2)]  # before the populate starts
+        assert state.populated == 0
+        gate.set()
+        tensors += [torch.full((16384,), float(i)) for i in range(count // 2, count)]  # while it runs
         _wait(state)
-        assert state.error == 0
+        assert state.error == 0 and state.populated == state.nbytes
     assert all(bool((t == float(i)).all()) for i, t in enumerate(tensors))
-    assert overlapped, "the populate had ended before the writes: nothing was shown"
 
 
 @linux_glibc
