@@ -16,6 +16,11 @@ float ETRecord), taps inside a delegate (``deeper_taps``, ``taps=``) and decode 
 (``deeper_decode``, ``step_inputs=``, 6 steps: judged per step). These files are small, so each is
 timed warm in one process (imports and one call done first): a fresh ``Inspector`` + the call,
 median of ``max(--repeat, 5)``. Target: at most 2× the gap (per step for decode).
+
+The realistic models (issue 21: "on every realistic model"): every model of
+``tests/fixtures/realistic/`` with an ETDump, ETRecord and debug buffer, ``find_culprits("SNR")``
+against ``calculate_numeric_gap("SNR")`` on the same files, timed as the views are (warm, one
+process, a fresh ``Inspector`` per call, median of ``max(--repeat, 5)``). Target: at most 2×.
 """
 
 from __future__ import annotations
@@ -87,16 +92,62 @@ print("@@RESULT " + json.dumps(out))
 """
 
 
-def _views(python: Path, threads: int, repeat: int) -> dict[str, Any]:
+REALISTIC_CHILD = r"""
+import json, os, statistics, sys, time, warnings
+import torch
+warnings.simplefilter("ignore")
+from numdiff.inspector import Inspector
+folder, repeat = sys.argv[1], int(sys.argv[2])
+out = {}
+for name in sorted(os.listdir(folder)):
+    d = folder + "/" + name + "/"
+    if not all(os.path.exists(d + f) for f in ("etdump.etdp", "etrecord.bin", "debug_buffer.bin")):
+        continue
+    def make():
+        return Inspector(etdump_path=d + "etdump.etdp", etrecord=d + "etrecord.bin",
+                         debug_buffer_path=d + "debug_buffer.bin")
+    calls = {"gap": lambda: make().calculate_numeric_gap("SNR"), "find_culprits": lambda: make().find_culprits("SNR")}
+    walls = {what: [] for what in calls}
+    for call in calls.values():
+        call()  # warm: imports, lazily built tables
+    for _ in range(repeat):  # interleaved, so a busy moment weighs on both
+        for what, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            walls[what].append(time.perf_counter() - t0)
+    out[name] = walls
+print("@@RESULT " + json.dumps(out))
+"""
+
+
+def _child(python: Path, code: str, folder: Path, threads: int, repeat: int) -> dict[str, Any]:
     env = dict(os.environ)
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    done = subprocess.run([str(python), "-c", VIEWS_CHILD, str(_env.REPO / "tests" / "fixtures"), str(repeat)],
+    done = subprocess.run([str(python), "-c", code, str(folder), str(repeat)],
                           capture_output=True, text=True, env=env, check=False, cwd=_env.REPO)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("@@RESULT ")]
     if done.returncode or not lines:
-        raise SystemExit(f"views failed ({done.returncode}): {done.stderr[-2000:]}")
+        raise SystemExit(f"fixture timings failed ({done.returncode}): {done.stderr[-2000:]}")
     return json.loads(lines[-1][len("@@RESULT "):])  # type: ignore[no-any-return]
+
+
+def print_realistic(python: Path, threads: int, repeat: int) -> bool:
+    """Print find_culprits against the gap on every realistic model; True when each is within 2x."""
+    models = _child(python, REALISTIC_CHILD, _env.REPO / "tests" / "fixtures" / "realistic", threads, repeat)
+    print(f"realistic models in tests/fixtures/realistic (warm, fresh Inspector per call, median of {repeat}; "
+          f"intra-op threads: {threads or 'library default'})")
+    print(f"{'model':28s} {'gap':>8s} {'culprits':>9s}  culprits/gap  target <= 2")
+    ok = True
+    for name, walls in models.items():
+        gap, culprits = (statistics.median(walls[w]) for w in ("gap", "find_culprits"))
+        ok &= culprits / gap <= 2
+        print(f"{name:28s} {gap:7.3f}s {culprits:8.3f}s  {culprits / gap:11.2f}  {'PASS' if culprits / gap <= 2 else 'FAIL'}")
+    return ok
+
+
+def _views(python: Path, threads: int, repeat: int) -> dict[str, Any]:
+    return _child(python, VIEWS_CHILD, _env.REPO / "tests" / "fixtures", threads, repeat)
 
 
 def print_views(python: Path, threads: int, repeat: int) -> bool:
@@ -139,12 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=_env.DEFAULT_CACHE)
     parser.add_argument("--oracle-python", default=None)
     parser.add_argument("--numdiff-python", default=None)
-    parser.add_argument("--views-only", action="store_true", help="only the deeper views on the fixtures")
+    parser.add_argument("--views-only", action="store_true",
+                        help="only the deeper views and the realistic models on the fixtures (no oracle needed)")
     args = parser.parse_args(argv)
     python = _env.numdiff_python(args.numdiff_python)
     _env.compile_bytecode(python)
     if args.views_only:
         print_views(python, args.threads, max(args.repeat, 5))
+        print()
+        print_realistic(python, args.threads, max(args.repeat, 5))
         return 0
     oracle = _env.oracle_python(args.oracle_python)
     root = _env.artifacts(oracle, args.cache_dir, _env.versions(oracle, ("torch", "executorch", "pandas")))
@@ -169,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{'PASS' if mem_ratio <= 1.01 else 'FAIL'}")
     print()
     print_views(python, args.threads, max(args.repeat, 5))
+    print()
+    print_realistic(python, args.threads, max(args.repeat, 5))
     return 0
 
 
