@@ -38,8 +38,8 @@ class ResidentPages:
         comparison over hundreds of MB of logged tensors from holding them all in memory.
         Values that are not views of this buffer are ignored; where the kernel or platform offers
         neither, this does nothing. Ranges released one after the other that follow each other in
-        the buffer are dropped together once they reach 16 MiB (a release of that much at once);
-        the next release elsewhere drops them too, so at most 16 MiB wait.
+        the buffer are dropped together once they reach 8 MiB (a release of that much at once);
+        the next release elsewhere drops them too, so at most 8 MiB wait.
         """
         if not self._can_release:
             return
@@ -106,7 +106,7 @@ class ResidentPages:
 #: Adjacent ranges released one after the other are dropped together, once they reach this size
 #: (one pagemap read and one madvise instead of one per tensor); a release of at least this much is
 #: dropped at once.
-_BATCH = 16 << 20
+_BATCH = 8 << 20
 
 #: Linux's MADV_PAGEOUT (5.4+); Python's mmap module does not always export the constant.
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
