@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import torch
 
@@ -70,6 +72,10 @@ class Planned:
     acc_notes: list[str] = field(default_factory=list)
 
 
+#: ``Meter.measure``'s ``sums`` when they are still to be computed.
+_NOT_YET = object()
+
+
 class Meter:
     """The chosen metric over one pair: the comparator's gap, from shared float64 sums when it is SNR."""
 
@@ -86,19 +92,25 @@ class Meter:
         other metrics read both tensors again."""
         return type(self.comparator) is SNRComparator
 
+    @staticmethod
+    def sums_of(aot: object, runtime: object) -> Sums | None:
+        """The float64 sums of a pair of tensors of one shape (None: not such a pair, or not all finite)."""
+        return finite_difference_sums(aot, runtime, need_l1=False) \
+            if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
+            else None
+
     def measure(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str],
-                what: str) -> tuple[float, Sums | None]:
+                what: str, sums: Sums | None | object = _NOT_YET) -> tuple[float, Sums | None]:
         """The comparator's gap and, when all values are finite, the float64 sums behind it.
 
         The built-in SNR comparator's number is made from the same sums (one pass, not two).
+        ``sums``: the pair's :meth:`sums_of`, when already computed.
         """
-        sums = finite_difference_sums(aot, runtime, need_l1=False) \
-            if isinstance(aot, torch.Tensor) and isinstance(runtime, torch.Tensor) and aot.shape == runtime.shape \
-            else None
-        if sums is not None and self.sums_alone:
-            signal, noise, _, count = sums
-            return snr_db(signal / count, noise / count), sums
-        return self._gap(pair, aot, runtime, notes, what), sums
+        known = self.sums_of(aot, runtime) if sums is _NOT_YET else cast("Sums | None", sums)
+        if known is not None and self.sums_alone:
+            signal, noise, _, count = known
+            return snr_db(signal / count, noise / count), known
+        return self._gap(pair, aot, runtime, notes, what), known
 
     def _gap(self, pair: AlignedPair, aot: object, runtime: object, notes: list[str], what: str) -> float:
         single = AlignmentReport((AlignedPair(pair.aot_handle, aot, pair.runtime_handle, runtime,
@@ -175,6 +187,10 @@ class Scorer:
         first_index: The first row's index (a method's rows are numbered on from the previous method's).
         aot_inputs: Where graph inputs the runtime did not log come from, when not the ETRecord's
             representative inputs (a method's example inputs, see :mod:`numdiff.gap.methods`).
+        sums_pool: A one-thread pool for the local error's float64 sums: a node's sums are then
+            taken there while the replay computes the next node, and its rows are written when the
+            replay reaches the next paired node (call :meth:`flush` after the run). Only for graphs
+            that change no value in place (a later node could change the replayed value meanwhile).
     """
 
     def __init__(self, meter: Meter, limits: Mapping[str, Thresholds], lineages: Mapping[str, Lineage],
@@ -183,13 +199,16 @@ class Scorer:
                  unreliable: Mapping[DebugHandle, str], supplied: frozenset[str],
                  inputs_from_runtime: dict[str, str], inputs_unknown: bool = False,
                  delegates: Mapping[frozenset[int], tuple[str, int]] | None = None, first_index: int = 0,
-                 aot_inputs: str | None = None) -> None:
+                 aot_inputs: str | None = None, sums_pool: Executor | None = None) -> None:
         self.meter, self.limits, self.lineages, self.stack_traces = meter, limits, lineages, stack_traces
         self.module_paths, self.latencies, self.plan, self.release = module_paths, latencies, plan, release
         self.unreliable, self.supplied, self.inputs_from_runtime = unreliable, supplied, inputs_from_runtime
         self.inputs_unknown = inputs_unknown
         self.delegates = delegates or {}
         self.first_index, self.aot_inputs = first_index, aot_inputs
+        self.sums_pool = sums_pool
+        #: Rows of the last paired node, written when the replay reaches the next one (or at :meth:`flush`).
+        self._waiting: list[Callable[[], None]] = []
         self.rows: list[CulpritRow] = []
         self.by_node: dict[tuple[str, int | None], list[int]] = {}
         self.substituted: dict[tuple[str, int | None], bool] = {}
@@ -216,6 +235,7 @@ class Scorer:
 
     def on_paired(self, node: torch.fx.Node, replay: object, args: tuple[object, ...], kwargs: dict[str, object],
                   noise: Noise) -> object:
+        self.flush()  # the node before's rows first: rows stay in graph order
         planned = self.plan.pop(node.name)
         out = list(replay) if isinstance(replay, (list, tuple)) else None
         replayed_out = tuple(out) if out is not None else ()
@@ -230,7 +250,7 @@ class Scorer:
             if item.pair.runtime_handle in self.unreliable:
                 runtime_value, transform = None, self.unreliable[item.pair.runtime_handle]
             self.transforms[f"{node.name}/{element}"] = transform
-            self._row(node, item, value, runtime_value, transform, noise, args, kwargs)
+            self._write(node, item, value, runtime_value, transform, noise, args, kwargs)
             ok = runtime_value is not None
             if runtime_value is not None and self.release is not None:
                 runtime_value = runtime_value.clone()  # a private copy: the buffer's pages can go now
@@ -239,11 +259,34 @@ class Scorer:
                 out[element] = runtime_value
             elif ok and out is None:
                 replay = runtime_value
-            if self.release is not None:
+            if self.release is not None and self.sums_pool is None:  # with a pool: once its sums are taken
                 self.release(item.pair.runtime_output)
         if out is not None:
             return type(replay)(out) if isinstance(replay, tuple) else out
         return replay
+
+    def _write(self, node: torch.fx.Node, item: Planned, value: object, runtime: torch.Tensor | None, transform: str,
+               noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        """Write the pair's row now, or, with a sums pool, once its sums are taken there (see ``sums_pool``)."""
+        compare = runtime if runtime is not None else item.pair.runtime_output
+
+        if self.sums_pool is None:
+            self._row(node, item, value, runtime, transform, noise, args, kwargs, _NOT_YET)
+            return
+        future: Future[Sums | None] = self.sums_pool.submit(Meter.sums_of, value, compare)
+
+        def write() -> None:
+            self._row(node, item, value, runtime, transform, noise, args, kwargs, future.result())
+            if self.release is not None:
+                self.release(item.pair.runtime_output)
+
+        self._waiting.append(write)
+
+    def flush(self) -> None:
+        """Write the rows still waiting for their sums (see ``sums_pool``)."""
+        waiting, self._waiting = self._waiting, []
+        for write in waiting:
+            write()
 
     def _producer_rows(self, lin: Lineage) -> list[int]:
         rows: list[int] = []
@@ -253,7 +296,7 @@ class Scorer:
         return sorted(set(rows))
 
     def _row(self, node: torch.fx.Node, item: Planned, replay: object, runtime: torch.Tensor | None, transform: str,
-             noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+             noise: Noise, args: tuple[object, ...], kwargs: dict[str, object], sums: Sums | None | object) -> None:
         pair, index = item.pair, self.first_index + len(self.rows)
         notes: list[str] = []
         logged = pair.runtime_output
@@ -261,7 +304,7 @@ class Scorer:
             self.unsized[index] = f"runtime shape {tuple(logged.shape)} vs AOT {tuple(replay.shape)}"
         lin = self.lineages.get(node.name, Lineage())
         compare_runtime = runtime if runtime is not None else pair.runtime_output
-        local, sums = self.meter.measure(pair, replay, compare_runtime, notes, "local")
+        local, sums = self.meter.measure(pair, replay, compare_runtime, notes, "local", sums)
         notes += item.acc_notes
         accumulated, acc_rel = item.accumulated, item.acc_rel
         units, nonfinite, replay_nonfinite = math.nan, 0, 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,7 +44,7 @@ from numdiff.culprits._scorer import Meter, Planned, Release, Scorer, dequantize
 from numdiff.culprits.report import CulpritReport, RunFigures, inputs_in_doubt_note
 from numdiff.errors import MismatchedArtifactsError, UsageError
 from numdiff.gap import gather
-from numdiff.gap.presum import presumming
+from numdiff.gap.presum import presumming, worker_threads
 
 if TYPE_CHECKING:
     import torch.fx
@@ -213,7 +214,7 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     whose graph inputs are not the representative ones (rows that read one unlogged get no verdict
     unless ``step_input`` gives them). ``method``: one method of a multi-method program, replayed
     on its own graph and inputs, its rows numbered from ``first_index``."""
-    from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph
+    from numdiff.capture import handle_key, is_captured_node, resolve_reference_graph, runs_without_side_effects
     from numdiff.capture.nodes import DEBUG_HANDLE_KEY
 
     limits = resolve_thresholds(thresholds)
@@ -268,9 +269,12 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
     def replay_on(module: torch.fx.GraphModule, plan: dict[str, list[Planned]],
                   quant: tuple[ExportedProgram, float] | None = None) -> tuple[Scorer, ReplayInterpreter]:
         from_runtime = dict.fromkeys(supplied, "step_inputs")
+        # the local sums on a second thread while the replay goes on, when the caller allows one (see Scorer)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="numdiff-replay-sums") \
+            if quant is None and worker_threads() and runs_without_side_effects(module) else None
         scorer = Scorer(meter, limits, lineages, inputs.stack_traces, inputs.module_paths, _latencies(events), plan,
                         release, unreliable=unreliable, supplied=supplied, inputs_from_runtime=from_runtime,
-                        inputs_unknown=later_run and step_input is None, delegates=calls,
+                        inputs_unknown=later_run and step_input is None, delegates=calls, sums_pool=pool,
                         first_index=first_index, aot_inputs=None if method is None else method.plan.inputs_source)
         args = (module, set(plan), scorer.on_paired, logged)
         if quant is None:
@@ -281,7 +285,12 @@ def _analyse(etrecord: ETRecordLike, events: Sequence[EventLike], comparator: Nu
             replay = QuantReplay(*args, quant[0], quant[1], from_runtime, xnnpack_nodes=xnnpack,
                                  tie_allowance=tie_allowance, shared=shared)
         scorer.input_problems = replay.input_problems
-        replay.run(*graph_args(etrecord, run_inputs))
+        try:
+            replay.run(*graph_args(etrecord, run_inputs))
+            scorer.flush()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         return scorer, replay
 
     scorer, replay = replay_on(graph_module, plan, quant)

@@ -52,8 +52,24 @@ def test_the_report_is_the_same_with_the_sums_taken_ahead(name: str, computed_on
     assert set(inline_threads) == {threading.current_thread().name}
     torch.set_num_threads(2)
     if worker_threads():
-        # the accumulated sums (the replay's local ones stay on this thread)
+        # the accumulated sums on the gap's worker, the replay's local ones on the replay's
         assert any(n.startswith("numdiff-gap-sums") for n in ahead_threads), ahead_threads
+        assert any(n.startswith("numdiff-replay-sums") for n in ahead_threads), ahead_threads
+
+
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_a_graph_that_changes_values_in_place_keeps_its_local_sums_on_this_thread(
+        computed_on: list[str], threads: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later node could change a replayed value while another thread reads it: no replay pool then."""
+    torch.set_num_threads(2)
+    import numdiff.capture as capture
+
+    monkeypatch.setattr(capture, "runs_without_side_effects", lambda module: False)
+    before = _report("culprit_mlp")
+    assert not any(n.startswith("numdiff-replay-sums") for n in computed_on), computed_on
+    monkeypatch.undo()
+    torch.set_num_threads(2)
+    assert _report("culprit_mlp")[1] == before[1]
 
 
 @pytest.mark.parametrize("metric", ["SNR", "cosine"])
