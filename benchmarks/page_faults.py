@@ -17,7 +17,8 @@ memory the graph's outputs will take in on a second thread while the graph is bu
 ``--threads 0`` (the default) leaves the libraries' thread settings alone, as users run it; with
 ``--threads 1`` numdiff uses one thread and does not prefault, so both modes should match.
 Each line gives the min and median of wall and CPU seconds, minor faults (the populate's
-included) and peak RSS, and the load average during the runs (compare modes of the same run only).
+included) and those of the calling thread (which builds and runs the graph), peak RSS, and the load
+average during the runs (compare modes of the same run only).
 
 Measured on the 2-CPU dev VM (2026-11-28): ``micro`` at load 1.1-1.6, 320 MiB, median per 4 KiB
 page: first write 2.22 us, ``MADV_POPULATE_WRITE`` 1.63 us, ``MAP_POPULATE`` 1.66 us, rewrite of
@@ -26,9 +27,9 @@ compact first (2 of 5 and 4 of 5 runs in two samples); a later sample gave 3.10 
 first write. ``perf``: clear_page is 44 % of a populate and 47 % of a fault-by-fault touch, the
 trap itself ~6 %: bulk faulting saves the trap, not the per-page work, so a prefault done in the
 calling thread gained 0-9 % (a trial, not kept). Done on the second core instead, ``gap`` at the
-default threads, 8 runs per mode, load 0.7-0.9: median wall 0.635 s off, 0.537 s on (0.85), the
-same gap values and peak RSS (730 MiB); the graph-running thread took about 33k page faults
-instead of 103k.
+default threads, 8 runs per mode, load 0.3-0.7: median wall 0.423 s off, 0.361 s on (0.85), the
+same gap values, peak RSS 733 and 735 MiB; the calling thread took 29.8k page faults instead of
+108.1k (an earlier run in a slower state of the VM: 0.635 s and 0.537 s).
 """
 
 from __future__ import annotations
@@ -150,15 +151,17 @@ def usage():
     return r.ru_utime + r.ru_stime, r.ru_minflt
 
 c0, f0 = usage()
+m0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt  # the thread that builds and runs the graph
 t0 = time.perf_counter()
 inspector = Inspector(etdump_path=f"{case}/etdump.etdp", etrecord=f"{case}/etrecord.bin",
                       debug_buffer_path=f"{case}/debug_buffer.bin")
 frame = inspector.calculate_numeric_gap("SNR")
 t1 = time.perf_counter()
 c1, f1 = usage()
+m1 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
 gaps = [float(g[0]) for g in frame["gap"]]
 print("@@", t1 - t0, c1 - c0, f1 - f0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
-      os.getloadavg()[0], hash(tuple(gaps)))
+      os.getloadavg()[0], m1 - m0, hash(tuple(gaps)))
 '''
 
 def _default_case() -> Path:
@@ -206,7 +209,8 @@ def gap(case: Path, repeat: int, threads: int) -> None:
     for mode, rs in runs.items():
         wall, cpu = [r[0] for r in rs], [r[1] for r in rs]
         print(f"  {mode:4s} wall min {min(wall):.3f} med {statistics.median(wall):.3f} s | cpu min {min(cpu):.3f} "
-              f"med {statistics.median(cpu):.3f} s | minor faults {int(statistics.median(r[2] for r in rs))} | "
+              f"med {statistics.median(cpu):.3f} s | minor faults {int(statistics.median(r[2] for r in rs))}, "
+              f"{int(statistics.median(r[5] for r in rs))} in the calling thread | "
               f"peak RSS {int(max(r[3] for r in rs))} MiB | wall runs {[round(w, 3) for w in wall]}")
     off, on = (statistics.median(r[0] for r in runs[m]) for m in ("off", "on"))
     same = len(set().union(*answers.values())) == 1

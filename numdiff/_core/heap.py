@@ -5,10 +5,9 @@ the graph run writes that much memory the process never touched, and the kernel 
 fault per 4 KiB page (zeroing and charging it): on the 2-CPU dev VM about 2-3 us a page, 0.2 s of
 the graph run's 0.4 s. :func:`prefaulted_heap` takes those pages on a background thread, with
 ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14 or later), while the calling thread builds and runs the
-graph, so the graph run finds its memory already there. It is for a caller that allows a second
-thread: the populate does the same kernel work as the faults (it saves only each page's trap), and
-done in the calling thread it measured no faster (12 interleaved runs each at one thread: 0.553 s
-without, 0.552 s with; an earlier sample 0.546 and 0.520).
+graph, so the graph run finds its memory already there (``benchmarks/page_faults.py gap``). It is
+for a caller that allows a second thread: the populate does the same kernel work as the faults (it
+saves only each page's trap), and done in the calling thread it measured no faster in a trial.
 
 How, without changing any malloc setting: it grows glibc's main heap with blocks below glibc's
 smallest mmap threshold (so they come from the heap), keeps the highest block (the fence) and frees
@@ -90,26 +89,19 @@ class _Libc:
 def _applies(nbytes: int) -> bool:
     if os.environ.get(PREFAULT_ENV, "").strip() == "0" or nbytes < MIN_BYTES:
         return False
-    if not sys.platform.startswith("linux") or not _is_glibc():
+    if not sys.platform.startswith("linux"):
         return False
     return threading.current_thread() is threading.main_thread() and _glibc_malloc()
 
 
 def _glibc_malloc() -> bool:
-    """Whether the process's ``malloc`` is glibc's (not jemalloc, tcmalloc... preloaded)."""
+    """Whether the process's ``malloc`` is glibc's (not musl's, nor jemalloc, tcmalloc... preloaded)."""
     try:
         ours = ctypes.cast(ctypes.CDLL(None).malloc, ctypes.c_void_p).value
         glibc = ctypes.cast(ctypes.CDLL("libc.so.6").malloc, ctypes.c_void_p).value
     except (OSError, AttributeError):
         return False
     return ours is not None and ours == glibc
-
-
-def _is_glibc() -> bool:
-    try:
-        return os.confstr("CS_GNU_LIBC_VERSION") is not None
-    except (ValueError, OSError):
-        return False
 
 
 def _available_bytes() -> int:

@@ -268,11 +268,10 @@ class Scorer:
     def _write(self, node: torch.fx.Node, item: Planned, value: object, runtime: torch.Tensor | None, transform: str,
                noise: Noise, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         """Write the pair's row now, or, with a sums pool, once its sums are taken there (see ``sums_pool``)."""
-        compare = runtime if runtime is not None else item.pair.runtime_output
-
         if self.sums_pool is None:
             self._row(node, item, value, runtime, transform, noise, args, kwargs, _NOT_YET)
             return
+        compare = runtime if runtime is not None else item.pair.runtime_output  # as _row compares
         future: Future[Sums | None] = self.sums_pool.submit(Meter.sums_of, value, compare)
 
         def write() -> None:

@@ -20,7 +20,7 @@ from numdiff._core.heap import MIN_BYTES, PREFAULT_ENV, Prefault, prefaulted_hea
 from numdiff.inspector import Inspector
 from tests.conftest import artifact
 
-linux_glibc = pytest.mark.skipif(not sys.platform.startswith("linux") or not heap._is_glibc(),
+linux_glibc = pytest.mark.skipif(not sys.platform.startswith("linux") or not heap._glibc_malloc(),
                                  reason="the prefault works on Linux with glibc only")
 two_cores = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
                                reason="the gap populates on a second core only")
